@@ -1,0 +1,173 @@
+"""The message catalog: every vLLM (and PyTorch) message vllm-doctor recognises.
+
+Each family module (``config``, ``startup``, ``kv_cache``, ``oom``, ``scheduler``,
+``requests``, ``errors``) holds a table of :class:`Pattern` objects. A pattern
+names the vLLM source file that prints its message (see ``shared/vllm-messages.md``
+for the wording by version), one or more *anchor* literals that must occur in the
+message before its regular expression is tried, and how to turn a match into an
+:class:`~vllm_doctor.events.Event`.
+
+:func:`recognise` finds the anchors present in a record with one scan, then runs
+only those patterns, each under a timeout (the ``regex`` module's), so no line can
+make matching hang. :data:`ANCHORS` is the full literal set: anything the tool can
+recognise contains one of them, which is what a block pre-filter may rely on.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import regex
+
+from ..envelopes import Record
+from ..events import Event, Phase
+from ..units import size_to_gib, to_int
+
+#: Seconds one pattern may spend on one record before it is abandoned.
+TIMEOUT = 0.25
+
+INT_FIELDS = {
+    "max_model_len", "kv_tokens", "gpu_blocks", "cpu_blocks", "estimated_max_model_len",
+    "derived_max_model_len", "cumulative", "running", "waiting", "swapped", "deferred",
+    "preemptions", "requested_tokens", "prompt_tokens", "max_tokens", "dummy_requests",
+    "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "max_num_seqs",
+    "max_num_batched_tokens", "min_capability", "current_capability", "engine_index",
+    "world_size", "gpu_index", "status", "block_size", "concurrency_tokens",
+}
+FLOAT_FIELDS = {
+    "gpu_memory_utilization", "max_concurrency", "kv_usage_pct", "prefix_hit_pct",
+    "prompt_tps", "generation_tps", "cpu_kv_usage_pct",
+}
+
+
+def convert(name: str, value: str) -> Any:
+    """Turn one captured group into a value by its name (see INT_FIELDS, FLOAT_FIELDS, ``*_gib``)."""
+    if name in INT_FIELDS:
+        return to_int(value)
+    if name in FLOAT_FIELDS:
+        return float(value)
+    if name.endswith("_gib"):
+        value = value.strip()
+        return size_to_gib(value) if " " in value else float(value.rstrip("GiB").rstrip("GB"))
+    return value
+
+
+def default_build(m: "regex.Match", rec: Record) -> Dict[str, Any]:
+    return {k: convert(k, v) for k, v in m.groupdict().items() if v is not None}
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """One recognisable message.
+
+    ``name``: unique id; ``kind``: the event kind it produces; ``anchors``: literals,
+    any of which must be in the message; ``rx``: the expression searched for (a
+    ``regex`` pattern string, compiled once); ``source``: the vLLM/PyTorch file (and
+    function) that prints it; ``phase``: the phase the message proves; ``build``:
+    ``(match, record) -> data dict`` or None to reject the match (default: named
+    groups converted by :func:`convert`).
+    """
+
+    name: str
+    kind: str
+    anchors: Tuple[str, ...]
+    rx: str
+    source: str
+    phase: Optional[Phase] = None
+    build: Callable[[Any, Record], Optional[Dict[str, Any]]] = default_build
+
+    def compiled(self) -> "regex.Pattern":
+        return _compiled(self.rx)
+
+
+_CACHE: Dict[str, "regex.Pattern"] = {}
+
+
+def _compiled(rx: str) -> "regex.Pattern":
+    pat = _CACHE.get(rx)
+    if pat is None:
+        pat = _CACHE[rx] = regex.compile(rx)
+    return pat
+
+
+def _collect() -> List[Pattern]:
+    from . import checks, config, errors, kv_cache, oom, requests, scheduler, startup
+
+    pats: List[Pattern] = []
+    for mod in (config, startup, checks, kv_cache, oom, scheduler, requests, errors):
+        pats.extend(mod.PATTERNS)
+    names = [p.name for p in pats]
+    dupes = {n for n in names if names.count(n) > 1}
+    if dupes:
+        raise RuntimeError(f"duplicate pattern names: {sorted(dupes)}")
+    return pats
+
+
+PATTERNS: Sequence[Pattern] = _collect()
+ANCHORS: Tuple[str, ...] = tuple(sorted({a for p in PATTERNS for a in p.anchors}))
+_BY_ANCHOR: Dict[str, List[Tuple[int, Pattern]]] = {}
+for _i, _p in enumerate(PATTERNS):
+    for _a in _p.anchors:
+        _BY_ANCHOR.setdefault(_a, []).append((_i, _p))
+# One scan finds every anchor present. The alternation takes the longest anchor at a
+# place; anchors that are prefixes of it (same place) are added from _PREFIXES, and
+# the scan resumes one character later so anchors inside a match are found too.
+_ANCHOR_RX = re.compile("|".join(re.escape(a) for a in sorted(ANCHORS, key=len, reverse=True)))
+_PREFIXES: Dict[str, List[str]] = {
+    a: [b for b in ANCHORS if b != a and a.startswith(b)] for a in ANCHORS
+}
+
+
+def _anchors_in(text: str) -> List[Tuple[int, Pattern]]:
+    found: Dict[int, Pattern] = {}
+    pos = 0
+    search = _ANCHOR_RX.search
+    while True:
+        m = search(text, pos)
+        if m is None:
+            break
+        a = m.group()
+        for anchor in (a, *_PREFIXES[a]):
+            for i, p in _BY_ANCHOR[anchor]:
+                found[i] = p
+        pos = m.start() + 1
+    return sorted(found.items(), key=lambda item: item[0])
+
+
+class Catalog:
+    """Recognises records; counts patterns abandoned on timeout in ``timeouts``."""
+
+    def __init__(self) -> None:
+        self.timeouts = 0
+
+    def recognise(self, rec: Record) -> List[Event]:
+        """All events in one record, in catalog order. Never raises."""
+        text = rec.text
+        events: List[Event] = []
+        if not text:
+            return events
+        for _, p in _anchors_in(text):
+            try:
+                m = p.compiled().search(text, timeout=TIMEOUT)
+            except TimeoutError:
+                self.timeouts += 1
+                continue
+            if m is None:
+                continue
+            try:
+                data = p.build(m, rec)
+            except (ValueError, TypeError, KeyError, IndexError):
+                continue
+            if data is None:
+                continue
+            events.append(Event(kind=p.kind, record=rec, data=data, phase=p.phase, pattern=p.name))
+        return events
+
+
+def pattern_table() -> List[Dict[str, str]]:
+    """Name, kind, source and anchors of every pattern (for docs and tests)."""
+    return [
+        {"name": p.name, "kind": p.kind, "source": p.source, "anchors": ", ".join(p.anchors)}
+        for p in PATTERNS
+    ]

@@ -1,0 +1,112 @@
+"""Exceptions, tracebacks, fatal CUDA errors and the "engine died" consequence markers.
+
+Sources (``shared/vllm-messages.md`` section 10):
+
+* Python tracebacks: ``Traceback (most recent call last):``, ``File "...", line N, in f``,
+  ``The above exception was the direct cause of the following exception:``, ``During
+  handling of the above exception, another exception occurred:``, the final
+  ``Name: message`` line; ``multiprocessing`` prints ``Process EngineCore_DP0:`` first;
+* ``vllm/v1/engine/core.py run_engine_core``: ``EngineCore failed to start.`` (startup)
+  and ``EngineCore encountered a fatal error.`` (while serving);
+* ``vllm/v1/engine/utils.py wait_for_engine_startup``: ``Engine core initialization
+  failed. See root cause above.``; ``vllm/v1/engine/core_client.py``: ``Engine core proc
+  %s died unexpectedly, shutting down client.``; ``vllm/v1/executor/multiproc_executor.py``:
+  ``Worker proc %s died unexpectedly``, ``WorkerProc hit an exception.``, ``Worker failed
+  with error``; ``vllm/v1/engine/async_llm.py``: ``AsyncLLM output_handler failed.``;
+  ``vllm/v1/engine/exceptions.py`` ``EngineDeadError``; V0
+  ``vllm/engine/multiprocessing`` ``MQEngineDeadError`` / ``MQLLMEngine is already dead``,
+  ``vllm/engine/async_llm_engine.py`` ``AsyncEngineDeadError`` / ``Background loop has
+  errored already``, ``multiproc_worker_utils.py`` ``Worker %s pid %d died, exit code``;
+  ``vllm/entrypoints/openai/api_server.py`` ``Engine process failed to start``;
+* CUDA errors other than out-of-memory (``CUDA error: an illegal memory access was
+  encountered``, ``device-side assert triggered`` ...) via torch; NCCL ``NCCL error``;
+* Ray raylet's worker-death boilerplate (it mentions the host OOM killer as one possible
+  cause among three; it is not a GPU out-of-memory).
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, Optional
+
+from . import Pattern
+
+_STARTUP, _RUNTIME = "startup", "runtime"
+
+
+def _exception(m, rec) -> Optional[Dict[str, Any]]:
+    name = m["exc"]
+    return {"exception": name, "message": (m["msg"] or "").strip()[:500]}
+
+
+def _dead(marker: str, phase: Optional[str]):
+    def build(m, rec) -> Dict[str, Any]:
+        data: Dict[str, Any] = {"marker": marker}
+        if phase:
+            data["phase_hint"] = phase
+        gd = m.groupdict()
+        if gd.get("who"):
+            data["who"] = gd["who"]
+        return data
+    return build
+
+
+def _frame(m, rec) -> Dict[str, Any]:
+    return {"path": m["path"], "line": int(m["line"]), "func": m["func"]}
+
+
+def _cuda_error(m, rec) -> Optional[Dict[str, Any]]:
+    what = m["what"].strip().rstrip(".")
+    if what.startswith("out of memory"):
+        return None
+    return {"exception": "CUDA error", "message": what}
+
+
+PATTERNS = [
+    Pattern("traceback_start", "tb_start", ("Traceback (most recent call last)",),
+            r"Traceback \(most recent call last\)", "CPython traceback"),
+    Pattern("traceback_frame", "tb_frame", ('File "',),
+            r"^\s*File \"(?P<path>[^\"]+)\", line (?P<line>\d+), in (?P<func>\S+)", "CPython traceback", None, _frame),
+    Pattern("traceback_chain", "tb_chain", ("The above exception was the direct cause", "During handling of the above exception"),
+            r"The above exception was the direct cause|During handling of the above exception", "CPython traceback"),
+    Pattern("exception_line", "exception", ("Error:", "Exception:", "Error(", "Error", "Exception", "Exit"),
+            r"^(?P<exc>(?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt)|Exception))"
+            r"(?:(?::\s*|\((?=['\"]))(?P<msg>.*))?$",
+            "CPython traceback (final line)", None, _exception),
+    Pattern("cuda_error", "cuda_error", ("CUDA error: ",),
+            r"CUDA error: (?P<what>[^\n]+)", "torch CUDA runtime checks (c10/cuda/CUDAException)", None, _cuda_error),
+    Pattern("nccl_error", "cuda_error", ("NCCL error",),
+            r"NCCL error(?: in: \S+)?,? ?(?P<what>[^\n]*)",
+            "vllm/distributed/device_communicators/pynccl_wrapper.py; torch c10d",
+            None, lambda m, rec: {"exception": "NCCL error", "message": m["what"].strip()[:300]}),
+    Pattern("enginecore_failed_to_start", "engine_dead", ("EngineCore failed to start",),
+            r"EngineCore failed to start", "vllm/v1/engine/core.py run_engine_core", None, _dead("enginecore_failed_to_start", _STARTUP)),
+    Pattern("enginecore_fatal", "engine_dead", ("EngineCore encountered a fatal error",),
+            r"EngineCore encountered a fatal error", "vllm/v1/engine/core.py run_engine_core", None, _dead("enginecore_fatal", _RUNTIME)),
+    Pattern("engine_core_init_failed", "engine_dead", ("Engine core initialization failed",),
+            r"Engine core initialization failed", "vllm/v1/engine/utils.py wait_for_engine_startup", None,
+            _dead("engine_core_init_failed", _STARTUP)),
+    Pattern("engine_process_failed_to_start", "engine_dead", ("Engine process failed to start",),
+            r"Engine process failed to start", "vllm/entrypoints/openai/api_server.py (V0 MQLLMEngine)", None,
+            _dead("engine_process_failed_to_start", _STARTUP)),
+    Pattern("engine_core_proc_died", "engine_dead", ("died unexpectedly",),
+            r"(?:Engine core|Worker) proc (?P<who>\S+) died unexpectedly",
+            "vllm/v1/engine/core_client.py; vllm/v1/executor/multiproc_executor.py", None, _dead("proc_died", None)),
+    Pattern("workerproc_hit_exception", "engine_dead", ("WorkerProc hit an exception",),
+            r"WorkerProc hit an exception", "vllm/v1/executor/multiproc_executor.py", None, _dead("workerproc_exception", None)),
+    Pattern("output_handler_failed", "engine_dead", ("output_handler failed",),
+            r"output_handler failed", "vllm/v1/engine/async_llm.py output_handler", None, _dead("output_handler_failed", _RUNTIME)),
+    Pattern("engine_dead_error", "engine_dead", ("EngineDeadError", "Engine loop is not running", "MQLLMEngine is already dead",
+                                                 "Background loop has errored already", "EngineCore encountered an issue"),
+            r"EngineDeadError|Engine loop is not running|MQLLMEngine is already dead|Background loop has errored already"
+            r"|EngineCore encountered an issue",
+            "vllm/v1/engine/exceptions.py; vllm/engine/multiprocessing; vllm/engine/async_llm_engine.py", None,
+            _dead("engine_dead", _RUNTIME)),
+    Pattern("v0_worker_died", "engine_dead", (" died, exit code",),
+            r"Worker (?P<who>\S+) pid \d+ died, exit code", "vllm/executor/multiproc_worker_utils.py (V0)", None,
+            _dead("worker_died", None)),
+    Pattern("model_execution_error", "engine_dead", ("Error in model execution", "input of failed execution"),
+            r"Error in model execution|input of failed execution", "vllm/worker/model_runner_base.py _wrapper (V0)", None,
+            _dead("model_execution_failed", _RUNTIME)),
+    Pattern("ray_worker_died", "engine_dead", ("A worker died or was killed while executing a task",),
+            r"A worker died or was killed while executing a task", "ray raylet (boilerplate lists possible causes)",
+            None, _dead("ray_worker_died", None)),
+]

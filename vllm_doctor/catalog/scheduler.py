@@ -1,0 +1,52 @@
+"""Preemption warnings and periodic stats lines (``shared/vllm-messages.md`` sections 7, 8).
+
+Sources:
+
+* V0 ``vllm/core/scheduler.py Scheduler._preempt``: ``Sequence group %s is preempted by
+  %s mode because there is not enough KV cache space. ... total_num_cumulative_preemption=%d``
+  (older ``total_cumulative_preemption_cnt=``), logged only for the 1st, 51st, 101st ...
+  preemption. V1 prints no per-preemption line at all;
+* V0 ``vllm/engine/metrics.py LoggingStatLogger.log``: ``Avg prompt throughput: %.1f
+  tokens/s, Avg generation throughput: %.1f tokens/s, Running: %d reqs, Swapped: %d reqs,
+  Pending: %d reqs, GPU KV cache usage: %.1f%%, CPU KV cache usage: %.1f%%.`` and the
+  separate ``Prefix cache hit rate: GPU: %.2f%%, CPU: %.2f%%``;
+* V1 ``vllm/v1/metrics/loggers.py LoggingStatLogger.log``: ``[Engine %03d: ]Avg prompt
+  throughput: ..., Running: %d reqs, Waiting: %d reqs[, Deferred: %d reqs][, Preemptions:
+  %d], GPU KV cache usage: %.1f%%[, Prefix cache hit rate: %.1f%%]...``.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict
+
+from . import Pattern, default_build
+
+
+def _stats(gen: str):
+    def build(m, rec) -> Dict[str, Any]:
+        data = default_build(m, rec)
+        data["engine"] = gen
+        return data
+    return build
+
+
+PATTERNS = [
+    Pattern("v0_preemption", "preemption", ("is preempted by PreemptionMode.",),
+            r"Sequence group (?P<seq_group>\S+) is preempted by PreemptionMode\.(?P<mode>RECOMPUTE|SWAP) mode"
+            r"(?:(?!total_).)*+total_(?:num_cumulative_preemption|cumulative_preemption_cnt)=(?P<cumulative>\d+)",
+            "vllm/core/scheduler.py Scheduler._preempt (V0)"),
+    Pattern("v0_stats", "stats", ("Pending: ",),
+            r"Avg prompt throughput: (?P<prompt_tps>[\d.]+) tokens/s, Avg generation throughput: "
+            r"(?P<generation_tps>[\d.]+) tokens/s, Running: (?P<running>\d+) reqs, Swapped: (?P<swapped>\d+) reqs, "
+            r"Pending: (?P<waiting>\d+) reqs, GPU KV cache usage: (?P<kv_usage_pct>[\d.]+)%"
+            r"(?:, CPU KV cache usage: (?P<cpu_kv_usage_pct>[\d.]+)%)?",
+            "vllm/engine/metrics.py LoggingStatLogger.log (V0)", None, _stats("v0")),
+    Pattern("v1_stats", "stats", ("Waiting: ",),
+            r"(?:Engine (?P<engine_index>\d+): |\d+ Engines Aggregated: )?"
+            r"Avg prompt throughput: (?P<prompt_tps>[\d.]+) tokens/s, Avg generation throughput: "
+            r"(?P<generation_tps>[\d.]+) tokens/s, Running: (?P<running>\d+) reqs, Waiting: (?P<waiting>\d+) reqs"
+            r"(?:, Deferred: (?P<deferred>\d+) reqs)?(?:, Preemptions: (?P<preemptions>\d+))?"
+            r", GPU KV cache usage: (?P<kv_usage_pct>[\d.]+)%(?:, Prefix cache hit rate: (?P<prefix_hit_pct>[\d.]+)%)?",
+            "vllm/v1/metrics/loggers.py LoggingStatLogger.log (V1)", None, _stats("v1")),
+    Pattern("v0_prefix_hit", "prefix_hit", ("Prefix cache hit rate: GPU:",),
+            r"Prefix cache hit rate: GPU: (?P<prefix_hit_pct>[\d.]+)%", "vllm/engine/metrics.py (V0)"),
+]

@@ -1,0 +1,148 @@
+"""The ``vllm-doctor`` command: options in, verdict out, an exit code scripts can use."""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from typing import List, Optional, Tuple
+
+import click
+
+from . import __version__
+
+EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, EXIT_UNRECOGNISED = 0, 1, 2, 3
+
+EXIT_CODES_HELP = """\b
+Exit codes:
+  0  no problem found (healthy)
+  1  a problem was diagnosed
+  2  usage error, or an input could not be read
+  3  nothing in the input is recognisable as vLLM output"""
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="vllm-doctor")
+def main() -> None:
+    """Read vLLM server logs and say why the server ran out of memory or slowed down,
+    with the lines that prove it and what to change first.
+
+    \b
+    Examples:
+      vllm-doctor diagnose server.log
+      journalctl -u vllm --no-pager | vllm-doctor diagnose -
+      kubectl logs deploy/vllm | vllm-doctor diagnose - --format markdown
+      vllm-doctor rules
+      vllm-doctor explain kv_cache_capacity
+    """
+
+
+@main.command(epilog=EXIT_CODES_HELP)
+@click.argument("files", nargs=-1, metavar="[FILE]...")
+@click.option("-f", "--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default=None,
+              help="Output format: text (terminal), markdown (incident ticket), json (machines). "
+                   "Default: text.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
+              help="Also write the verdict in --format to FILE (atomically); the terminal still gets text.")
+@click.option("--color/--no-color", default=None, help="Colour the text view (default: when stdout is a terminal).")
+def diagnose(files: Tuple[str, ...], fmt: Optional[str], output: Optional[str], color: Optional[bool]) -> None:
+    """Diagnose one or more vLLM logs.
+
+    FILE is a log file (plain, gzip, bzip2 or xz), or - for standard input. With no FILE
+    and standard input not a terminal, standard input is read. Several files are several
+    sources: each gets its own runs and findings.
+
+    \b
+    The verdict names the class (see `vllm-doctor rules`), the evidence lines
+    (source:line), and remedies in the tuning order with the numbers from the log.
+    """
+    from .pipeline import build_verdict, diagnose_source
+    from .render import render
+    from .sources import InputError, open_input, read_lines
+
+    specs: List[str] = list(files)
+    if not specs:
+        if sys.stdin is None or sys.stdin.isatty():
+            raise click.UsageError("no input: give a FILE, or pipe a log into `vllm-doctor diagnose -`")
+        specs = ["-"]
+    results, errors = [], []
+    for spec in specs:
+        try:
+            src = open_input(spec)
+        except InputError as exc:
+            errors.append(str(exc))
+            continue
+        try:
+            results.append(diagnose_source(src.name, read_lines(src)))
+        except InputError as exc:
+            errors.append(str(exc))
+        finally:
+            if src.name != "<stdin>":
+                src.stream.close()
+        if src.truncated:
+            click.echo(f"vllm-doctor: warning: {src.name}: compressed data ends early; diagnosed what could be read",
+                       err=True)
+    for e in errors:
+        click.echo(f"vllm-doctor: error: {e}", err=True)
+    if not results:
+        sys.exit(EXIT_USAGE)
+    verdict = build_verdict(results)
+    fmt = fmt or "text"
+    if color is None:
+        color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
+    if output:
+        _write_atomic(output, render(verdict, fmt))
+        click.echo(render(verdict, "text", color=color), nl=False)
+    else:
+        click.echo(render(verdict, fmt, color=color and fmt == "text"), nl=False)
+    sys.exit(EXIT_USAGE if errors else verdict.exit_code)
+
+
+def _write_atomic(path: str, text: str) -> None:
+    d = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".vllm-doctor-", dir=d)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+@main.command()
+def rules() -> None:
+    """List every class with its code and a one-line summary."""
+    from .diagnoses import MODULES, notes
+
+    width = max(len(m.CLASS) for m in MODULES)
+    for m in MODULES:
+        click.echo(f"{m.CODE}  {m.CLASS:<{width}}  {m.SUMMARY}")
+        if m is notes:
+            for name, code in notes.CODES.items():
+                click.echo(f"{code}    {name}")
+
+
+@main.command()
+@click.argument("name", metavar="CLASS_OR_CODE")
+def explain(name: str) -> None:
+    """Explain a class: what it means, why it happens, remedies in order, what does not
+    help, and sources. CLASS_OR_CODE is a class id (kv_cache_capacity) or code (VD101)."""
+    import inspect
+
+    from .diagnoses import BY_CLASS, BY_CODE, notes
+
+    key = name.strip()
+    mod = BY_CLASS.get(key) or BY_CODE.get(key.upper())
+    if mod is None and (key in notes.CODES or key.upper() in notes.CODES.values()):
+        mod = notes
+    if mod is None:
+        raise click.UsageError(f"unknown class or code {name!r}; `vllm-doctor rules` lists them")
+    click.echo(f"{mod.CODE} {mod.CLASS} ({mod.SEVERITY})\n")
+    click.echo(inspect.cleandoc(mod.__doc__ or ""))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,61 @@
+"""Out of memory while capturing CUDA graphs, at the end of startup.
+
+What it means:
+    After the KV cache is allocated, vLLM captures CUDA graphs for a range of batch sizes;
+    each captured graph keeps its memory pool. The OOM happens inside ``capture_model`` /
+    ``torch.cuda.graph`` (or while the "Capturing CUDA graphs" progress bar runs).
+
+Why it happens:
+    The profiling run does not (in older versions) count graph memory, so a budget that fit
+    weights + activations + KV cache has no room left for the graphs; many captured sizes
+    (large ``max_num_seqs``); ``gpu_memory_utilization`` close to 1.
+
+Remedies, in order:
+    1. ``--enforce-eager`` (no graphs; slower decoding) or capture fewer sizes
+       (``--max-num-seqs`` lower, or a smaller ``cudagraph_capture_sizes`` list).
+    2. Lower ``--max-num-seqs`` (fewer, smaller graphs).
+    3. Leave headroom: lower ``--gpu-memory-utilization`` a little (graph memory comes out
+       of what is left after the KV cache).
+
+What does not help:
+    Raising ``gpu_memory_utilization`` (leaves even less outside the KV cache); lowering
+    ``max_model_len`` alone (graphs are sized by batch, not by length).
+
+Sources:
+    vllm/worker/model_runner.py capture_model (V0 advice text);
+    vllm/v1/worker/gpu_model_runner.py capture_model / _capture_cudagraphs; torch/cuda/graphs.py.
+"""
+from __future__ import annotations
+
+import sys
+from typing import Any, Sequence
+
+from ..tracker import Failure, Run
+from .base import R, consequence_evidence, ev, failure_evidence, make_finding, oom_facts, remedies
+
+CLASS = "cuda_graph_capture_oom"
+CODE = "VD103"
+SEVERITY = "critical"
+SUMMARY = "Startup failed: out of GPU memory while capturing CUDA graphs."
+
+
+def build(failures: Sequence[Failure], run: Run, phase: str) -> Any:
+    mod = sys.modules[__name__]
+    facts = oom_facts(failures, run)
+    for k in ("max_num_seqs", "gpu_memory_utilization", "enforce_eager"):
+        if run.value(k) is not None:
+            facts[k] = run.value(k)
+    seqs = run.value("max_num_seqs")
+    U = run.value("gpu_memory_utilization")
+    rem = remedies(
+        R("Run without CUDA graphs (slower decode) or capture fewer sizes", "--enforce-eager"),
+        R("Capture fewer and smaller graphs by lowering max_num_seqs",
+          f"--max-num-seqs {max(8, seqs // 2)}" if seqs else None),
+        R("Leave headroom outside the KV cache for the graph pools",
+          f"--gpu-memory-utilization {U - 0.05:.2f}" if U else None,
+          "graph memory comes out of what the KV cache left"),
+    )
+    evidence = failure_evidence(failures, "out of memory") + [ev(run.phase_records.get("CUDA graph capture"), "phase: CUDA graph capture")] + consequence_evidence(run, 1)
+    dont = ["Raising gpu_memory_utilization: even less memory stays outside the KV cache",
+            "Lowering max_model_len alone: graphs are sized by batch size, not length"]
+    return make_finding(mod, run, "startup", "Out of GPU memory while capturing CUDA graphs", facts, evidence, rem, dont)

@@ -1,0 +1,24 @@
+"""No memory or slowdown problem in this log.
+
+What it means:
+    The log is vLLM output and shows no failure, no KV saturation and no preemption storm.
+    Notes (``VD3xx``) may still point at settings worth a look.
+
+Why it happens:
+    The server is fine, or the problem lies outside what vLLM logs (client side, network,
+    a slow generation of many tokens).
+
+Remedies, in order:
+    1. Nothing to change for memory. For a complaint of slowness, compare generation
+       throughput with the number of running requests and check the client's ``max_tokens``.
+
+What does not help:
+    Memory tuning without evidence.
+
+Sources:
+    shared/domain.md "The diagnosis order".
+"""
+CLASS = "healthy"
+CODE = "VD000"
+SEVERITY = "ok"
+SUMMARY = "No memory or slowdown problem found in the log."

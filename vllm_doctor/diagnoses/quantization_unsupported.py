@@ -1,0 +1,63 @@
+"""The quantization method (or dtype) needs a newer GPU than this one.
+
+What it means:
+    vLLM checks the GPU's compute capability (major x 10 + minor: 75 Turing, 80 A100, 86
+    RTX 30xx/A10, 89 L4/RTX 40xx, 90 H100) against what the method's kernels need: "The
+    quantization method fp8 is not supported for the current GPU. Minimum capability: 89.
+    Current capability: 86." (compressed-tensors: ``_check_scheme_supported``); bfloat16
+    needs 8.0.
+
+Why it happens:
+    A checkpoint quantized for newer hardware (FP8, NVFP4, some W4A16/W8A8 schemes), or a
+    ``--quantization`` flag the GPU generation cannot accelerate.
+
+Remedies, in order:
+    1. Use a checkpoint in a format this GPU supports (e.g. AWQ / GPTQ on Turing/Ampere, or
+       the unquantized model with TP), or ``--dtype half`` where bfloat16 is the problem.
+    2. Or run on a GPU with at least the minimum capability.
+
+What does not help:
+    Memory settings (``gpu_memory_utilization``, ``max_model_len``): this is not a memory
+    problem.
+
+Sources:
+    vllm/config/vllm.py _get_quantization_config; compressed_tensors.py
+    _check_scheme_supported; vllm/platforms/cuda.py (bfloat16); shared/vllm-messages.md 11.
+"""
+from __future__ import annotations
+
+import sys
+from typing import Any, Sequence
+
+from ..tracker import Failure, Run
+from .base import R, config_evidence, failure_evidence, make_finding, merged_data, remedies
+
+CLASS = "quantization_unsupported"
+CODE = "VD105"
+SEVERITY = "critical"
+SUMMARY = "Startup failed: the quantization method (or dtype) is not supported on this GPU generation."
+
+
+def build(failures: Sequence[Failure], run: Run, phase: str) -> Any:
+    mod = sys.modules[__name__]
+    data = merged_data(failures)
+    facts = {k: data[k] for k in ("quantization", "min_capability", "current_capability") if k in data}
+    if "quantization" not in facts and run.value("quantization"):
+        facts["quantization"] = run.value("quantization")
+    if "min_capability" in facts:
+        title = (f"Quantization {facts.get('quantization', 'scheme')} needs compute capability "
+                 f"{facts['min_capability']}, this GPU has {facts['current_capability']}")
+    elif any("quant_check" in f.tags for f in failures):
+        title = "Quantization scheme rejected by the GPU capability check (the error line itself is not in the log)"
+    else:
+        title = "Quantization or dtype not supported on this GPU"
+    rem = remedies(
+        R("Use a checkpoint format this GPU generation supports (e.g. AWQ/GPTQ on Turing/Ampere), "
+          "or --dtype half where bfloat16 is refused"),
+        R("Or run on a GPU with at least the minimum compute capability",
+          None, f"minimum {facts['min_capability']}, current {facts['current_capability']}" if "min_capability" in facts else None,
+          "host"),
+    )
+    evidence = failure_evidence(failures, "capability check") + config_evidence(run, ("quantization", "model"))
+    return make_finding(mod, run, "startup", title, facts, evidence, rem,
+                        ["Memory settings (gpu_memory_utilization, max_model_len): not a memory problem"])

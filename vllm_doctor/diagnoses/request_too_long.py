@@ -1,0 +1,65 @@
+"""Requests rejected (HTTP 400) because prompt + max_tokens exceed the context length.
+
+What it means:
+    The server is fine; clients send requests longer than ``max_model_len``: "This model's
+    maximum context length is 8192 tokens. However, you requested 8203 tokens (7691 in the
+    messages, 512 in the completion)" and its later wordings ("... you requested 15000
+    output tokens and your prompt contains at least 35961 input tokens ...").
+
+Why it happens:
+    Clients (agents, eval harnesses) ask for a large ``max_tokens`` by default, or send
+    conversations that have grown past the context.
+
+Remedies, in order:
+    1. Client side first: cap ``max_tokens`` at ``max_model_len - prompt tokens``, trim or
+       summarise long conversations.
+    2. Server side, only where KV capacity allows: a longer ``--max-model-len`` (check the
+       startup "GPU KV cache size" / "Maximum concurrency" lines first).
+
+What does not help:
+    Memory settings or restarts: nothing failed on the server.
+
+Sources:
+    vllm/entrypoints/openai/serving_engine.py _validate_input; vllm/renderers/params.py
+    _token_len_check; vllm/v1/engine/processor.py; shared/vllm-messages.md 12.
+"""
+from __future__ import annotations
+
+import sys
+from typing import Any, Sequence
+
+from ..tracker import Failure, Run
+from .base import R, failure_evidence, make_finding, merged_data, remedies
+
+CLASS = "request_too_long"
+CODE = "VD202"
+SEVERITY = "warning"
+SUMMARY = "Requests rejected: prompt + max_tokens exceed max_model_len (client-side fix first)."
+
+
+def build(failures: Sequence[Failure], run: Run, phase: str) -> Any:
+    mod = sys.modules[__name__]
+    d = merged_data(failures)
+    facts = {k: d[k] for k in ("max_model_len", "requested_tokens", "prompt_tokens", "max_tokens") if k in d}
+    facts["rejected_requests"] = sum(f.repeats for f in failures)
+    L, P, M = d.get("max_model_len"), d.get("prompt_tokens"), d.get("max_tokens")
+    if L and P is not None:
+        facts["max_tokens_that_fit"] = max(0, L - P)
+    if L:
+        title = f"Requests over the {L}-token context rejected"
+        if d.get("requested_tokens"):
+            title += f" ({d['requested_tokens']} tokens asked)"
+    else:
+        title = "Requests rejected by the length check (_validate_input; the error text is not in the log)"
+    kv_tokens = run.value("kv_tokens")
+    rem = remedies(
+        R("Cap max_tokens in the client at max_model_len minus the prompt length",
+          None, f"this request could ask for at most {L - P} output tokens ({L} - {P})" if L and P is not None else None,
+          "client"),
+        R("Trim or summarise long conversations in the client", None, None, "client"),
+        R("Only if the KV cache has room: raise max_model_len on the server",
+          None, (f"the KV cache holds {kv_tokens} tokens" if kv_tokens else
+                 "check 'GPU KV cache size' / 'Maximum concurrency' at startup before raising it")),
+    )
+    return make_finding(mod, run, "runtime", title, facts, failure_evidence(failures, "rejected request"), rem,
+                        ["Memory settings or restarting the server: nothing failed on the server"])

@@ -1,0 +1,58 @@
+"""Out of memory while warming up the sampler with ``max_num_seqs`` dummy requests.
+
+What it means:
+    The last startup step (V1 ``_dummy_sampler_run``) samples from logits for
+    ``min(max_num_seqs, max_num_batched_tokens)`` dummy requests at once: a
+    ``num_reqs x vocab_size`` float32 buffer. vLLM says "CUDA out of memory occurred when
+    warming up sampler with N dummy requests"; older logs show only the frames.
+
+Why it happens:
+    A large vocabulary times a large ``max_num_seqs`` (256, or 1024 on big GPUs), after the
+    KV cache and CUDA graphs took the rest of the budget.
+
+Remedies, in order:
+    1. Lower ``--max-num-seqs`` (halve it: the buffer shrinks in proportion).
+    2. Leave headroom: lower ``--gpu-memory-utilization`` a little.
+
+What does not help:
+    Raising ``gpu_memory_utilization`` (less room outside the KV cache);
+    ``max_model_len`` (the buffer depends on batch and vocabulary, not length).
+
+Sources:
+    vllm/v1/worker/gpu_model_runner.py _dummy_sampler_run / _dummy_pooler_run;
+    shared/vllm-messages.md section 6.
+"""
+from __future__ import annotations
+
+import sys
+from typing import Any, Sequence
+
+from ..tracker import Failure, Run
+from .base import R, consequence_evidence, failure_evidence, make_finding, merged_data, oom_facts, remedies
+
+CLASS = "sampler_warmup_oom"
+CODE = "VD104"
+SEVERITY = "critical"
+SUMMARY = "Startup failed: out of GPU memory warming up the sampler with max_num_seqs dummy requests."
+
+
+def build(failures: Sequence[Failure], run: Run, phase: str) -> Any:
+    mod = sys.modules[__name__]
+    data = merged_data(failures)
+    facts = oom_facts(failures, run)
+    n = data.get("dummy_requests") or run.value("max_num_seqs")
+    if data.get("dummy_requests"):
+        facts["dummy_requests"] = data["dummy_requests"]
+    U = run.value("gpu_memory_utilization")
+    title = f"Out of GPU memory warming up the sampler with {n} dummy requests" if n else \
+        "Out of GPU memory warming up the sampler (dummy sampler run)"
+    rem = remedies(
+        R("Lower max_num_seqs: the warm-up samples for that many requests at once",
+          f"--max-num-seqs {max(1, n // 2)}" if n else "--max-num-seqs 128",
+          f"{n} dummy requests did not fit; half as many need half the logits buffer" if n else None),
+        R("Leave headroom outside the KV cache", f"--gpu-memory-utilization {U - 0.05:.2f}" if U else None),
+    )
+    evidence = failure_evidence(failures, "sampler warm-up") + consequence_evidence(run, 1)
+    dont = ["Raising gpu_memory_utilization: less memory stays outside the KV cache",
+            "Lowering max_model_len: the buffer depends on batch size and vocabulary"]
+    return make_finding(mod, run, "startup", title, facts, evidence, rem, dont)

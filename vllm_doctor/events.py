@@ -1,0 +1,94 @@
+"""What the catalog recognises in a record: an :class:`Event`.
+
+An event has a ``kind`` (one of :data:`KINDS`), the :class:`~vllm_doctor.envelopes.Record`
+it came from (for evidence: source and line number), ``data`` (values in the
+vocabulary of ``shared/corpus/README.md``: memory in GiB, token counts as ints)
+and, for phase markers, the startup ``phase`` it proves the run has reached.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any, Dict, Optional
+
+from .envelopes import Record
+
+
+class Phase(IntEnum):
+    """How far a server run got, in vLLM's startup order (V0 and V1 alike).
+
+    Sources: ``vllm/v1/engine/core.py`` ``EngineCore.__init__`` (load model ->
+    ``_initialize_kv_caches``: profile, allocate KV, ``compile_or_warm_up_model``:
+    CUDA graph capture then sampler warm-up) and ``vllm/engine/llm_engine.py`` (V0).
+    """
+
+    NONE = 0
+    CONFIG = 1
+    LOADING_WEIGHTS = 2
+    WEIGHTS_LOADED = 3
+    KV_SIZING = 4
+    GRAPH_CAPTURE = 5
+    WARMUP = 6
+    READY = 7
+    SERVING = 8
+
+    @property
+    def label(self) -> str:
+        return _PHASE_LABELS[self]
+
+    @property
+    def is_startup(self) -> bool:
+        return self < Phase.READY
+
+
+_PHASE_LABELS = {
+    Phase.NONE: "unknown",
+    Phase.CONFIG: "config",
+    Phase.LOADING_WEIGHTS: "loading weights",
+    Phase.WEIGHTS_LOADED: "weights loaded (profiling)",
+    Phase.KV_SIZING: "KV cache sizing",
+    Phase.GRAPH_CAPTURE: "CUDA graph capture",
+    Phase.WARMUP: "warm-up",
+    Phase.READY: "ready",
+    Phase.SERVING: "serving",
+}
+
+#: Every event kind the catalog produces, with what its ``data`` holds.
+KINDS = {
+    "run_start": "a server start marker ({marker}); opens a new run when the current one got past config",
+    "config": "configuration values ({max_model_len, gpu_memory_utilization, ...})",
+    "facts": "startup facts (KV sizing, weights, GPU memory, CUDA graph memory)",
+    "phase": "a phase marker with no values",
+    "kv_error": "the KV cache cannot hold one max-length request, or no room for any block",
+    "oom": "an out-of-memory error (torch allocator message, CUDA/driver/NCCL error)",
+    "sampler_oom": "OOM while warming up the sampler/pooler with N dummy requests",
+    "load_oom": "vLLM's own 'Failed to load model - not enough GPU memory'",
+    "free_memory": "startup check: free memory below gpu_memory_utilization x total",
+    "profiling_error": "'Error in memory profiling': free memory grew while profiling",
+    "quant_error": "quantization method not supported on this GPU",
+    "config_error": "length / batch limits that contradict each other or the model",
+    "too_long": "a request longer than the model's context (HTTP 400)",
+    "preemption": "V0 preemption warning (printed for the 1st, 51st, 101st ...)",
+    "stats": "a periodic stats line (V0 or V1)",
+    "prefix_hit": "V0 prefix-cache hit-rate line",
+    "exception": "a Python exception line 'Name: message'",
+    "cuda_error": "a CUDA error other than out-of-memory (illegal access, device assert...)",
+    "tb_start": "'Traceback (most recent call last):'",
+    "tb_frame": "a traceback frame 'File \"...\", line N, in func'",
+    "tb_chain": "'The above exception was the direct cause ...' / 'During handling ...'",
+    "engine_dead": "a consequence marker: engine/worker died, 'see root cause above'",
+    "request": "request logging / request added (the server is serving)",
+    "access": "an HTTP access line (uvicorn)",
+    "engine": "which vLLM engine printed this (v0 / v1)",
+}
+
+
+@dataclass
+class Event:
+    """One recognised message. See :data:`KINDS` for ``kind`` and ``data``."""
+
+    kind: str
+    record: Record
+    data: Dict[str, Any] = field(default_factory=dict)
+    phase: Optional[Phase] = None
+    pattern: str = ""  # name of the catalog pattern that produced it

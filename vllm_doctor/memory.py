@@ -1,0 +1,108 @@
+"""The memory arithmetic diagnoses share. All sizes in GiB (binary), as vLLM prints them.
+
+How vLLM spends GPU memory (``shared/domain.md``): at startup it claims
+``gpu_memory_utilization x total``; from that budget it subtracts the weights, the
+activation peak of a profiling run and non-torch memory; the rest becomes KV cache.
+"""
+from __future__ import annotations
+
+import math
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+#: A co-tenant holding at least this share of the GPU is worth blaming at startup.
+SIGNIFICANT_FOREIGN_SHARE = 0.05
+
+
+def split_processes(
+    processes: Sequence[Tuple[Optional[int], float]],
+    known_vllm_pids: Iterable[int] = (),
+    pytorch_reserved_gib: Optional[float] = None,
+) -> Tuple[Optional[Tuple[Optional[int], float]], List[Tuple[int, float]]]:
+    """Split the processes a PyTorch OOM message lists into (vLLM's own, co-tenants).
+
+    ``processes`` is the ordered ``(pid, GiB)`` list from the message, with pid None for
+    the ``Including non-PyTorch memory, this process has ...`` clause. PyTorch prints
+    ``Process N`` for every other PID NVML reports (``reportProcessMemoryInfo`` in
+    ``c10/cuda/CUDACachingAllocator.cpp``). Inside a container NVML reports host PIDs,
+    so the failing vLLM process itself often appears as ``Process N`` with no "this
+    process" clause (``shared/vllm-messages.md`` 13a). The rules:
+
+    * a ``this process`` clause identifies vLLM's process; every other PID that the log
+      does not show as vLLM's own (``known_vllm_pids``) is a co-tenant;
+    * without it, vLLM's process is the listed one whose memory is at least what this
+      process has reserved through PyTorch (``pytorch_reserved_gib``: allocated plus
+      reserved-but-unallocated), the smallest such; failing that, the largest; the
+      others are co-tenants.
+
+    Returns ``(own, co_tenants)`` with ``own`` None when nothing is listed.
+    """
+    known = set(known_vllm_pids)
+    if not processes:
+        return None, []
+    own: Optional[Tuple[Optional[int], float]] = None
+    for proc in processes:
+        if proc[0] is None:
+            own = proc
+            break
+    if own is None:
+        listed = [p for p in processes if p[0] is not None]
+        candidates = [p for p in listed if p[0] in known]
+        if not candidates and pytorch_reserved_gib is not None:
+            candidates = [p for p in listed if p[1] >= pytorch_reserved_gib * 0.99]
+        if candidates:
+            own = min(candidates, key=lambda p: p[1])
+        else:
+            own = max(listed, key=lambda p: p[1])
+    others = [(p[0], p[1]) for p in processes if p is not own and p[0] is not None and p[0] not in known]
+    return own, others  # type: ignore[return-value]
+
+
+def foreign_gib(co_tenants: Sequence[Tuple[int, float]]) -> float:
+    """Total memory the co-tenants hold."""
+    return sum(g for _, g in co_tenants)
+
+
+def floor_tidy(value: float) -> int:
+    """Round a token count down to a tidy value a person would type.
+
+    >= 32768: a multiple of 4096 (a power of two where the value allows); >= 4096: of
+    1024; >= 1024: of 256; smaller: of 16 (the default block size). Never rounds up.
+    """
+    v = int(math.floor(value))
+    if v <= 0:
+        return 0
+    power = 1 << (v.bit_length() - 1)
+    if power >= 32768 and v < power * 1.25:
+        return power
+    for threshold, step in ((32768, 4096), (4096, 1024), (1024, 256)):
+        if v >= threshold:
+            return v - v % step
+    return max(16, v - v % 16) if v >= 16 else v
+
+
+def floor_to(value: float, step: float) -> float:
+    """Round down to a multiple of ``step`` (for gpu_memory_utilization: 0.01)."""
+    return math.floor(value / step + 1e-9) * step
+
+
+def dtype_bytes(dtype: Optional[str]) -> Optional[float]:
+    """Bytes per element of a KV cache / weight dtype name as vLLM prints it."""
+    if not dtype:
+        return None
+    d = dtype.lower().replace("torch.", "")
+    if d in ("auto",):
+        return None
+    if d.startswith("fp8") or d in ("int8", "uint8", "float8"):
+        return 1.0
+    if d in ("float16", "half", "bfloat16", "fp16", "bf16"):
+        return 2.0
+    if d in ("float32", "float", "fp32"):
+        return 4.0
+    if d in ("nvfp4", "fp4", "int4"):
+        return 0.5
+    return None
+
+
+def summarise(values: Dict[str, float]) -> str:
+    """``a=1.0 GiB, b=2.0 GiB`` for evidence texts."""
+    return ", ".join(f"{k}={v:.2f} GiB" for k, v in values.items())

@@ -1,0 +1,106 @@
+"""Mend the damage logs suffer on their way into a ticket: hard-wrapped lines.
+
+Terminal captures and pastes cut long records at a fixed width (``Running: 32 r`` /
+``eqs, Swapped: ...``), and people re-type error messages one sentence a line.
+:class:`Reassembler` joins such continuation lines back onto the record they
+belong to, so the patterns see the whole message. Glued records (the opposite
+damage) are split earlier, in :mod:`vllm_doctor.envelopes`.
+
+A line is joined onto the previous record only when it carries no envelope of
+its own (no wrapper, process or record prefix) and either
+
+* the previous physical line looks cut by a hard wrap: it is long
+  (:data:`WRAP_MIN_WIDTH` or more characters), and this line starts in the middle
+  of a word (a lower-case letter or closing punctuation), so it is joined with no
+  space; or
+* the previous record is a PyTorch out-of-memory message that has not reached its
+  last sentence yet (``... is reserved by PyTorch but unallocated.``), and this line
+  does not start a new traceback, frame or exception.
+
+At most :data:`MAX_JOINED` lines are joined onto one record; blank lines end a
+record. Every joined physical line is counted in ``Record.continued`` so that no
+input line disappears from the accounting.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Iterator, List, Optional
+
+import regex
+
+from .envelopes import MAX_RECORD_CHARS, Record
+
+WRAP_MIN_WIDTH = 60
+MAX_JOINED = 16
+
+_MID_WORD_START = set("abcdefghijklmnopqrstuvwxyz)]},.;:%/'\"-_")
+_NEW_THING = regex.compile(
+    r"(?:Traceback \(|File \"|During handling|The above exception|Process [A-Za-z][\w-]*:$"
+    r"|(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Warning|Interrupt|Exit)(?::|$))"
+)
+_OOM_TERMINATORS = ("unallocated", "reserved in total by PyTorch", "PYTORCH_", "max_split_size_mb")
+
+
+def _open_oom(text: str) -> bool:
+    """True while a PyTorch OOM message has started but not reached its last sentence."""
+    return "out of memory." in text and not any(t in text for t in _OOM_TERMINATORS)
+
+
+def _continues(prev: Record, cur: Record) -> Optional[str]:
+    """Return the separator to join ``cur`` onto ``prev`` with, or None if it is no continuation."""
+    if not cur.bare or prev.continued >= MAX_JOINED or len(prev.text) >= MAX_RECORD_CHARS:
+        return None
+    text = cur.text
+    if not text or text[0].isspace() or _NEW_THING.match(text):
+        return None
+    mid_word = text[0] in _MID_WORD_START
+    if prev.line_len >= WRAP_MIN_WIDTH and mid_word and not prev.trailing_space:
+        return ""
+    if _open_oom(prev.text):
+        return "" if (mid_word and not prev.trailing_space) else " "
+    return None
+
+
+class Reassembler:
+    """Holds back one record so that the next physical lines can be joined onto it.
+
+    ``feed(records)`` takes the records of one physical line (from
+    :func:`vllm_doctor.envelopes.unwrap`) and returns the records that are complete;
+    ``flush()`` returns the one still held (call it at the end of the input, or when
+    a followed stream goes idle). Blank lines end the held record and are dropped
+    (the reader counts them).
+    """
+
+    def __init__(self) -> None:
+        self._held: Optional[Record] = None
+
+    def feed(self, records: Iterable[Record]) -> List[Record]:
+        out: List[Record] = []
+        for rec in records:
+            held = self._held
+            if not rec.text.strip() and rec.bare:
+                if held is not None:
+                    out.append(held)
+                    self._held = None
+                continue
+            if held is not None:
+                sep = _continues(held, rec)
+                if sep is not None:
+                    held.text = (held.text + sep + rec.text)[:MAX_RECORD_CHARS]
+                    held.continued += 1
+                    held.line_len, held.trailing_space = rec.line_len, rec.trailing_space
+                    continue
+                out.append(held)
+            self._held = rec
+        return out
+
+    def flush(self) -> List[Record]:
+        held, self._held = self._held, None
+        return [held] if held is not None else []
+
+
+def reassemble(records_per_line: Iterable[Iterable[Record]]) -> Iterator[Record]:
+    """Generator form: physical lines' records in, complete records out."""
+    r = Reassembler()
+    for recs in records_per_line:
+        yield from r.feed(recs)
+    yield from r.flush()

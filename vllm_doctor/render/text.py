@@ -1,0 +1,47 @@
+"""The terminal view (rich): the verdict, the evidence with source:line, remedies in order."""
+from __future__ import annotations
+
+import io
+
+from .common import key_facts
+
+_STYLE = {"critical": "bold red", "warning": "bold yellow", "info": "cyan", "ok": "bold green", "unknown": "bold magenta"}
+
+
+def render_text(verdict, color: bool = False, width: int = 100) -> str:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    buf = io.StringIO()
+    con = Console(file=buf, force_terminal=color, no_color=not color, width=width, highlight=False, soft_wrap=False)
+    style = _STYLE.get(verdict.severity, "bold")
+    con.print(f"[{style}]{escape(verdict.primary_class)} ({verdict.primary_code}, {verdict.severity})[/] "
+              f"{escape(verdict.title)}")
+    p = verdict.primary
+    facts = key_facts(verdict, p)
+    if facts:
+        t = Table(show_header=False, box=None, padding=(0, 1))
+        for k, v in facts:
+            t.add_row(f"[dim]{k}[/]", escape(v))
+        con.print(t)
+    for f in verdict.findings:
+        con.print()
+        con.print(f"[{_STYLE.get(f.severity, 'bold')}]{f.code} {escape(f.class_id)}[/] [dim]({f.severity}, {f.phase}, "
+                  f"{escape(f.source)} run {f.run})[/] {escape(f.title)}")
+        for e in f.evidence:
+            note = f" [dim]<- {escape(e.note)}[/]" if e.note else ""
+            con.print(f"  [dim]{escape(e.source)}:{e.line}[/] {escape(e.text[:240])}{note}")
+        for r in f.remedies:
+            flag = f" [bold]{escape(r.flag)}[/]" if r.flag else ""
+            why = f" [dim]({escape(r.why)})[/]" if r.why else ""
+            con.print(f"  {r.order}. {escape(r.action)}{flag}{why}")
+        for d in f.does_not_help:
+            con.print(f"  [dim]does not help:[/] {escape(d)}")
+        for n in f.notes:
+            con.print(f"  [italic]{escape(n)}[/]")
+    con.print()
+    for s in verdict.sources:
+        con.print(f"[dim]{escape(s.name)}: {s.lines} lines, {s.records} records, {s.recognised} recognised, "
+                  f"{s.runs} run(s)" + (f", wrappers: {', '.join(s.wrappers)}" if s.wrappers else "") + "[/]")
+    return buf.getvalue()

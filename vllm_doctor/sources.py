@@ -1,0 +1,92 @@
+"""Open the inputs and hand out their lines, one pass, constant memory.
+
+An input is a file path, ``-`` for standard input, or (from the library) any iterable
+of ``str``/``bytes`` lines. Files compressed with gzip, bzip2 or xz are recognised by
+their magic bytes, whatever their name. Bytes are decoded as UTF-8; invalid sequences
+become U+FFFD and are counted, never fatal.
+"""
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import lzma
+import os
+import sys
+from dataclasses import dataclass
+from typing import IO, Iterable, Iterator, Optional, Tuple, Union
+
+_MAGIC = ((b"\x1f\x8b", "gzip"), (b"BZh", "bzip2"), (b"\xfd7zXZ\x00", "xz"), (b"\x28\xb5\x2f\xfd", "zstd"))
+
+
+class InputError(Exception):
+    """An input cannot be read at all; the message is one line for the operator."""
+
+
+@dataclass
+class Source:
+    """One input: ``name`` as shown in evidence, and the binary stream to read."""
+
+    name: str
+    stream: IO[bytes]
+    compression: Optional[str] = None
+    truncated: bool = False  # a compressed stream ended early
+
+
+def _open_file(path: str) -> Source:
+    if os.path.isdir(path):
+        raise InputError(f"{path}: is a directory, not a log file")
+    try:
+        raw = open(path, "rb")
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except PermissionError:
+        raise InputError(f"{path}: permission denied") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot open ({exc.strerror or exc})") from None
+    head = raw.peek(8)[:8] if hasattr(raw, "peek") else b""
+    for magic, kind in _MAGIC:
+        if head.startswith(magic):
+            if kind == "gzip":
+                return Source(path, gzip.GzipFile(fileobj=raw), kind)
+            if kind == "bzip2":
+                return Source(path, bz2.BZ2File(raw), kind)
+            if kind == "xz":
+                return Source(path, lzma.LZMAFile(raw), kind)
+            try:
+                import zstandard  # optional: pip install zstandard
+            except ImportError:
+                raw.close()
+                raise InputError(f"{path}: zstd-compressed; install the 'zstandard' package to read it") from None
+            return Source(path, zstandard.ZstdDecompressor().stream_reader(raw), kind)
+    return Source(path, raw)
+
+
+def open_input(spec: str) -> Source:
+    """Open a path, or standard input for ``-``. Raises :class:`InputError`."""
+    if spec == "-":
+        return Source("<stdin>", sys.stdin.buffer)
+    return _open_file(spec)
+
+
+def read_lines(src: Source) -> Iterator[Tuple[int, str]]:
+    """Yield ``(line number, text)``; text keeps no newline. A broken archive ends the
+    iteration early with ``src.truncated`` set (what was read is still diagnosed)."""
+    stream = src.stream
+    n = 0
+    try:
+        for raw in stream:
+            n += 1
+            yield n, raw.decode("utf-8", "replace")
+    except (EOFError, OSError, lzma.LZMAError, ValueError) as exc:
+        if src.compression is None and not isinstance(exc, (EOFError, lzma.LZMAError)):
+            raise InputError(f"{src.name}: read error after line {n} ({exc})") from None
+        src.truncated = True
+
+
+def iter_text_lines(lines: Iterable[Union[str, bytes]]) -> Iterator[Tuple[int, str]]:
+    """Number an iterable of lines given by a library caller (str or bytes)."""
+    for n, line in enumerate(lines, 1):
+        if isinstance(line, bytes):
+            line = line.decode("utf-8", "replace")
+        yield n, line

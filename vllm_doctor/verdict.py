@@ -1,0 +1,138 @@
+"""The verdict: plain data that every renderer and the library return.
+
+Shapes (also in ``vllm_doctor/verdict.schema.json``, the published contract):
+
+* :class:`Evidence` - a log line that supports a finding: ``source``, 1-based ``line``,
+  ``text`` (the line as printed, wrappers removed), optional ``note``;
+* :class:`Remedy` - one change, in the tuning order of ``shared/domain.md``: ``order``,
+  ``action`` (what to do, one sentence), ``flag`` (the concrete ``vllm serve`` flag with
+  the number filled in, when the log gives the number), ``why`` (the arithmetic, naming
+  the evidence it used), ``side`` (``server``, ``client`` or ``host``);
+* :class:`Finding` - one diagnosed problem: ``class_id`` and ``code`` (see ``vllm-doctor
+  rules``), ``severity`` (``critical`` the server failed, ``warning`` degraded or requests
+  rejected, ``info`` a note), ``phase`` (``startup`` / ``runtime``), ``title``, ``facts``
+  (vocabulary of ``shared/corpus/README.md``; memory in GiB), ``evidence``, ``remedies``,
+  ``does_not_help``;
+* :class:`RunSummary` - one server start in one source, with its ``config`` and ``facts``;
+* :class:`Verdict` - the whole answer: ``primary_class`` (the most severe finding of the
+  newest failing run; ``healthy`` when nothing is wrong; ``unknown`` when nothing is
+  recognisable or the root cause is not in the log) and everything above.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Dict, List, Optional
+
+SCHEMA_VERSION = "1.0"
+SEVERITY_RANK = {"critical": 3, "warning": 2, "info": 1, "ok": 0}
+
+
+@dataclass
+class Evidence:
+    source: str
+    line: int
+    text: str
+    note: Optional[str] = None
+
+
+@dataclass
+class Remedy:
+    order: int
+    action: str
+    flag: Optional[str] = None
+    why: Optional[str] = None
+    side: str = "server"
+
+
+@dataclass
+class Finding:
+    class_id: str
+    code: str
+    severity: str
+    phase: str
+    title: str
+    source: str = ""
+    run: int = 0
+    facts: Dict[str, Any] = field(default_factory=dict)
+    evidence: List[Evidence] = field(default_factory=list)
+    remedies: List[Remedy] = field(default_factory=list)
+    does_not_help: List[str] = field(default_factory=list)
+    notes: List[str] = field(default_factory=list)
+
+    def to_dict(self) -> Dict[str, Any]:
+        d = asdict(self)
+        d["class"] = d.pop("class_id")
+        return d
+
+
+@dataclass
+class RunSummary:
+    source: str
+    index: int
+    start_line: int
+    end_line: int
+    phase_reached: str
+    engine: Optional[str]
+    config: Dict[str, Any] = field(default_factory=dict)
+    facts: Dict[str, Any] = field(default_factory=dict)
+    classes: List[str] = field(default_factory=list)
+
+
+@dataclass
+class SourceSummary:
+    name: str
+    lines: int = 0
+    blank: int = 0
+    records: int = 0
+    recognised: int = 0
+    joined: int = 0
+    runs: int = 0
+    dropped_runs: int = 0
+    vllm_output: bool = False
+    wrappers: List[str] = field(default_factory=list)
+    error: Optional[str] = None
+    timeouts: int = 0
+    primary_class: Optional[str] = None
+
+
+@dataclass
+class Verdict:
+    primary_class: str
+    primary_code: str
+    severity: str
+    title: str
+    findings: List[Finding] = field(default_factory=list)
+    runs: List[RunSummary] = field(default_factory=list)
+    sources: List[SourceSummary] = field(default_factory=list)
+    tool_version: str = ""
+    schema_version: str = SCHEMA_VERSION
+
+    @property
+    def exit_code(self) -> int:
+        """0 nothing wrong, 1 a problem diagnosed, 3 nothing recognisable as vLLM output."""
+        if self.primary_class == "healthy":
+            return 0
+        if self.primary_class == "unknown" and not any(s.vllm_output for s in self.sources):
+            return 3
+        return 1
+
+    @property
+    def primary(self) -> Optional[Finding]:
+        for f in self.findings:
+            if f.class_id == self.primary_class and SEVERITY_RANK.get(f.severity, 0) >= 2:
+                return f
+        return None
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "schema_version": self.schema_version,
+            "tool": {"name": "vllm-doctor", "version": self.tool_version},
+            "primary_class": self.primary_class,
+            "primary_code": self.primary_code,
+            "severity": self.severity,
+            "title": self.title,
+            "exit_code": self.exit_code,
+            "findings": [f.to_dict() for f in self.findings],
+            "runs": [asdict(r) for r in self.runs],
+            "sources": [asdict(s) for s in self.sources],
+        }
