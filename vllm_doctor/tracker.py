@@ -435,6 +435,11 @@ class SourceTracker:
                 self._set_config(run, ev)
             elif k == "facts":
                 self._set_facts(run, ev)
+                # A KV budget of zero or less is itself the failure, whether or not the
+                # ValueError that follows made it into the log.
+                if (ev.data.get("kv_available_gib", 1) <= 0 or ev.data.get("gpu_blocks", 1) == 0) and not failure_made:
+                    self._add_failure("kv_error", dict(ev.data, variant="no_budget"), rec, st, st.tags())
+                    failure_made = True
             elif k == "stats":
                 run.stats.add(ev)
                 run.reached(Phase.SERVING, rec)

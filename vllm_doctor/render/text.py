@@ -8,13 +8,16 @@ from .common import key_facts
 _STYLE = {"critical": "bold red", "warning": "bold yellow", "info": "cyan", "ok": "bold green", "unknown": "bold magenta"}
 
 
-def render_text(verdict, color: bool = False, width: int = 100) -> str:
+def render_text(verdict, color: bool = False, width: int = 0) -> str:
+    """Render for a terminal; ``color`` adds styles. Lines are not hard-wrapped, so a
+    pasted verdict keeps each evidence line whole."""
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
     buf = io.StringIO()
-    con = Console(file=buf, force_terminal=color, no_color=not color, width=width, highlight=False, soft_wrap=False)
+    con = Console(file=buf, force_terminal=color, no_color=not color, width=width or 200, highlight=False,
+                  soft_wrap=True)
     style = _STYLE.get(verdict.severity, "bold")
     con.print(f"[{style}]{escape(verdict.primary_class)} ({verdict.primary_code}, {verdict.severity})[/] "
               f"{escape(verdict.title)}")
