@@ -1,0 +1,112 @@
+"""The command as scripts use it: exit codes, stdin, formats, rules and explain."""
+import gzip
+import json
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import FIXTURES, fixture_path
+from vllm_doctor.cli import main
+from vllm_doctor.diagnoses import MODULES
+
+
+def run(*args, input=None):
+    return CliRunner().invoke(main, list(args), input=input, catch_exceptions=False)
+
+
+def test_piped_input_gives_the_same_verdict_as_the_file():
+    path = fixture_path("x007-v0-deepseek32b-kv-131072-vs-58496-worker-died.log")
+    by_file = json.loads(run("diagnose", "--format", "json", str(path)).output)
+    piped = json.loads(run("diagnose", "--format", "json", "-", input=path.read_bytes()).output)
+    for d in (by_file, piped):
+        for f in d["findings"]:
+            for e in f["evidence"]:
+                e.pop("source")
+            f.pop("source")
+        for r in d["runs"]:
+            r.pop("source")
+        d.pop("sources")
+    assert by_file == piped
+
+
+@pytest.mark.parametrize("name,code", [("s001-llama31-8b-3090-kv-29k.log", 1), ("r022-v1-startup-sm120-healthy.log", 0)])
+def test_exit_codes_for_problem_and_healthy(name, code):
+    assert run("diagnose", str(fixture_path(name))).exit_code == code
+
+
+def test_nothing_recognisable_exits_3():
+    r = run("diagnose", "-", input="hello\nworld\n")
+    assert r.exit_code == 3
+    assert "unknown" in r.output
+
+
+def cli(*args):
+    return subprocess.run([sys.executable, "-m", "vllm_doctor", *args], capture_output=True, text=True)
+
+
+def test_missing_file_is_one_line_and_exit_2():
+    p = cli("diagnose", "/nonexistent/x.log")
+    assert p.returncode == 2
+    assert p.stderr == "vllm-doctor: error: /nonexistent/x.log: no such file\n"
+
+
+def test_directory_is_refused(tmp_path):
+    p = cli("diagnose", str(tmp_path))
+    assert p.returncode == 2
+    assert p.stderr.strip().count("\n") == 0 and "is a directory" in p.stderr
+    assert "Traceback" not in p.stderr
+
+
+def test_gzip_input_gives_the_same_class(tmp_path):
+    src = fixture_path("s006-v1-kv-1m-estimate-199552.log")
+    gz = tmp_path / "server.log.1"  # no .gz suffix: detected by magic bytes
+    gz.write_bytes(gzip.compress(src.read_bytes()))
+    d = json.loads(run("diagnose", "-f", "json", str(gz)).output)
+    assert d["primary_class"] == "kv_cache_capacity"
+
+
+def test_binary_and_invalid_utf8_do_not_crash():
+    r = run("diagnose", "-f", "json", "-", input=bytes(range(256)) * 50)
+    assert r.exit_code == 3
+    assert json.loads(r.output)["primary_class"] == "unknown"
+
+
+def test_markdown_has_verdict_evidence_and_numbered_remedies():
+    out = run("diagnose", "-f", "markdown", str(fixture_path("s001-llama31-8b-3090-kv-29k.log"))).output
+    assert out.startswith("## vllm-doctor: kv_cache_capacity (VD101)")
+    assert "s001-llama31-8b-3090-kv-29k.log:5:" in out
+    assert "1. Lower max_model_len" in out and "`--max-model-len 23552`" in out
+
+
+def test_output_file_written_and_terminal_gets_text(tmp_path):
+    out = tmp_path / "verdict.json"
+    r = run("diagnose", "-f", "json", "-o", str(out), str(fixture_path("r002-mtp-slow-v1-waiting.log")))
+    assert json.loads(out.read_text())["primary_class"] == "preemption_storm"
+    assert r.output.startswith("preemption_storm (VD201")
+
+
+def test_rules_lists_every_class_with_its_code():
+    out = run("rules").output
+    for m in MODULES:
+        assert f"{m.CODE}  {m.CLASS}" in out
+
+
+@pytest.mark.parametrize("key", ["kv_cache_capacity", "VD200", "vd201"])
+def test_explain_prints_the_module_docs(key):
+    out = run("explain", key).output
+    for heading in ("What it means:", "Why it happens:", "Remedies, in order:", "What does not help:", "Sources:"):
+        assert heading in out
+
+
+def test_explain_unknown_is_a_usage_error():
+    assert run("explain", "nope").exit_code == 2
+
+
+def test_json_output_does_not_import_rich():
+    code = ("import sys, runpy; sys.argv=['vllm-doctor','diagnose','-f','json',%r];"
+            "import vllm_doctor.cli as c\ntry:\n c.main()\nexcept SystemExit: pass\n"
+            "assert 'rich' not in sys.modules, 'rich imported'" % str(fixture_path("s001-llama31-8b-3090-kv-29k.log")))
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
