@@ -44,7 +44,11 @@ def main() -> None:
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
               help="Also write the verdict in --format to FILE (atomically); the terminal still gets text.")
 @click.option("--color/--no-color", default=None, help="Colour the text view (default: when stdout is a terminal).")
-def diagnose(files: Tuple[str, ...], fmt: Optional[str], output: Optional[str], color: Optional[bool]) -> None:
+@click.option("--no-redact", is_flag=True,
+              help="Show secrets and personal data as logged (API keys, tokens, e-mails, client IPs, home-path "
+                   "user names, prompts). By default they are redacted in every format.")
+def diagnose(files: Tuple[str, ...], fmt: Optional[str], output: Optional[str], color: Optional[bool],
+             no_redact: bool) -> None:
     """Diagnose one or more vLLM logs.
 
     FILE is a log file (plain, gzip, bzip2 or xz), or - for standard input. With no FILE
@@ -86,6 +90,9 @@ def diagnose(files: Tuple[str, ...], fmt: Optional[str], output: Optional[str], 
     if not results:
         sys.exit(EXIT_USAGE)
     verdict = build_verdict(results)
+    if not no_redact:
+        from .redact import redact_verdict
+        verdict = redact_verdict(verdict)
     fmt = fmt or "text"
     if color is None:
         color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
