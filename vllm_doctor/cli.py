@@ -41,8 +41,9 @@ def main() -> None:
 @click.option("-f", "--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default=None,
               help="Output format: text (terminal), markdown (incident ticket), json (machines). "
                    "Default: text.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None,
-              help="Also write the verdict in --format to FILE (atomically); the terminal still gets text.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+              help="Write the verdict in --format to FILE (atomically: a temporary file, then a rename); "
+                   "the terminal still gets the text view. '-' means standard output.")
 @click.option("--color/--no-color", default=None, help="Colour the text view (default: when stdout is a terminal).")
 @click.option("--no-redact", is_flag=True,
               help="Show secrets and personal data as logged (API keys, tokens, e-mails, client IPs, home-path "
@@ -96,8 +97,12 @@ def diagnose(files: Tuple[str, ...], fmt: Optional[str], output: Optional[str], 
     fmt = fmt or "text"
     if color is None:
         color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
-    if output:
-        _write_atomic(output, render(verdict, fmt))
+    if output and output != "-":
+        try:
+            _write_atomic(output, render(verdict, fmt))
+        except OSError as exc:
+            click.echo(f"vllm-doctor: error: cannot write {output}: {exc.strerror or exc}", err=True)
+            sys.exit(EXIT_USAGE)
         click.echo(render(verdict, "text", color=color), nl=False)
     else:
         click.echo(render(verdict, fmt, color=color and fmt == "text"), nl=False)
@@ -110,6 +115,9 @@ def _write_atomic(path: str, text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # as an ordinary new file would be, not mkstemp's 0600
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -124,19 +132,22 @@ def rules() -> None:
     """List every class with its code and a one-line summary."""
     from .diagnoses import MODULES, notes
 
-    width = max(len(m.CLASS) for m in MODULES)
+    width = max([len(m.CLASS) for m in MODULES] + [len(n) + 2 for n in notes.CODES])
     for m in MODULES:
         click.echo(f"{m.CODE}  {m.CLASS:<{width}}  {m.SUMMARY}")
         if m is notes:
             for name, code in notes.CODES.items():
-                click.echo(f"{code}    {name}")
+                click.echo(f"{code}  {'  ' + name:<{width}}  {notes.SUMMARIES[name]}")
 
 
 @main.command()
 @click.argument("name", metavar="CLASS_OR_CODE")
 def explain(name: str) -> None:
-    """Explain a class: what it means, why it happens, remedies in order, what does not
-    help, and sources. CLASS_OR_CODE is a class id (kv_cache_capacity) or code (VD101)."""
+    """Explain one class: meaning, causes, remedies, sources.
+
+    CLASS_OR_CODE is a class id (kv_cache_capacity) or a code (VD101). Prints what it
+    means, why it happens, the remedies in order, what does not help, and the vLLM
+    sources it rests on."""
     import inspect
 
     from .diagnoses import BY_CLASS, BY_CODE, notes
@@ -148,7 +159,7 @@ def explain(name: str) -> None:
     if mod is None:
         raise click.UsageError(f"unknown class or code {name!r}; `vllm-doctor rules` lists them")
     click.echo(f"{mod.CODE} {mod.CLASS} ({mod.SEVERITY})\n")
-    click.echo(inspect.cleandoc(mod.__doc__ or ""))
+    click.echo(inspect.cleandoc(mod.__doc__ or "").replace("``", "`"))
 
 
 if __name__ == "__main__":  # pragma: no cover

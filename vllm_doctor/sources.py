@@ -44,28 +44,35 @@ def _open_file(path: str) -> Source:
         raise InputError(f"{path}: permission denied") from None
     except OSError as exc:
         raise InputError(f"{path}: cannot open ({exc.strerror or exc})") from None
-    head = raw.peek(8)[:8] if hasattr(raw, "peek") else b""
+    return _detect(path, raw)
+
+
+def _detect(name: str, raw: IO[bytes]) -> Source:
+    """Wrap ``raw`` in a decompressor when its first bytes are a known magic number."""
+    try:
+        head = raw.peek(8)[:8] if hasattr(raw, "peek") else b""
+    except OSError:
+        head = b""
     for magic, kind in _MAGIC:
         if head.startswith(magic):
             if kind == "gzip":
-                return Source(path, gzip.GzipFile(fileobj=raw), kind)
+                return Source(name, gzip.GzipFile(fileobj=raw), kind)
             if kind == "bzip2":
-                return Source(path, bz2.BZ2File(raw), kind)
+                return Source(name, bz2.BZ2File(raw), kind)
             if kind == "xz":
-                return Source(path, lzma.LZMAFile(raw), kind)
+                return Source(name, lzma.LZMAFile(raw), kind)
             try:
                 import zstandard  # optional: pip install zstandard
             except ImportError:
-                raw.close()
-                raise InputError(f"{path}: zstd-compressed; install the 'zstandard' package to read it") from None
-            return Source(path, zstandard.ZstdDecompressor().stream_reader(raw), kind)
-    return Source(path, raw)
+                raise InputError(f"{name}: zstd-compressed; install the 'zstandard' package to read it") from None
+            return Source(name, zstandard.ZstdDecompressor().stream_reader(raw), kind)
+    return Source(name, raw)
 
 
 def open_input(spec: str) -> Source:
-    """Open a path, or standard input for ``-``. Raises :class:`InputError`."""
+    """Open a path, or standard input for ``-`` (compressed or not). Raises :class:`InputError`."""
     if spec == "-":
-        return Source("<stdin>", sys.stdin.buffer)
+        return _detect("<stdin>", sys.stdin.buffer)
     return _open_file(spec)
 
 

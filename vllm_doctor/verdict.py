@@ -61,8 +61,7 @@ class Finding:
 
     def to_dict(self) -> Dict[str, Any]:
         d = asdict(self)
-        d["class"] = d.pop("class_id")
-        return d
+        return {"class": d.pop("class_id"), **d}
 
 
 @dataclass

@@ -194,7 +194,7 @@ def build(failures: Sequence[Failure], run: Run, phase: str) -> Any:
                  + (" - enough for the current max_model_len" if c.get("fp8_fits_max_model_len") else ""))
                 if c.get("fp8_kv_tokens") else None),
             R("Or spread the KV cache over two GPUs", "--tensor-parallel-size 2",
-              f"about {c['tp2_kv_tokens_estimate']} tokens of KV cache per engine (estimate)" if c.get("tp2_kv_tokens_estimate") else None),
+              f"about {c['tp2_kv_tokens_estimate']} tokens of KV cache per engine, an estimate" if c.get("tp2_kv_tokens_estimate") else None),
         )
         dont.append("Lowering gpu_memory_utilization: it shrinks the KV cache further")
         dont.append("Changing max_num_seqs: one max-length request alone does not fit")

@@ -13,8 +13,7 @@ What it means:
       per-request value (timestamp, user id) at the start of a shared prompt defeats prefix
       caching; no flag fixes it;
     * ``VD305 long_default_max_model_len`` - ``max_model_len`` >= 65536 while the stats show
-      little KV use: fit the length to the workload;
-    * ``VD306 tp1_multi_gpu`` - ``tensor_parallel_size`` 1 while the log shows several GPUs.
+      little KV use: fit the length to the workload.
 
 Why it happens:
     Defaults left as they are; prompt design; a load pattern.
@@ -44,7 +43,14 @@ SUMMARY = "Informational notes on settings and load patterns (never the primary 
 
 CODES = {
     "kv_pressure": "VD301", "queue_backlog": "VD302", "high_gpu_memory_utilization": "VD303",
-    "low_prefix_cache_hit": "VD304", "long_default_max_model_len": "VD305", "tp1_multi_gpu": "VD306",
+    "low_prefix_cache_hit": "VD304", "long_default_max_model_len": "VD305",
+}
+SUMMARIES = {
+    "kv_pressure": "Some preemption or KV saturation, not sustained.",
+    "queue_backlog": "Requests wait while the KV cache has room: the batch budget limits admission.",
+    "high_gpu_memory_utilization": "gpu_memory_utilization >= 0.95 leaves no margin.",
+    "low_prefix_cache_hit": "Prefix-cache hit rate collapsed: per-request values at the start of prompts.",
+    "long_default_max_model_len": "A very long max_model_len while the KV cache stays nearly empty.",
 }
 
 

@@ -96,20 +96,24 @@ def check(run: Run) -> List[Any]:
         dur = f" for {facts['saturated_seconds']} s" if facts.get("saturated_seconds") else ""
         bits.append(f"KV cache {ep['peak_kv_usage_pct']:.1f}% full with up to {ep['max_waiting']} waiting over "
                     f"{ep['intervals']} intervals{dur}")
-    title = "KV cache saturated, requests preempted: " + "; ".join(bits)
+    preempted = p.warnings or s.preemptions_total
+    title = ("KV cache saturated, requests preempted: " if preempted else
+             "KV cache saturated with requests waiting (V1 logs no preemptions; judged from stats): ") + "; ".join(bits)
     U = run.value("gpu_memory_utilization")
     seqs = run.value("max_num_seqs")
     dtype = str(run.value("kv_cache_dtype") or "auto")
     L = run.value("max_model_len")
     rem = remedies(
-        R("Give the KV cache more memory", f"--gpu-memory-utilization {min(0.95, U + 0.05):.2f}" if U and U < 0.95 else None,
-          "every extra GiB becomes KV cache blocks"),
+        R("Give the KV cache more memory",
+          f"--gpu-memory-utilization {min(0.95, (U or 0.9) + 0.05):.2f}" if (U or 0.9) < 0.95 else None,
+          "every extra GiB becomes KV cache blocks" + ("" if U else "; the current value is not in the log, 0.9 (the default) assumed")),
         None if dtype.startswith("fp8") else R("Halve KV per token (a precision trade-off to evaluate)", "--kv-cache-dtype fp8",
                                                f"about {2 * run.value('kv_tokens')} tokens instead of {run.value('kv_tokens')}" if run.value("kv_tokens") else None),
         R("Or more tensor parallelism / quantized weights (more room left for KV cache)"),
         R("Lower demand: fewer concurrent sequences",
           f"--max-num-seqs {max(1, (seqs or (facts.get('max_running') or 256)) // 2)}",
-          f"up to {facts.get('max_running')} ran at once" if facts.get("max_running") else None),
+          f"up to {facts.get('max_running')} ran at once" if facts.get("max_running") else
+          (f"half the configured {seqs}" if seqs else "half of V0's default 256 (the value is not in the log)")),
         R("Or a shorter max_model_len, if the workload allows", None, f"currently {L}" if L else None),
     )
     evidence = [ev(p.first, "first preemption warning"), ev(p.last, "last preemption warning")]

@@ -14,6 +14,10 @@ def _fence(lines: List[str]) -> List[str]:
     return [fence + "text", body, fence]
 
 
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}" + ("" if count == 1 else "s")
+
+
 def render_markdown(verdict) -> str:
     p = verdict.primary
     out = [f"## vllm-doctor: {verdict.primary_class} ({verdict.primary_code})", "",
@@ -42,6 +46,6 @@ def render_markdown(verdict) -> str:
             out += ["Does not help:", ""] + [f"- {d}" for d in f.does_not_help] + [""]
         for n in f.notes:
             out += [f"> {n}", ""]
-    src = ", ".join(f"{s.name} ({s.lines} lines, {s.runs} run(s))" for s in verdict.sources)
+    src = ", ".join(f"`{s.name}` ({_n(s.lines, 'line')}, {_n(s.runs, 'run')})" for s in verdict.sources)
     out += ["---", f"vllm-doctor {verdict.tool_version} · schema {verdict.schema_version} · {src}", ""]
     return "\n".join(out)

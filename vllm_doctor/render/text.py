@@ -16,8 +16,12 @@ def render_text(verdict, color: bool = False, width: int = 0) -> str:
     from rich.table import Table
 
     buf = io.StringIO()
-    con = Console(file=buf, force_terminal=color, no_color=not color, width=width or 200, highlight=False,
-                  soft_wrap=True)
+    # On a terminal rich wraps to its width; in a pipe or file lines stay whole for pasting.
+    import shutil
+
+    con = Console(file=buf, force_terminal=color, no_color=not color,
+                  width=width or (shutil.get_terminal_size().columns if color else 200),
+                  highlight=False, soft_wrap=not color)
     style = _STYLE.get(verdict.severity, "bold")
     con.print(f"[{style}]{escape(verdict.primary_class)} ({verdict.primary_code}, {verdict.severity})[/] "
               f"{escape(verdict.title)}")
@@ -45,6 +49,7 @@ def render_text(verdict, color: bool = False, width: int = 0) -> str:
             con.print(f"  [italic]{escape(n)}[/]")
     con.print()
     for s in verdict.sources:
-        con.print(f"[dim]{escape(s.name)}: {s.lines} lines, {s.records} records, {s.recognised} recognised, "
-                  f"{s.runs} run(s)" + (f", wrappers: {', '.join(s.wrappers)}" if s.wrappers else "") + "[/]")
+        runs = f", {s.runs} server run" + ("" if s.runs == 1 else "s") if s.vllm_output else ""
+        con.print(f"[dim]{escape(s.name)}: {s.lines} line{'' if s.lines == 1 else 's'}, {s.recognised} recognised"
+                  f"{runs}, verdict {s.primary_class}" + (f", wrappers: {', '.join(s.wrappers)}" if s.wrappers else "") + "[/]")
     return buf.getvalue()
