@@ -14,7 +14,6 @@ recognise contains one of them, which is what a block pre-filter may rely on.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -110,28 +109,20 @@ _BY_ANCHOR: Dict[str, List[Tuple[int, Pattern]]] = {}
 for _i, _p in enumerate(PATTERNS):
     for _a in _p.anchors:
         _BY_ANCHOR.setdefault(_a, []).append((_i, _p))
-# One scan finds every anchor present. The alternation takes the longest anchor at a
-# place; anchors that are prefixes of it (same place) are added from _PREFIXES, and
-# the scan resumes one character later so anchors inside a match are found too.
-_ANCHOR_RX = re.compile("|".join(re.escape(a) for a in sorted(ANCHORS, key=len, reverse=True)))
-_PREFIXES: Dict[str, List[str]] = {
-    a: [b for b in ANCHORS if b != a and a.startswith(b)] for a in ANCHORS
-}
+_ANCHOR_LIST: Tuple[str, ...] = tuple(sorted(ANCHORS))
 
 
 def _anchors_in(text: str) -> List[Tuple[int, Pattern]]:
+    """The patterns whose anchors occur in ``text``, in catalog order.
+
+    A plain substring test per anchor (CPython's fast search, in C) beats one regular
+    expression alternation of all anchors by a wide margin (measured: bench/run.py).
+    """
     found: Dict[int, Pattern] = {}
-    pos = 0
-    search = _ANCHOR_RX.search
-    while True:
-        m = search(text, pos)
-        if m is None:
-            break
-        a = m.group()
-        for anchor in (a, *_PREFIXES[a]):
-            for i, p in _BY_ANCHOR[anchor]:
+    for a in _ANCHOR_LIST:
+        if a in text:
+            for i, p in _BY_ANCHOR[a]:
                 found[i] = p
-        pos = m.start() + 1
     return sorted(found.items(), key=lambda item: item[0])
 
 
