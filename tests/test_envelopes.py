@@ -213,8 +213,6 @@ def test_unwrap_form(line, expected):
     assert (rec.source, rec.lineno) == ("log.txt", 7)
 
 
-@pytest.mark.xfail(reason="_TORCH_RANK wants four digits after W/E/I, but PyTorch prints a month without "
-                          "a leading zero ('[W409 ...]'), so the C++ warning header stays in the text", strict=True)
 def test_torch_rank_cpp_warning_three_digit_date_s021():
     line = fixture_lines("s021")[1]
     assert line.startswith("[rank0]:[W409 11:42:27.776885251 ProcessGroupNCCL.cpp:1250] ")
@@ -385,8 +383,6 @@ def test_oom_retyped_one_sentence_per_line_x010():
     assert sum(1 + r.continued for r in recs) == sum(1 for line in lines if line.strip())
 
 
-@pytest.mark.xfail(reason="a re-typed sentence starting lower-case is joined with no space even after a comma, "
-                          "so the message reads 'allocated by PyTorch,with 299.88 MiB'", strict=True)
 def test_oom_retyped_keeps_the_space_after_a_comma_x010():
     oom = next(r for r in reassembled(fixture_lines("x010")) if r.lineno == 4)
     assert "allocated by PyTorch, with 299.88 MiB allocated in private pools (e.g., CUDA Graphs), and 26.44 MiB" \

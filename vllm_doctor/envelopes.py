@@ -67,7 +67,8 @@ _PROC = regex.compile(
     r"(?: rank=(?P<rank>\d+))? pid=(?P<pid>\d+)(?:, ip=(?P<ip>[0-9A-Fa-f.:]+))?\) ?"
 )
 _PROC_NOPID = regex.compile(r"\((?P<name>raylet|gcs_server|dashboard|APIServer|EngineCore(?:_DP\d+)?)\) ")
-_TORCH_RANK = regex.compile(r"\[rank(?P<rank>\d+)\]:(?:\[[WEI]\d{4} [^\]]*\] ?| ?)")
+# PyTorch's glog-style header: [W MMDD ...] with the month not zero-padded ("W409", "W1224").
+_TORCH_RANK = regex.compile(r"\[rank(?P<rank>\d+)\]:(?:\[[WEI]\d{3,4} [^\]]*\] ?| ?)")
 _STAGE = regex.compile(r"\[(?P<stage>Stage-\d+)\] ")
 
 # vLLM's own record prefix, both generations; and the prefix cut to "[file:line] ".

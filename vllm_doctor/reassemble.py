@@ -53,10 +53,12 @@ def _continues(prev: Record, cur: Record) -> Optional[str]:
     if not text or text[0].isspace() or _NEW_THING.match(text):
         return None
     mid_word = text[0] in _MID_WORD_START
-    if prev.line_len >= WRAP_MIN_WIDTH and mid_word and not prev.trailing_space:
-        return ""
+    # After a comma or a full stop the next line starts a new clause, not the rest of a word.
+    sep = " " if prev.trailing_space or prev.text[-1:] in ",.;:" else ""
+    if prev.line_len >= WRAP_MIN_WIDTH and mid_word:
+        return sep
     if _open_oom(prev.text):
-        return "" if (mid_word and not prev.trailing_space) else " "
+        return sep if mid_word else " "
     return None
 
 

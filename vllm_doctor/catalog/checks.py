@@ -67,7 +67,7 @@ PATTERNS = [
             "vllm/config/vllm.py _get_quantization_config; compressed_tensors.py _check_scheme_supported"),
     Pattern("bfloat16_capability", "quant_error", ("Bfloat16 is only supported on GPUs with compute capability",),
             r"Bfloat16 is only supported on GPUs with compute capability of at least 8\.0\. Your (?P<gpu_name>.+?) GPU "
-            r"(?:has compute capability (?P<current_capability_text>[\d.]+)|does not have a compute capability)",
+            r"(?:has compute capability (?P<current_capability_text>\d+(?:\.\d+)?)|does not have a compute capability)",
             "vllm/worker/worker.py _check_if_gpu_supports_dtype; vllm/platforms/cuda.py"),
     Pattern("max_model_len_above_derived", "config_error", ("is greater than the derived max_model_len",),
             r"User-specified max_model_len \((?P<max_model_len>\d+)\) is greater than the derived max_model_len "

@@ -35,7 +35,8 @@ CONFIG_KEYS = (
 )
 _KEYS = "|".join(CONFIG_KEYS)
 _DICT_ITEM = regex.compile(r"'(?P<k>" + _KEYS + r")': (?P<v>'[^']*'|\"[^\"]*\"|[\w.+-]+)")
-_KWARG_ITEM = regex.compile(r"(?<![\w.])(?P<k>" + _KEYS + r")=(?P<v>'[^']*'|\"[^\"]*\"|[\w.+-]+)")
+# Values in the engine config line are unquoted for some keys (served_model_name=Qwen/Qwen3-8B).
+_KWARG_ITEM = regex.compile(r"(?<![\w.])(?P<k>" + _KEYS + r")=(?P<v>'[^']*'|\"[^\"]*\"|[\w.+/:-]+)")
 
 
 def _value(key: str, raw: str) -> Any:
