@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import FIXTURES, fixture_path
-from vllm_doctor.cli import main
+from vllm_doctor.cli import cli as main
 from vllm_doctor.diagnoses import MODULES
 
 
@@ -110,3 +110,47 @@ def test_json_output_does_not_import_rich():
             "assert 'rich' not in sys.modules, 'rich imported'" % str(fixture_path("s001-llama31-8b-3090-kv-29k.log")))
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
+
+
+def test_usage_errors_are_one_line():
+    for args in (["diagnose", "--bogus"], ["diagnose", "--format", "yaml", "x"], ["explain", "nonsense"]):
+        p = cli(*args)
+        assert p.returncode == 2, args
+        assert p.stderr.count("\n") == 1 and p.stderr.startswith("vllm-doctor: error: "), p.stderr
+
+
+def test_overflowing_numbers_do_not_stop_the_diagnosis(tmp_path):
+    log = tmp_path / "x.log"
+    real = fixture_path("s001-llama31-8b-3090-kv-29k.log").read_text()
+    lines = real.splitlines()
+    lines.insert(2, "# GPU blocks: " + "9" * 400 + ", # CPU blocks: 1")
+    lines.insert(3, "Maximum concurrency for " + "9" * 400 + " tokens per request: 1.00x")
+    log.write_text("\n".join(lines) + "\n")
+    p = cli("diagnose", "-f", "json", str(log))
+    assert p.returncode == 1 and "Traceback" not in p.stderr
+    assert json.loads(p.stdout)["primary_class"] == "kv_cache_capacity"
+
+
+def test_truncated_archive_is_diagnosed_but_exits_2(tmp_path):
+    data = gzip.compress(fixture_path("r030-v0-two-requests-0p4-toks-low-kv.log").read_bytes() * 50)
+    cut = tmp_path / "cut.log.gz"
+    cut.write_bytes(data[: len(data) // 2])
+    p = cli("diagnose", "-f", "json", str(cut))
+    assert p.returncode == 2
+    assert json.loads(p.stdout)["primary_class"] in ("healthy", "other")
+    assert "compressed data ends early" in p.stderr and p.stderr.count("\n") == 1
+
+
+def test_an_unterminated_escape_sequence_ends_at_the_next_escape():
+    # Scanning each unterminated OSC sequence to the end of the line made a line of them
+    # quadratic (seconds per 64 KB line); now a sequence never runs past the next ESC.
+    from vllm_doctor.envelopes import _ANSI, unwrap
+
+    assert _ANSI.match("\x1b]8;;http://x\x1b]8;;y").end() == len("\x1b]8;;http://x")
+    assert unwrap("x", 1, "\x1b]" * 1000 + "INFO 01-01 00:00:00 [a.py:1] ok")[0].text == "ok"
+
+
+def test_output_to_a_special_file_is_written_in_place():
+    p = cli("diagnose", "-f", "json", "-o", "/dev/stdout", str(fixture_path("r001-limo-preemption-101.log")))
+    assert p.returncode == 1
+    assert '"primary_class": "preemption_storm"' in p.stdout

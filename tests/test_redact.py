@@ -4,7 +4,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from vllm_doctor.cli import main
+from vllm_doctor.cli import cli as main
 from vllm_doctor.redact import redact_text
 
 SECRETS = [

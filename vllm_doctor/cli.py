@@ -22,7 +22,7 @@ Exit codes:
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="vllm-doctor")
-def main() -> None:
+def cli() -> None:
     """Read vLLM server logs and say why the server ran out of memory or slowed down,
     with the lines that prove it and what to change first.
 
@@ -36,7 +36,7 @@ def main() -> None:
     """
 
 
-@main.command(epilog=EXIT_CODES_HELP)
+@cli.command(epilog=EXIT_CODES_HELP)
 @click.argument("files", nargs=-1, metavar="[FILE]...")
 @click.option("-f", "--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default=None,
               help="Output format: text (terminal), markdown (incident ticket), json (machines). "
@@ -84,11 +84,13 @@ def diagnose(files: Tuple[str, ...], fmt: Optional[str], output: Optional[str], 
             if src.name != "<stdin>":
                 src.stream.close()
         if src.truncated:
-            click.echo(f"vllm-doctor: warning: {src.name}: compressed data ends early; diagnosed what could be read",
-                       err=True)
-    for e in errors:
-        click.echo(f"vllm-doctor: error: {e}", err=True)
+            # Diagnose what could be read, but do not let a partial read pass for a clean bill.
+            errors.append(f"{src.name}: compressed data ends early; the verdict covers what could be read")
+            if results:
+                results[-1].summary.truncated = True
     if not results:
+        for e in errors:
+            click.echo(f"vllm-doctor: error: {e}", err=True)
         sys.exit(EXIT_USAGE)
     verdict = build_verdict(results)
     if not no_redact:
@@ -106,10 +108,24 @@ def diagnose(files: Tuple[str, ...], fmt: Optional[str], output: Optional[str], 
         click.echo(render(verdict, "text", color=color), nl=False)
     else:
         click.echo(render(verdict, fmt, color=color and fmt == "text"), nl=False)
+    for e in errors:
+        click.echo(f"vllm-doctor: error: {e}", err=True)
+    for s in verdict.sources:
+        if s.malformed:
+            click.echo(f"vllm-doctor: warning: {s.name}: {s.malformed} record(s) could not be read and were skipped",
+                       err=True)
     sys.exit(EXIT_USAGE if errors else verdict.exit_code)
 
 
 def _write_atomic(path: str, text: str) -> None:
+    """Write via a temporary file and a rename, so readers never see half a verdict.
+    A path that exists and is not a regular file (a pipe, /dev/stdout) is written in place."""
+    if os.path.exists(path) and not os.path.isfile(path):
+        if os.path.isdir(path):
+            raise IsADirectoryError(21, "is a directory")
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        return
     d = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".vllm-doctor-", dir=d)
     try:
@@ -127,7 +143,7 @@ def _write_atomic(path: str, text: str) -> None:
         raise
 
 
-@main.command()
+@cli.command()
 def rules() -> None:
     """List every class with its code and a one-line summary."""
     from .diagnoses import MODULES, notes
@@ -140,7 +156,7 @@ def rules() -> None:
                 click.echo(f"{code}  {'  ' + name:<{width}}  {notes.SUMMARIES[name]}")
 
 
-@main.command()
+@cli.command()
 @click.argument("name", metavar="CLASS_OR_CODE")
 def explain(name: str) -> None:
     """Explain one class: meaning, causes, remedies, sources.
@@ -160,6 +176,28 @@ def explain(name: str) -> None:
         raise click.UsageError(f"unknown class or code {name!r}; `vllm-doctor rules` lists them")
     click.echo(f"{mod.CODE} {mod.CLASS} ({mod.SEVERITY})\n")
     click.echo(inspect.cleandoc(mod.__doc__ or "").replace("``", "`"))
+
+
+def main() -> None:
+    """Entry point: run the commands; usage errors are one line on stderr and exit 2."""
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.NoArgsIsHelpError as exc:  # pragma: no cover - click >= 8.2
+        click.echo(exc.ctx.get_help() if exc.ctx else str(exc))
+        sys.exit(EXIT_USAGE)
+    except click.exceptions.UsageError as exc:
+        hint = f" (see `vllm-doctor {exc.ctx.info_name} --help`)" if exc.ctx and exc.ctx.info_name != "cli" else ""
+        click.echo(f"vllm-doctor: error: {exc.format_message()}{hint}", err=True)
+        sys.exit(EXIT_USAGE)
+    except click.exceptions.Abort:
+        click.echo("vllm-doctor: interrupted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        click.echo(f"vllm-doctor: error: {exc.format_message()}", err=True)
+        sys.exit(exc.exit_code)
+    except BrokenPipeError:
+        sys.exit(EXIT_OK)
+    sys.exit(EXIT_OK)
 
 
 if __name__ == "__main__":  # pragma: no cover

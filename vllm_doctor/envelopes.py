@@ -37,7 +37,9 @@ import regex
 #: Longest part of a line that recognition looks at (a 10 MB line is read on this prefix).
 MAX_RECORD_CHARS = 65536
 
-_ANSI = regex.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+# CSI sequences, and OSC sequences (hyperlinks, titles) up to BEL, ESC \ or the next ESC:
+# a sequence never runs past the next escape, so an unterminated one cannot go quadratic.
+_ANSI = regex.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?")
 
 # Outer wrappers: at most one applies; each is tried only if its first-character test holds.
 _JOURNALD_SHORT = regex.compile(

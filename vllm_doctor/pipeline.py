@@ -39,7 +39,10 @@ def diagnose_source(name: str, lines: Iterable[Tuple[int, str]]) -> SourceResult
             summary.joined += rec.continued
             if rec.wrapper:
                 wrappers.add(rec.wrapper)
-            tracker.feed(rec, catalog.recognise(rec))
+            try:
+                tracker.feed(rec, catalog.recognise(rec))
+            except Exception:  # noqa: BLE001 - the last guard: one bad record never stops the rest
+                summary.malformed += 1
 
     for lineno, text in lines:
         summary.lines += 1

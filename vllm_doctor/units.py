@@ -7,6 +7,8 @@ were GiB values (`Loading model weights took 14.9888 GB`): ``GB`` is read as GiB
 """
 from __future__ import annotations
 
+import math
+
 _UNIT_GIB = {
     "bytes": 1 / 2**30,
     "byte": 1 / 2**30,
@@ -32,7 +34,10 @@ def to_gib(value: str, unit: str = "GiB") -> float:
         factor = _UNIT_GIB[unit]
     except KeyError:
         raise ValueError(f"unknown memory unit {unit!r}") from None
-    return float(value) * factor
+    number = float(value) * factor
+    if not math.isfinite(number) or abs(number) > 1e9:
+        raise ValueError(f"not a memory size: {value[:40]!r}")
+    return number
 
 
 def size_to_gib(text: str) -> float:
@@ -42,8 +47,15 @@ def size_to_gib(text: str) -> float:
 
 
 def to_int(text: str) -> int:
-    """An integer as vLLM prints it: ``"447,088"`` (V1 separators), ``"32768.0"``."""
-    return int(float(text.replace(",", "")))
+    """An integer as vLLM prints it: ``"447,088"`` (V1 separators), ``"32768.0"``.
+
+    Raises ValueError for a non-number, or one past 10**18 (no real count is that large;
+    a damaged line is not allowed to overflow the arithmetic downstream)."""
+    t = text.replace(",", "")
+    whole, _, frac = t.partition(".")
+    if len(whole.lstrip("-")) > 18 or (frac and not frac.strip("0").isdigit() and frac.strip("0")):
+        raise ValueError(f"not a count: {text[:40]!r}")
+    return int(whole) if whole.lstrip("-").isdigit() else int(float(t))
 
 
 def tidy(value: float, digits: int = 6) -> float:

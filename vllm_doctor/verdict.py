@@ -91,6 +91,8 @@ class SourceSummary:
     wrappers: List[str] = field(default_factory=list)
     error: Optional[str] = None
     timeouts: int = 0
+    malformed: int = 0  # records the tracker could not take (counted, skipped)
+    truncated: bool = False  # a compressed input ended early
     primary_class: Optional[str] = None
 
 

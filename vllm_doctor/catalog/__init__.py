@@ -152,7 +152,7 @@ class Catalog:
                 continue
             try:
                 data = p.build(m, rec)
-            except (ValueError, TypeError, KeyError, IndexError):
+            except (ValueError, TypeError, KeyError, IndexError, OverflowError):
                 continue
             if data is None:
                 continue

@@ -34,7 +34,10 @@ _STARTUP, _RUNTIME = "startup", "runtime"
 
 def _exception(m, rec) -> Optional[Dict[str, Any]]:
     name = m["exc"]
-    return {"exception": name, "message": (m["msg"] or "").strip()[:500]}
+    msg = (m["msg"] or "").strip()
+    if msg[:1] in "'\"" and msg.endswith((msg[:1] + ")", msg[:1] + ").")):  # Name('message') repr
+        msg = msg[1:].rstrip(".").rstrip(")")[:-1]
+    return {"exception": name, "message": msg[:500]}
 
 
 def _dead(marker: str, phase: Optional[str]):

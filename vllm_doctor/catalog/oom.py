@@ -64,8 +64,14 @@ def _torch_oom(m, rec) -> Optional[Dict[str, Any]]:
         data["gpu_index"] = int(g["gpu"])
         data["gpu_total_gib"] = size_to_gib(g["total"])
         data["gpu_free_gib"] = size_to_gib(g["free"])
-        procs = [(int(p["pid"]) if p["pid"] else None, size_to_gib(p["mem"]))
-                 for p in _PROC.finditer(text, g.end())]
+        procs = []
+        seen = set()
+        for p in _PROC.finditer(text, g.end()):
+            pid = int(p["pid"]) if p["pid"] else None
+            if pid in seen:  # a damaged or repeated paste lists a PID twice: count it once
+                continue
+            seen.add(pid)
+            procs.append((pid, size_to_gib(p["mem"])))
         data["processes"] = procs
         data["processes_listed"] = bool(procs) or "memory in use" in text
         a = _ALLOCATED.search(text, g.end())
@@ -111,7 +117,7 @@ def _short(form: str):
 
 PATTERNS = [
     Pattern("torch_oom", "oom", ("out of memory. Tried to allocate", "out of memory.", "Tried to allocate"),
-            r"(?:CUDA|HIP|XPU|MUSA|MLU|NPU) out of memory\.\s*Tried to allocate|^Tried to allocate \d",
+            r"(?:CUDA|HIP|XPU|MUSA|MLU|NPU) out of memory\.(?:\s*Tried to allocate|\s*\W*$)|^Tried to allocate \d",
             "pytorch c10/cuda/CUDACachingAllocator.cpp DeviceCachingAllocator::malloc", None, _torch_oom),
     Pattern("torch_oom_allocator_warning", "oom", ("memory allocation failed with OOM",),
             r"memory allocation failed with OOM on device (?P<gpu>\d+) while trying to allocate (?P<req>\d+) bytes "

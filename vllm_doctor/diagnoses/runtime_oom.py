@@ -64,8 +64,10 @@ def build(failures: Sequence[Failure], run: Run, phase: str) -> Any:
                 f"{facts.get('co_tenant_total_gib', 0):.2f} GiB of the GPU"
     elif oversized:
         title = f"Out of GPU memory while serving: one allocation of {tried:.2f} GiB (an oversized request)"
-    else:
+    elif "co_tenant_pids" in facts:
         title = "Out of GPU memory while serving: vLLM itself used the headroom (no co-tenant listed)"
+    else:
+        title = "Out of GPU memory while serving (the message names no processes: check nvidia-smi for co-tenants)"
     target_u = None
     if U is not None and G and tried:
         # Leave the failed allocation (or at least 1 GiB) of headroom below the current budget.

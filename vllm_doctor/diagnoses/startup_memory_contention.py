@@ -54,11 +54,12 @@ def build(failures: Sequence[Failure], run: Run, phase: str) -> Any:
             if k in data:
                 facts[k] = data[k]
         F, T = data.get("gpu_free_gib"), data.get("gpu_total_gib")
-        if F is not None and T:
+        if F is not None and T and 0 <= F <= T:
             held = T - F
             facts["held_by_others_gib"] = tidy(held, 2)
             fit = math.floor(F / T * 100 - 1e-9) / 100
-            facts["gpu_memory_utilization_that_fits"] = fit
+            if fit >= 0.05:
+                facts["gpu_memory_utilization_that_fits"] = fit
         title = (f"GPU memory held by other processes at startup: {facts.get('gpu_free_gib')} of "
                  f"{facts.get('gpu_total_gib')} GiB free, {facts.get('requested_gib')} GiB requested")
     elif "profiling_error" in kinds:
@@ -78,9 +79,11 @@ def build(failures: Sequence[Failure], run: Run, phase: str) -> Any:
                  f"holding {facts.get('co_tenant_total_gib', 0):.2f} GiB of the GPU")
         T, free = facts.get("gpu_total_gib"), facts.get("gpu_free_gib")
         held = facts.get("co_tenant_total_gib")
-        if T and held is not None:
+        if T and held is not None and held < T:
             facts["held_by_others_gib"] = tidy(held, 2)
-            facts["gpu_memory_utilization_that_fits"] = math.floor((T - held) / T * 100 * 0.95) / 100
+            fit = math.floor((T - held) / T * 100 * 0.95) / 100
+            if fit >= 0.05:
+                facts["gpu_memory_utilization_that_fits"] = fit
     U = run.value("gpu_memory_utilization")
     if U is not None:
         facts.setdefault("gpu_memory_utilization", U)
