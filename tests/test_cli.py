@@ -147,7 +147,7 @@ def test_an_unterminated_escape_sequence_ends_at_the_next_escape():
     from vllm_doctor.envelopes import _ANSI, unwrap
 
     assert _ANSI.match("\x1b]8;;http://x\x1b]8;;y").end() == len("\x1b]8;;http://x")
-    assert unwrap("x", 1, "\x1b]" * 1000 + "INFO 01-01 00:00:00 [a.py:1] ok")[0].text == "ok"
+    assert unwrap("x", 1, "\x1b]" * 1000 + "\x07INFO 01-01 00:00:00 [a.py:1] ok")[0].text == "ok"
 
 
 def test_output_to_a_special_file_is_written_in_place():
