@@ -4,7 +4,7 @@ Usage: python bench/run.py [--sizes 100,1024] [--keep]
 
 For each size (MiB) it generates a busy-server log (bench/generate.py), then times
 ``vllm-doctor diagnose --format json`` and ``LC_ALL=C grep -c -F -f LITERALS`` where
-LITERALS are the anchor literals the recogniser keys on (vllm_doctor.catalog.ANCHORS), and
+LITERALS are the literals the pre-filter keys on (vllm_doctor.prefilter.LITERALS), and
 prints size, lines, seconds, MB/s, peak RSS and the time ratio. It also checks the verdict:
 runtime OOM naming co-tenant PID 4242 (not vLLM's own), and the saturation before it.
 Targets (issue 6): time <= 2x grep's on 1 GiB, peak RSS <= 100 MiB at every size.
@@ -46,13 +46,13 @@ def main() -> None:
     ap.add_argument("--sizes", default="100,1024", help="comma-separated sizes in MiB")
     ap.add_argument("--keep", action="store_true", help="keep the generated logs in bench/out/")
     a = ap.parse_args()
-    from vllm_doctor.catalog import ANCHORS
+    from vllm_doctor.prefilter import LITERALS
 
     outdir = os.path.join(HERE, "out") if a.keep else tempfile.mkdtemp(prefix="vllm-doctor-bench-")
     os.makedirs(outdir, exist_ok=True)
     lit = os.path.join(outdir, "literals.txt")
     with open(lit, "w") as fh:
-        fh.write("\n".join(ANCHORS) + "\n")
+        fh.write("\n".join(LITERALS) + "\n")
     print(f"{'size':>8} {'lines':>10} {'tool':>12} {'seconds':>8} {'MB/s':>8} {'RSS MiB':>8}")
     for size in [float(s) for s in a.sizes.split(",")]:
         log = os.path.join(outdir, f"busy-{size:g}MiB.log")

@@ -66,4 +66,7 @@ def test_lines_give_the_same_verdict_as_the_path():
     a = diagnose(path).to_dict()
     with open(path, "rb") as fh:
         b = diagnose(fh, name=str(path)).to_dict()
+    for d in (a, b):  # how many records were examined depends on the path taken (pre-filter)
+        for s in d["sources"]:
+            s.pop("records"), s.pop("joined")
     assert a == b

@@ -28,13 +28,13 @@ def diagnose(log: Union[str, "os.PathLike[str]", Iterable[Union[str, bytes]]], n
     evidence calls the source when lines are given. Raises
     :class:`vllm_doctor.sources.InputError` when a path cannot be read.
     """
-    from .pipeline import build_verdict, diagnose_source
-    from .sources import iter_text_lines, open_input, read_lines
+    from .pipeline import build_verdict, diagnose_input, diagnose_source
+    from .sources import iter_text_lines, open_input
 
     if isinstance(log, (str, os.PathLike)):
         src = open_input(os.fspath(log))
         try:
-            result = diagnose_source(src.name, read_lines(src))
+            result = diagnose_input(src)
         finally:
             src.stream.close()
         return build_verdict([result])

@@ -60,9 +60,9 @@ def diagnose(files: Tuple[str, ...], fmt: Optional[str], output: Optional[str], 
     The verdict names the class (see `vllm-doctor rules`), the evidence lines
     (source:line), and remedies in the tuning order with the numbers from the log.
     """
-    from .pipeline import build_verdict, diagnose_source
+    from .pipeline import build_verdict, diagnose_input
     from .render import render
-    from .sources import InputError, open_input, read_lines
+    from .sources import InputError, open_input
 
     specs: List[str] = list(files)
     if not specs:
@@ -77,7 +77,7 @@ def diagnose(files: Tuple[str, ...], fmt: Optional[str], output: Optional[str], 
             errors.append(str(exc))
             continue
         try:
-            results.append(diagnose_source(src.name, read_lines(src)))
+            results.append(diagnose_input(src))
         except InputError as exc:
             errors.append(str(exc))
         finally:

@@ -7,7 +7,7 @@ of all sources into the :class:`~vllm_doctor.verdict.Verdict` every renderer pri
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, List, Optional, Tuple
+from typing import TYPE_CHECKING, Iterable, List, Optional, Tuple
 
 from . import __version__
 from .catalog import Catalog
@@ -17,6 +17,9 @@ from .reassemble import Reassembler
 from .tracker import SourceTracker
 from .verdict import SEVERITY_RANK, Finding, RunSummary, SourceSummary, Verdict
 
+if TYPE_CHECKING:
+    from .sources import Source
+
 
 @dataclass
 class SourceResult:
@@ -25,42 +28,91 @@ class SourceResult:
     findings: List[Finding] = field(default_factory=list)
 
 
-def diagnose_source(name: str, lines: Iterable[Tuple[int, str]]) -> SourceResult:
-    """Read one source's numbered lines in one pass and diagnose each of its runs."""
-    tracker = SourceTracker(name)
-    catalog = Catalog()
-    summary = SourceSummary(name=name)
-    reasm = Reassembler()
-    wrappers = set()
+class _SourceReader:
+    """Feeds one source's lines through unwrap -> reassemble -> recognise -> track."""
 
-    def consume(records):
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.tracker = SourceTracker(name)
+        self.catalog = Catalog()
+        self.summary = SourceSummary(name=name)
+        self.reasm = Reassembler()
+        self.wrappers = set()
+
+    def consume(self, records) -> None:
+        summary = self.summary
         for rec in records:
             summary.records += 1
             summary.joined += rec.continued
-            if rec.wrapper:
-                wrappers.add(rec.wrapper)
             try:
-                tracker.feed(rec, catalog.recognise(rec))
+                events = self.catalog.recognise(rec)
+                if events and rec.wrapper:  # wrappers of recognised records only: path-independent
+                    self.wrappers.add(rec.wrapper)
+                self.tracker.feed(rec, events)
             except Exception:  # noqa: BLE001 - the last guard: one bad record never stops the rest
                 summary.malformed += 1
 
-    for lineno, text in lines:
-        summary.lines += 1
-        if not text.strip():
-            summary.blank += 1
-        consume(reasm.feed(unwrap(name, lineno, text)))
-    consume(reasm.flush())
-    tracker.finish()
-    summary.recognised = tracker.recognised
-    summary.vllm_output = tracker.vllm_seen
-    summary.runs = len(tracker.runs) + tracker.dropped_runs
-    summary.dropped_runs = tracker.dropped_runs
-    summary.wrappers = sorted(wrappers)
-    summary.timeouts = catalog.timeouts
-    result = SourceResult(tracker, summary)
-    for run in tracker.runs:
-        result.findings.extend(diagnose_run(run))
-    return result
+    def line(self, lineno: int, text: str) -> None:
+        self.consume(self.reasm.feed(unwrap(self.name, lineno, text)))
+
+    def finish(self, lines: int) -> SourceResult:
+        self.consume(self.reasm.flush())
+        tracker, summary = self.tracker, self.summary
+        tracker.finish()
+        summary.lines = lines
+        summary.recognised = tracker.recognised
+        summary.vllm_output = tracker.vllm_seen
+        summary.runs = len(tracker.runs) + tracker.dropped_runs
+        summary.dropped_runs = tracker.dropped_runs
+        summary.wrappers = sorted(self.wrappers)
+        summary.timeouts = self.catalog.timeouts
+        result = SourceResult(tracker, summary)
+        for run in tracker.runs:
+            result.findings.extend(diagnose_run(run))
+        return result
+
+
+def diagnose_source(name: str, lines: Iterable[Tuple[int, str]]) -> SourceResult:
+    """Read every line of one source in one pass and diagnose each of its runs.
+
+    ``lines`` yields ``(line number, text)``. This is the plain path: every line is
+    unwrapped and offered to the catalog. :func:`diagnose_stream` gives the same verdict
+    faster on large inputs."""
+    reader = _SourceReader(name)
+    n = 0
+    for n, text in lines:
+        reader.line(n, text)
+    return reader.finish(n)
+
+
+def diagnose_input(src: "Source", prefilter: bool = True) -> SourceResult:
+    """Diagnose one opened input; with ``prefilter`` (and ``ahocorasick_rs`` installed)
+    only lines holding a catalog literal are read (:mod:`vllm_doctor.prefilter`). A
+    compressed input that ends early sets ``src.truncated``; what was read is diagnosed."""
+    from .prefilter import scanner_for
+    from .sources import read_lines
+
+    name = src.name
+    scanner = scanner_for(src) if prefilter else None
+    if scanner is None:
+        return diagnose_source(name, read_lines(src))
+    reader = _SourceReader(name)
+    reasm = reader.reasm
+    for lineno, text, candidate in scanner:
+        if scanner.skipped:
+            scanner.skipped = 0
+            reader.consume(reasm.flush())  # a skipped line ends whatever record was held
+        if candidate:
+            reader.line(lineno, text)
+            scanner.want_follow = True
+            continue
+        recs = unwrap(name, lineno, text)
+        if reasm.would_join(recs):
+            reader.consume(reasm.feed(recs))
+            scanner.want_follow = True
+        else:
+            reader.consume(reasm.flush())
+    return reader.finish(scanner.lines)
 
 
 def _run_summary(run, findings: List[Finding]) -> RunSummary:

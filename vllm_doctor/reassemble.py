@@ -95,6 +95,11 @@ class Reassembler:
             self._held = rec
         return out
 
+    def would_join(self, records: List[Record]) -> bool:
+        """True when ``records`` (one physical line) would be joined onto the held record."""
+        held = self._held
+        return held is not None and len(records) == 1 and _continues(held, records[0]) is not None
+
     def flush(self) -> List[Record]:
         held, self._held = self._held, None
         return [held] if held is not None else []

@@ -45,6 +45,8 @@ CONSEQUENCE_MESSAGES = (
     "Engine loop is not running", "EngineCore encountered an issue", "Inspect the stacktrace",
 )
 MEMORY_KINDS = {"oom", "sampler_oom", "load_oom"}
+#: Event kinds any Python program prints: alone they do not prove the input is vLLM output.
+GENERIC_KINDS = {"tb_start", "tb_frame", "tb_chain", "exception", "access", "cuda_error"}
 FAILURE_KINDS = MEMORY_KINDS | {
     "kv_error", "free_memory", "profiling_error", "quant_error", "config_error", "too_long",
     "cuda_error", "exception",
@@ -356,8 +358,18 @@ class SourceTracker:
 
     # -- the main entry -----------------------------------------------------------------
     def feed(self, rec: Record, events: List[Event]) -> None:
-        """Update the state with one record and the events recognised in it."""
+        """Update the state with one record and the events recognised in it.
+
+        Invariant the block pre-filter (:mod:`vllm_doctor.prefilter`) relies on: a record
+        with no event changes nothing but counters, unless it is a traceback source line
+        naming a function of :data:`vllm_doctor.frames.TAG_FUNCS` (those names are
+        pre-filter literals too). So skipping records without anchors gives the same state.
+        """
         self.records += 1
+        code_line_tags = code_tags(rec.text) if not events and rec.text[:1].isspace() else None
+        if not events and not code_line_tags:
+            self.run.records += 1
+            return
         run = self.run
         # A start marker opens a new run once the current one got past its configuration.
         for ev in events:
@@ -369,13 +381,15 @@ class SourceTracker:
                 break
         run.records += 1
         run.end_line = max(run.end_line, rec.lineno)
-        vllmish = rec.vllm_header or (rec.proc is not None and rec.proc.startswith(VLLM_PROCESS_NAMES))
-        if rec.pid is not None and rec.proc and rec.proc.startswith(VLLM_PROCESS_NAMES) and len(run.vllm_pids) < MAX_PIDS:
+        vllm_proc = rec.proc is not None and rec.proc.startswith(VLLM_PROCESS_NAMES)
+        vllmish = rec.vllm_header or vllm_proc or any(ev.kind not in GENERIC_KINDS for ev in events)
+        if rec.pid is not None and vllm_proc and len(run.vllm_pids) < MAX_PIDS:
             run.vllm_pids.add(rec.pid)
         if rec.unit and rec.pids and len(run.vllm_pids) < MAX_PIDS:
             run.vllm_pids.add(rec.pids[0])
         if rec.proc:
-            if rec.proc.startswith(("EngineCore", "APIServer", "ApiServer", "Worker_TP", "VllmWorker rank")) or rec.rank is not None and rec.proc.startswith("VllmWorker"):
+            if rec.proc.startswith(("EngineCore", "APIServer", "ApiServer", "Worker_TP")) or (
+                    rec.rank is not None and rec.proc.startswith("VllmWorker")):
                 run.engine_hints.add("v1")
             elif rec.proc == "VllmWorkerProcess":
                 run.engine_hints.add("v0")
@@ -404,25 +418,20 @@ class SourceTracker:
                 st.records.append(rec)
             if st.chained and st.last_failure is not None:
                 st.last_failure.context_tags |= tags
-        elif rec.text[:1].isspace() and not events:
+        elif code_line_tags:
             # A source line printed under a frame (or the tail of one cut from the paste).
-            tags = code_tags(rec.text)
-            if tags:
-                st.frames.append(("<code>", "", tags))
-                st.open = True
-                if len(st.records) < st.records.maxlen:
-                    st.records.append(rec)
-                if st.chained and st.last_failure is not None:
-                    st.last_failure.context_tags |= tags
+            st.frames.append(("<code>", "", code_line_tags))
+            st.open = True
+            if len(st.records) < st.records.maxlen:
+                st.records.append(rec)
+            if st.chained and st.last_failure is not None:
+                st.last_failure.context_tags |= code_line_tags
         elif st.open and events and not kinds & (FAILURE_KINDS | {"engine_dead"}):
-            self._end_traceback(st)
-        elif st.open and not events and rec.level in ("INFO", "DEBUG", "WARNING"):
             self._end_traceback(st)
 
         if events:
             self.recognised += 1
             run.recognised += 1
-            vllmish = True
         if vllmish:
             self.vllm_seen = True
 

@@ -81,8 +81,7 @@ class RunSummary:
 class SourceSummary:
     name: str
     lines: int = 0
-    blank: int = 0
-    records: int = 0
+    records: int = 0  # records examined (the pre-filter skips most of a busy log)
     recognised: int = 0
     joined: int = 0
     runs: int = 0

@@ -138,11 +138,10 @@ class Catalog:
         events: List[Event] = []
         if not text:
             return events
-        found = _anchors_in(text)
         if "Received request " in text[:200]:
             # Request logging prints whole prompts: nothing inside them is a server message.
-            found = [(i, p) for i, p in found if p.kind == "request"]
-        for _, p in found:
+            return events
+        for _, p in _anchors_in(text):
             try:
                 m = p.compiled().search(text, timeout=TIMEOUT)
             except TimeoutError:

@@ -13,8 +13,9 @@ Sources (``shared/vllm-messages.md`` sections 9, 12):
 * ``vllm/v1/engine/processor.py``: ``The decoder prompt (length %d) is longer than the
   maximum model length of %d``; V0 scheduler ``Input prompt (%d tokens) is too long and
   exceeds limit of %d``;
-* ``vllm/entrypoints/logger.py`` ``Received request %s: prompt: ...``, engines' ``Added
-  request %s``; uvicorn access lines ``INFO:     host:port - "POST /v1/... HTTP/1.1" 200 OK``.
+* uvicorn access lines for error responses ``INFO:     host:port - "POST /v1/... HTTP/1.1" 500
+  Internal Server Error`` (request logging ``Received request ...`` is deliberately not
+  recognised: it prints prompts, see :meth:`vllm_doctor.catalog.Catalog.recognise`).
 """
 from __future__ import annotations
 
@@ -59,11 +60,9 @@ PATTERNS = [
     Pattern("too_long_v0_scheduler", "too_long", ("is too long and exceeds limit of",),
             r"Input prompt \((?P<prompt_tokens>\d+) tokens\) is too long and exceeds limit of (?P<max_model_len>\d+)",
             "vllm/core/scheduler.py (V0)", None, _too_long("v0-scheduler")),
-    Pattern("request_received", "request", ("Received request ",),
-            r"Received request \S+", "vllm/entrypoints/logger.py RequestLogger.log_inputs"),
-    Pattern("request_added", "request", ("Added request ",),
-            r"Added request \S+", "vllm/engine/async_llm_engine.py; vllm/v1/engine/async_llm.py"),
-    Pattern("http_access", "access", ("HTTP/1.",),
-            r"\"(?P<method>[A-Z]+) (?P<path>\S+) HTTP/[\d.]+\" (?P<status>\d{3})",
-            "uvicorn access log"),
+    # Only error responses are recognised: 2xx access lines and request logging are most of
+    # a busy log and say nothing a stats line or a startup marker does not (vllm_doctor.prefilter).
+    Pattern("http_access_error", "access", ('HTTP/1.1" 4', 'HTTP/1.1" 5', 'HTTP/1.0" 4', 'HTTP/1.0" 5', 'HTTP/2" 5'),
+            r"\"(?P<method>[A-Z]+) (?P<path>\S+) HTTP/[\d.]+\" (?P<status>[45]\d\d)",
+            "uvicorn access log (error responses)"),
 ]

@@ -34,13 +34,15 @@ PATTERNS = [
             r"Sequence group (?P<seq_group>\S+) is preempted by PreemptionMode\.(?P<mode>RECOMPUTE|SWAP) mode"
             r"(?:(?!total_).)*+total_(?:num_cumulative_preemption|cumulative_preemption_cnt)=(?P<cumulative>\d+)",
             "vllm/core/scheduler.py Scheduler._preempt (V0)"),
-    Pattern("v0_stats", "stats", ("Pending: ",),
+    # "Avg prompt throughput" opens the line: a hard wrap cuts the line after it, so the
+    # pre-filter still finds the first half and the reassembler joins the rest.
+    Pattern("v0_stats", "stats", ("Avg prompt throughput", "Pending: "),
             r"Avg prompt throughput: (?P<prompt_tps>[\d.]+) tokens/s, Avg generation throughput: "
             r"(?P<generation_tps>[\d.]+) tokens/s, Running: (?P<running>\d+) reqs, Swapped: (?P<swapped>\d+) reqs, "
             r"Pending: (?P<waiting>\d+) reqs, GPU KV cache usage: (?P<kv_usage_pct>[\d.]+)%"
             r"(?:, CPU KV cache usage: (?P<cpu_kv_usage_pct>[\d.]+)%)?",
             "vllm/engine/metrics.py LoggingStatLogger.log (V0)", None, _stats("v0")),
-    Pattern("v1_stats", "stats", ("Waiting: ",),
+    Pattern("v1_stats", "stats", ("Avg prompt throughput", "Waiting: "),
             r"(?:Engine (?P<engine_index>\d+): |\d+ Engines Aggregated: )?"
             r"Avg prompt throughput: (?P<prompt_tps>[\d.]+) tokens/s, Avg generation throughput: "
             r"(?P<generation_tps>[\d.]+) tokens/s, Running: (?P<running>\d+) reqs, Waiting: (?P<waiting>\d+) reqs"

@@ -1,0 +1,66 @@
+"""The pre-filtered path gives the same verdict as reading every line (issue 6's promise)."""
+import io
+
+import pytest
+
+from conftest import fixture_path, load_manifest
+from vllm_doctor import prefilter
+from vllm_doctor.catalog import PATTERNS
+from vllm_doctor.pipeline import build_verdict, diagnose_input, diagnose_source
+from vllm_doctor.sources import Source, read_lines
+
+CASES = load_manifest()
+
+
+def comparable(result):
+    d = build_verdict([result]).to_dict()
+    for s in d["sources"]:
+        s.pop("records"), s.pop("joined")  # records examined: fewer on the fast path, by design
+    return d
+
+
+def slow(path):
+    with open(path, "rb") as fh:
+        return comparable(diagnose_source(str(path), read_lines(Source(str(path), fh))))
+
+
+def fast(path, block_size=prefilter.BLOCK_SIZE, monkeypatch=None):
+    with open(path, "rb") as fh:
+        src = Source(str(path), fh)
+        if monkeypatch is not None:
+            monkeypatch.setattr(prefilter, "BLOCK_SIZE", block_size)
+            monkeypatch.setattr(prefilter, "scanner_for", lambda s: prefilter.BlockScanner(s, block_size))
+        return comparable(diagnose_input(src))
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["file"] for c in CASES])
+def test_same_verdict_as_reading_every_line(case):
+    path = fixture_path(case["file"])
+    assert fast(path) == slow(path)
+
+
+@pytest.mark.parametrize("case", CASES[::5], ids=[c["file"] for c in CASES[::5]])
+def test_same_verdict_with_tiny_blocks(case, monkeypatch):
+    # Blocks of 97 bytes put block boundaries inside records, continuations and tracebacks.
+    path = fixture_path(case["file"])
+    assert fast(path, 97, monkeypatch) == slow(path)
+
+
+def test_every_anchor_is_a_prefilter_literal():
+    literals = set(prefilter.LITERALS)
+    assert all(a in literals for p in PATTERNS for a in p.anchors)
+
+
+def test_scanner_counts_every_line_and_numbers_candidates():
+    data = b"boring\n" * 5 + b"INFO 01-01 00:00:00 [x.py:1] GPU KV cache size: 1,000 tokens\n" + b"boring\n" * 3
+    sc = prefilter.BlockScanner(Source("x", io.BytesIO(data)), 16)
+    got = [(n, cand) for n, _, cand in sc]
+    assert got == [(6, True)] and sc.lines == 9
+
+
+def test_a_continuation_after_a_candidate_is_offered_and_joined():
+    data = (b"INFO 07-03 23:23:42 [metrics.py:536] Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: "
+            b"616.1 tokens/s, Running: 32 r\n"
+            b"eqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 17.6%, CPU KV cache usage: 0.0%.\n")
+    result = diagnose_input(Source("x", io.BytesIO(data * 3)))
+    assert result.tracker.runs[-1].stats.count == 3 and result.summary.lines == 6

@@ -1,0 +1,141 @@
+"""The block pre-filter: find the few lines worth reading in a large log, at C speed.
+
+A busy server's log is mostly request logging and access lines; what a diagnosis needs is
+a few hundred lines a day (startup, stats every 10 s, errors). :class:`BlockScanner`
+reads the input in large blocks and runs one Aho-Corasick automaton (the ``ahocorasick_rs``
+package, a DFA in Rust) over each block for :data:`LITERALS`: every catalog anchor
+(:data:`vllm_doctor.catalog.ANCHORS`) and every function name that tags a traceback source
+line (:data:`vllm_doctor.frames.TAG_FUNCS`). Only lines holding one of them are decoded and
+passed on, with their true line numbers (newlines are counted in C, ``bytes.count``).
+
+Why the verdict is the same as reading every line (``tests/test_prefilter.py`` diffs the
+two on the corpus): the catalog only tries a pattern when one of its anchors is in the
+record, and the tracker ignores records without events except to count them
+(:meth:`vllm_doctor.tracker.SourceTracker.feed`). Hard-wrapped continuations have no anchor
+of their own: after every line passed on, the scanner offers the next line too
+(``want_follow``), and the caller keeps it when the reassembler would join it.
+Known limit: a record whose only anchor sits in a continuation of a first line without
+one is seen in two parts by the fast path.
+"""
+from __future__ import annotations
+
+import lzma
+from typing import Iterator, List, Optional, Tuple
+
+from .catalog import ANCHORS
+from .frames import TAG_FUNCS
+from .sources import Source
+
+LITERALS: Tuple[str, ...] = tuple(sorted(set(ANCHORS) | {f for funcs in TAG_FUNCS.values() for f in funcs}))
+BLOCK_SIZE = 8 * 2**20
+MAX_LINE = 64 * 2**20  # a "line" longer than this is cut into pieces (a binary file has no newlines)
+
+try:  # a wheel on all major platforms; without it the pipeline reads every line
+    import ahocorasick_rs as _ac
+except ImportError:  # pragma: no cover - exercised only where the wheel is missing
+    _ac = None
+
+
+def available() -> bool:
+    """True when the pre-filter can run (the ``ahocorasick_rs`` package imports)."""
+    return _ac is not None
+
+
+_AUTOMATON = None
+
+
+def _automaton():
+    global _AUTOMATON
+    if _AUTOMATON is None:
+        _AUTOMATON = _ac.BytesAhoCorasick([lit.encode() for lit in LITERALS], implementation=_ac.Implementation.DFA)
+    return _AUTOMATON
+
+
+class BlockScanner:
+    """Iterate over the lines of a binary stream that may matter, with their line numbers.
+
+    Yields ``(lineno, text, candidate)``: ``candidate`` True for a line holding a literal,
+    False for the line after one that the caller asked to see by setting ``want_follow``
+    before resuming. ``lines`` counts every line read; ``skipped`` counts lines passed over
+    since the caller last reset it (the caller ends a held record when it is non-zero).
+    """
+
+    def __init__(self, src: "Source", block_size: int = BLOCK_SIZE) -> None:
+        self.src = src
+        self.block_size = block_size
+        self.want_follow = False
+        self.lines = 0
+        self.skipped = 0
+
+    def _blocks(self) -> Iterator[bytes]:
+        carry = b""
+        stream = self.src.stream
+        read = getattr(stream, "read1", stream.read)
+        while True:
+            parts: List[bytes] = []
+            size = 0
+            try:
+                # read1 returns what one underlying read gives, so a cut archive still
+                # hands over everything before the cut.
+                while size < self.block_size:
+                    part = read(self.block_size - size)
+                    if not part:
+                        break
+                    parts.append(part)
+                    size += len(part)
+            except (EOFError, lzma.LZMAError, OSError) as exc:
+                if self.src.compression is None and not isinstance(exc, EOFError):
+                    from .sources import InputError
+                    raise InputError(f"{self.src.name}: read error ({exc})") from None
+                self.src.truncated = True  # a cut archive: diagnose what was read
+            chunk = b"".join(parts)
+            if not chunk:
+                if carry:
+                    yield carry if carry.endswith(b"\n") else carry + b"\n"
+                return
+            block = carry + chunk
+            cut = block.rfind(b"\n") + 1
+            if cut == 0 and len(block) < MAX_LINE:
+                carry = block
+                continue
+            if cut == 0:
+                cut = len(block)
+                block = block + b"\n"
+                carry = b""
+                yield block
+                continue
+            carry = block[cut:]
+            yield block[:cut]
+
+    def __iter__(self) -> Iterator[Tuple[int, str, bool]]:
+        find = _automaton().find_matches_as_indexes
+        for block in self._blocks():
+            starts: List[int] = sorted({block.rfind(b"\n", 0, s) + 1 for _, s, _ in find(block, overlapping=False)})
+            cand = set(starts)
+            pos = 0
+            end = len(block)
+            for ls in starts:
+                if ls < pos:
+                    continue
+                gap = block.count(b"\n", pos, ls)
+                self.lines += gap
+                self.skipped += gap
+                le = block.find(b"\n", ls)
+                self.lines += 1
+                self.want_follow = False
+                yield self.lines, block[ls:le].decode("utf-8", "replace"), True
+                pos = le + 1
+                while self.want_follow and pos < end:
+                    self.want_follow = False
+                    le = block.find(b"\n", pos)
+                    self.lines += 1
+                    yield self.lines, block[pos:le].decode("utf-8", "replace"), pos in cand
+                    pos = le + 1
+            gap = block.count(b"\n", pos)
+            self.lines += gap
+            self.skipped += gap
+
+
+def scanner_for(src: "Source") -> Optional[BlockScanner]:
+    """A scanner over an opened input, or None when the pre-filter is not available."""
+    return BlockScanner(src) if available() else None
