@@ -45,11 +45,16 @@ def cli() -> None:
               help="Write the verdict in --format to FILE (atomically: a temporary file, then a rename); "
                    "the terminal still gets the text view. '-' means standard output.")
 @click.option("--color/--no-color", default=None, help="Colour the text view (default: when stdout is a terminal).")
+@click.option("-j", "--jobs", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="Diagnose up to N input files at once in worker processes (same verdict as one by one).")
+@click.option("--progress/--no-progress", default=None,
+              help="Show a progress bar on stderr for large inputs (default: when stderr is a terminal and the "
+                   "format is not json).")
 @click.option("--no-redact", is_flag=True,
               help="Show secrets and personal data as logged (API keys, tokens, e-mails, client IPs, home-path "
                    "user names, prompts). By default they are redacted in every format.")
 def diagnose(files: Tuple[str, ...], fmt: Optional[str], output: Optional[str], color: Optional[bool],
-             no_redact: bool) -> None:
+             jobs: int, progress: Optional[bool], no_redact: bool) -> None:
     """Diagnose one or more vLLM logs.
 
     FILE is a log file (plain, gzip, bzip2 or xz), or - for standard input. With no FILE
@@ -60,34 +65,26 @@ def diagnose(files: Tuple[str, ...], fmt: Optional[str], output: Optional[str], 
     The verdict names the class (see `vllm-doctor rules`), the evidence lines
     (source:line), and remedies in the tuning order with the numbers from the log.
     """
-    from .pipeline import build_verdict, diagnose_input
+    from .pipeline import build_verdict
     from .render import render
-    from .sources import InputError, open_input
 
     specs: List[str] = list(files)
     if not specs:
         if sys.stdin is None or sys.stdin.isatty():
             raise click.UsageError("no input: give a FILE, or pipe a log into `vllm-doctor diagnose -`")
         specs = ["-"]
-    results, errors = [], []
-    for spec in specs:
-        try:
-            src = open_input(spec)
-        except InputError as exc:
-            errors.append(str(exc))
-            continue
-        try:
-            results.append(diagnose_input(src))
-        except InputError as exc:
-            errors.append(str(exc))
-        finally:
-            if src.name != "<stdin>":
-                src.stream.close()
-        if src.truncated:
-            # Diagnose what could be read, but do not let a partial read pass for a clean bill.
-            errors.append(f"{src.name}: compressed data ends early; the verdict covers what could be read")
-            if results:
-                results[-1].summary.truncated = True
+    fmt = fmt or "text"
+    if progress is None:
+        progress = sys.stderr.isatty() and fmt != "json" and "CI" not in os.environ
+    if jobs > 1 and len(specs) > 1 and "-" not in specs:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=min(jobs, len(specs))) as pool:
+            outcomes = list(pool.map(_diagnose_one, specs, [False] * len(specs)))
+    else:
+        outcomes = [_diagnose_one(spec, progress) for spec in specs]
+    results = [r for r, _ in outcomes if r is not None]
+    errors = [e for _, errs in outcomes for e in errs]
     if not results:
         for e in errors:
             click.echo(f"vllm-doctor: error: {e}", err=True)
@@ -96,7 +93,6 @@ def diagnose(files: Tuple[str, ...], fmt: Optional[str], output: Optional[str], 
     if not no_redact:
         from .redact import redact_verdict
         verdict = redact_verdict(verdict)
-    fmt = fmt or "text"
     if color is None:
         color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
     if output and output != "-":
@@ -115,6 +111,58 @@ def diagnose(files: Tuple[str, ...], fmt: Optional[str], output: Optional[str], 
             click.echo(f"vllm-doctor: warning: {s.name}: {s.malformed} record(s) could not be read and were skipped",
                        err=True)
     sys.exit(EXIT_USAGE if errors else verdict.exit_code)
+
+
+PROGRESS_MIN_BYTES = 64 * 2**20
+
+
+def _diagnose_one(spec: str, progress: bool):
+    """Open and diagnose one input: (SourceResult or None, [one-line errors]).
+    Top-level so worker processes (-j) can run it."""
+    from .pipeline import diagnose_input
+    from .sources import InputError, open_input
+
+    errors: List[str] = []
+    try:
+        src = open_input(spec)
+    except InputError as exc:
+        return None, [str(exc)]
+    result = None
+    bar = _progress_bar(src) if progress else None
+    try:
+        if bar is not None:
+            with bar[0]:
+                result = diagnose_input(src, on_block=bar[1])
+        else:
+            result = diagnose_input(src)
+    except InputError as exc:
+        errors.append(str(exc))
+    finally:
+        if src.name != "<stdin>":
+            src.stream.close()
+    if src.truncated:
+        # Diagnose what could be read, but do not let a partial read pass for a clean bill.
+        errors.append(f"{src.name}: compressed data ends early; the verdict covers what could be read")
+        if result is not None:
+            result.summary.truncated = True
+    return result, errors
+
+
+def _progress_bar(src):
+    """A rich progress bar on stderr for a large plain file, or None."""
+    try:
+        size = os.fstat(src.stream.fileno()).st_size if src.compression is None else 0
+    except (OSError, AttributeError, ValueError):
+        size = 0
+    if size < PROGRESS_MIN_BYTES:
+        return None
+    from rich.console import Console
+    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
+
+    bar = Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+                   TimeRemainingColumn(), console=Console(stderr=True), transient=True)
+    task = bar.add_task(os.path.basename(src.name), total=size)
+    return bar, lambda n: bar.advance(task, n)
 
 
 def _write_atomic(path: str, text: str) -> None:

@@ -85,7 +85,7 @@ def diagnose_source(name: str, lines: Iterable[Tuple[int, str]]) -> SourceResult
     return reader.finish(n)
 
 
-def diagnose_input(src: "Source", prefilter: bool = True) -> SourceResult:
+def diagnose_input(src: "Source", prefilter: bool = True, on_block=None) -> SourceResult:
     """Diagnose one opened input; with ``prefilter`` (and ``ahocorasick_rs`` installed)
     only lines holding a catalog literal are read (:mod:`vllm_doctor.prefilter`). A
     compressed input that ends early sets ``src.truncated``; what was read is diagnosed."""
@@ -93,7 +93,7 @@ def diagnose_input(src: "Source", prefilter: bool = True) -> SourceResult:
     from .sources import read_lines
 
     name = src.name
-    scanner = scanner_for(src) if prefilter else None
+    scanner = scanner_for(src, on_block) if prefilter else None
     if scanner is None:
         return diagnose_source(name, read_lines(src))
     reader = _SourceReader(name)

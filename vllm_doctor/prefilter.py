@@ -60,8 +60,9 @@ class BlockScanner:
     since the caller last reset it (the caller ends a held record when it is non-zero).
     """
 
-    def __init__(self, src: "Source", block_size: int = BLOCK_SIZE) -> None:
+    def __init__(self, src: "Source", block_size: int = BLOCK_SIZE, on_block=None) -> None:
         self.src = src
+        self.on_block = on_block  # called with the number of bytes of each block read
         self.block_size = block_size
         self.want_follow = False
         self.lines = 0
@@ -89,6 +90,8 @@ class BlockScanner:
                     raise InputError(f"{self.src.name}: read error ({exc})") from None
                 self.src.truncated = True  # a cut archive: diagnose what was read
             chunk = b"".join(parts)
+            if self.on_block is not None and chunk:
+                self.on_block(len(chunk))
             if not chunk:
                 if carry:
                     yield carry if carry.endswith(b"\n") else carry + b"\n"
@@ -136,6 +139,6 @@ class BlockScanner:
             self.skipped += gap
 
 
-def scanner_for(src: "Source") -> Optional[BlockScanner]:
+def scanner_for(src: "Source", on_block=None) -> Optional[BlockScanner]:
     """A scanner over an opened input, or None when the pre-filter is not available."""
-    return BlockScanner(src) if available() else None
+    return BlockScanner(src, on_block=on_block) if available() else None
