@@ -29,7 +29,7 @@ def fast(path, block_size=prefilter.BLOCK_SIZE, monkeypatch=None):
         src = Source(str(path), fh)
         if monkeypatch is not None:
             monkeypatch.setattr(prefilter, "BLOCK_SIZE", block_size)
-            monkeypatch.setattr(prefilter, "scanner_for", lambda s: prefilter.BlockScanner(s, block_size))
+            monkeypatch.setattr(prefilter, "scanner_for", lambda s, on_block=None: prefilter.BlockScanner(s, block_size))
         return comparable(diagnose_input(src))
 
 
