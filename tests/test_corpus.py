@@ -56,7 +56,7 @@ def test_every_finding_has_evidence_and_a_remedy_for_failures(case):
     for f in verdict.findings:
         assert f.evidence, f"{f.class_id} without evidence"
         for e in f.evidence:
-            assert e.line >= 1 and e.source.endswith(case["file"])
+            assert e.line >= 1 and case["file"] in e.source
         if f.severity in ("critical", "warning"):
             assert f.remedies and [r.order for r in f.remedies] == list(range(1, len(f.remedies) + 1))
 

@@ -12,8 +12,8 @@ from vllm_doctor.sources import Source, read_lines
 CASES = load_manifest()
 
 
-def comparable(result):
-    d = build_verdict([result]).to_dict()
+def comparable(results):
+    d = build_verdict(results).to_dict()
     for s in d["sources"]:
         s.pop("records"), s.pop("joined")  # records examined: fewer on the fast path, by design
     return d
@@ -62,5 +62,5 @@ def test_a_continuation_after_a_candidate_is_offered_and_joined():
     data = (b"INFO 07-03 23:23:42 [metrics.py:536] Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: "
             b"616.1 tokens/s, Running: 32 r\n"
             b"eqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 17.6%, CPU KV cache usage: 0.0%.\n")
-    result = diagnose_input(Source("x", io.BytesIO(data * 3)))
+    [result] = diagnose_input(Source("x", io.BytesIO(data * 3)))
     assert result.tracker.runs[-1].stats.count == 3 and result.summary.lines == 6

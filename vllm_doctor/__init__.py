@@ -34,8 +34,8 @@ def diagnose(log: Union[str, "os.PathLike[str]", Iterable[Union[str, bytes]]], n
     if isinstance(log, (str, os.PathLike)):
         src = open_input(os.fspath(log))
         try:
-            result = diagnose_input(src)
+            results = diagnose_input(src)
         finally:
             src.stream.close()
-        return build_verdict([result])
-    return build_verdict([diagnose_source(name, iter_text_lines(log))])
+        return build_verdict(results)
+    return build_verdict(diagnose_source(name, iter_text_lines(log)))

@@ -11,6 +11,7 @@ import click
 from . import __version__
 
 EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, EXIT_UNRECOGNISED = 0, 1, 2, 3
+FORMAT_NAMES = ("auto", "plain", "journald", "journald-json", "docker", "compose", "kubectl", "kubectl-prefix")
 
 EXIT_CODES_HELP = """\b
 Exit codes:
@@ -45,6 +46,9 @@ def cli() -> None:
               help="Write the verdict in --format to FILE (atomically: a temporary file, then a rename); "
                    "the terminal still gets the text view. '-' means standard output.")
 @click.option("--color/--no-color", default=None, help="Colour the text view (default: when stdout is a terminal).")
+@click.option("--input-format", type=click.Choice(list(FORMAT_NAMES)), default="auto", show_default=True,
+              help="What wraps each line. auto detects it per input (journald short/iso/precise/cat/json, docker "
+                   "-t, docker compose, kubectl --timestamps/--prefix, Ray); name one to force it.")
 @click.option("-j", "--jobs", type=click.IntRange(1, 64), default=1, show_default=True,
               help="Diagnose up to N input files at once in worker processes (same verdict as one by one).")
 @click.option("--progress/--no-progress", default=None,
@@ -54,7 +58,7 @@ def cli() -> None:
               help="Show secrets and personal data as logged (API keys, tokens, e-mails, client IPs, home-path "
                    "user names, prompts). By default they are redacted in every format.")
 def diagnose(files: Tuple[str, ...], fmt: Optional[str], output: Optional[str], color: Optional[bool],
-             jobs: int, progress: Optional[bool], no_redact: bool) -> None:
+             input_format: str, jobs: int, progress: Optional[bool], no_redact: bool) -> None:
     """Diagnose one or more vLLM logs.
 
     FILE is a log file (plain, gzip, bzip2 or xz), or - for standard input. With no FILE
@@ -80,10 +84,10 @@ def diagnose(files: Tuple[str, ...], fmt: Optional[str], output: Optional[str], 
         from concurrent.futures import ProcessPoolExecutor
 
         with ProcessPoolExecutor(max_workers=min(jobs, len(specs))) as pool:
-            outcomes = list(pool.map(_diagnose_one, specs, [False] * len(specs)))
+            outcomes = list(pool.map(_diagnose_one, specs, [False] * len(specs), [input_format] * len(specs)))
     else:
-        outcomes = [_diagnose_one(spec, progress) for spec in specs]
-    results = [r for r, _ in outcomes if r is not None]
+        outcomes = [_diagnose_one(spec, progress, input_format) for spec in specs]
+    results = [r for rs, _ in outcomes if rs for r in rs]
     errors = [e for _, errs in outcomes for e in errs]
     if not results:
         for e in errors:
@@ -116,7 +120,7 @@ def diagnose(files: Tuple[str, ...], fmt: Optional[str], output: Optional[str], 
 PROGRESS_MIN_BYTES = 64 * 2**20
 
 
-def _diagnose_one(spec: str, progress: bool):
+def _diagnose_one(spec: str, progress: bool, input_format: str = "auto"):
     """Open and diagnose one input: (SourceResult or None, [one-line errors]).
     Top-level so worker processes (-j) can run it."""
     from .pipeline import diagnose_input
@@ -132,9 +136,9 @@ def _diagnose_one(spec: str, progress: bool):
     try:
         if bar is not None:
             with bar[0]:
-                result = diagnose_input(src, on_block=bar[1])
+                result = diagnose_input(src, on_block=bar[1], input_format=input_format)
         else:
-            result = diagnose_input(src)
+            result = diagnose_input(src, input_format=input_format)
     except InputError as exc:
         errors.append(str(exc))
     finally:
@@ -143,8 +147,8 @@ def _diagnose_one(spec: str, progress: bool):
     if src.truncated:
         # Diagnose what could be read, but do not let a partial read pass for a clean bill.
         errors.append(f"{src.name}: compressed data ends early; the verdict covers what could be read")
-        if result is not None:
-            result.summary.truncated = True
+        for r in result or ():
+            r.summary.truncated = True
     return result, errors
 
 

@@ -32,6 +32,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import List, Optional
 
+import json
+
 import regex
 
 #: Longest part of a line that recognition looks at (a 10 MB line is read on this prefix).
@@ -134,11 +136,14 @@ class Record:
 
     @property
     def bare(self) -> bool:
-        """True when no envelope at all was found (a candidate continuation line)."""
-        return (
-            self.wrapper is None and self.proc is None and not self.vllm_header
-            and self.level is None and self.rank is None
-        )
+        """True when no envelope at all was found."""
+        return self.wrapper is None and self.inner_bare
+
+    @property
+    def inner_bare(self) -> bool:
+        """True when nothing inside the outer wrapper (journald, docker ...) was found: no
+        process prefix, no record prefix. A hard-wrapped continuation looks like this."""
+        return self.proc is None and not self.vllm_header and self.level is None and self.rank is None
 
     @property
     def stream(self) -> str:
@@ -182,7 +187,9 @@ def _outer(rec: Record, s: str) -> str:
         m = _KUBECTL_PREFIX.match(s)
         if m:
             rec.wrapper, rec.host, rec.unit = "kubectl-prefix", m["pod"], m["container"]
-            return s[m.end():]
+            s = s[m.end():]
+            t = _RFC3339.match(s)  # kubectl logs --prefix --timestamps
+            return s[t.end():] if t else s
     elif c.isalpha():
         m = _JOURNALD_SHORT.match(s)
         if m:
@@ -247,14 +254,19 @@ def _inner(rec: Record, s: str) -> str:
     return s
 
 
-def _peel(source: str, lineno: int, s: str, outer: bool = True) -> Record:
+def _peel(source: str, lineno: int, s: str, outer: bool = True, allowed=None) -> Record:
     rec = Record(source=source, lineno=lineno, text="", raw=s)
     if outer:
         # Markdown quotes from tickets, then one outer wrapper (which may itself be quoted).
         while s.startswith(">"):
             s = s[2:] if s.startswith("> ") else s[1:]
             rec.wrapper = "quote"
+        before, kept = s, rec.wrapper
         s = _outer(rec, s)
+        if allowed is not None and rec.wrapper != kept and rec.wrapper not in allowed:
+            # --input-format forces the wrapper: anything else is part of the message.
+            s, rec.wrapper, rec.host, rec.unit, rec.level = before, kept, None, None, None
+            rec.pids.clear()
     s = _inner(rec, s)
     if "[repeated " in s:
         m = _RAY_REPEATED.search(s)
@@ -265,7 +277,37 @@ def _peel(source: str, lineno: int, s: str, outer: bool = True) -> Record:
     return rec
 
 
-def unwrap(source: str, lineno: int, line: str) -> List[Record]:
+def _journald_json(source: str, lineno: int, s: str) -> Optional[List[Record]]:
+    """``journalctl -o json``: one object a line; ``MESSAGE`` is a string, or an array of
+    byte values when the message was not valid UTF-8. Returns None when ``s`` is not one."""
+    try:
+        obj = json.loads(s)
+    except ValueError:
+        return None
+    if not isinstance(obj, dict) or "MESSAGE" not in obj:
+        return None
+    msg = obj.get("MESSAGE")
+    if isinstance(msg, list):
+        try:
+            msg = bytes(int(b) & 0xFF for b in msg).decode("utf-8", "replace")
+        except (TypeError, ValueError):
+            msg = ""
+    elif not isinstance(msg, str):
+        msg = "" if msg is None else str(msg)
+    out: List[Record] = []
+    for piece in msg.split("\n") or [""]:
+        for rec in unwrap(source, lineno, piece, _outer_ok=False):
+            rec.wrapper = "journald-json"
+            rec.host = obj.get("_HOSTNAME") if isinstance(obj.get("_HOSTNAME"), str) else None
+            rec.unit = obj.get("SYSLOG_IDENTIFIER") if isinstance(obj.get("SYSLOG_IDENTIFIER"), str) else None
+            pid = obj.get("_PID")
+            if isinstance(pid, (str, int)) and str(pid).isdigit():
+                rec.pids.insert(0, int(pid))
+            out.append(rec)
+    return out
+
+
+def unwrap(source: str, lineno: int, line: str, _outer_ok: bool = True, allowed=None) -> List[Record]:
     """Turn one physical line into one or more :class:`Record` objects.
 
     ``line`` may still carry its newline, ANSI colour and ``\\r`` characters. Glued
@@ -275,6 +317,10 @@ def unwrap(source: str, lineno: int, line: str) -> List[Record]:
     than :data:`MAX_RECORD_CHARS` are recognised on that prefix. Never raises.
     """
     s = line.rstrip("\r\n")
+    if _outer_ok and s[:2] == '{"' and '"MESSAGE"' in s and (allowed is None or "journald-json" in allowed):
+        recs = _journald_json(source, lineno, s[: 4 * MAX_RECORD_CHARS])
+        if recs is not None:
+            return recs
     if len(s) > MAX_RECORD_CHARS:
         s = s[:MAX_RECORD_CHARS]
     if "\x1b" in s:
@@ -288,12 +334,12 @@ def unwrap(source: str, lineno: int, line: str) -> List[Record]:
         if "\n" in s:
             out: List[Record] = []
             for piece in s.split("\n"):
-                out.extend(unwrap(source, lineno, piece))
+                out.extend(unwrap(source, lineno, piece, _outer_ok, allowed))
             return out
     stripped = s.rstrip()
     trailing = len(stripped) != len(s)
     s = stripped
-    first = _peel(source, lineno, s)
+    first = _peel(source, lineno, s, outer=_outer_ok, allowed=allowed)
     first.line_len, first.trailing_space = len(s), trailing
     text = first.text
     if not any(w in text for w in _LEVEL_WORDS):

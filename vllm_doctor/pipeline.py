@@ -28,76 +28,145 @@ class SourceResult:
     findings: List[Finding] = field(default_factory=list)
 
 
-class _SourceReader:
-    """Feeds one source's lines through unwrap -> reassemble -> recognise -> track."""
+SNIFF_LINES = 200
+MAX_SUBSOURCES = 256
 
-    def __init__(self, name: str) -> None:
+
+class _SourceReader:
+    """Feeds one input's lines through unwrap -> reassemble -> recognise -> track.
+
+    Lines from different pods (``kubectl logs --prefix``) or journald hosts/processes are
+    kept apart: each gets a tracker of its own (a sub-source named ``INPUT [key]``), so runs
+    and findings never mix. Lines without such a key stay with the last sub-source seen.
+    """
+
+    def __init__(self, name: str, input_format: str = "auto") -> None:
+        from .formats import allowed
+
         self.name = name
-        self.tracker = SourceTracker(name)
+        self.allowed = allowed(input_format)
+        self.forced = input_format if input_format != "auto" else None
         self.catalog = Catalog()
-        self.summary = SourceSummary(name=name)
         self.reasm = Reassembler()
-        self.wrappers = set()
+        self.trackers = {}
+        self.summaries = {}
+        self.current = None
+        self.sniffed = []
+
+    def sniff(self, text: str) -> None:
+        """Note the wrapper of one of the input's first lines (format detection)."""
+        if len(self.sniffed) < SNIFF_LINES and text.strip():
+            recs = unwrap(self.name, 0, text, allowed=self.allowed)
+            self.sniffed.append(recs[0].wrapper if recs else None)
+
+    def _key(self, rec) -> str:
+        if rec.wrapper == "kubectl-prefix":
+            return f"pod/{rec.host}/{rec.unit}"
+        if rec.wrapper in ("journald", "journald-iso", "journald-json") and (rec.host or rec.pids):
+            pid = f"[{rec.pids[0]}]" if rec.pids else ""
+            return f"{rec.unit or ''}{pid}@{rec.host or '?'}"
+        return ""
+
+    def _tracker(self, rec):
+        key = self._key(rec)
+        if not key and self.current is not None:
+            return self.current
+        if key not in self.trackers and len(self.trackers) >= MAX_SUBSOURCES:
+            key = "(more)"
+        tracker = self.trackers.get(key)
+        if tracker is None:
+            tracker = self.trackers[key] = SourceTracker(f"{self.name} [{key}]" if key else self.name)
+            summary = self.summaries[tracker.source] = SourceSummary(name=tracker.source, input=self.name)
+            summary.wrappers_seen = set()
+        self.current = tracker
+        return tracker
 
     def consume(self, records) -> None:
-        summary = self.summary
         for rec in records:
+            tracker = self._tracker(rec)
+            rec.source = tracker.source
+            summary = self.summaries[tracker.source]
             summary.records += 1
             summary.joined += rec.continued
             try:
                 events = self.catalog.recognise(rec)
                 if events and rec.wrapper:  # wrappers of recognised records only: path-independent
-                    self.wrappers.add(rec.wrapper)
-                self.tracker.feed(rec, events)
+                    summary.wrappers_seen.add(rec.wrapper)
+                tracker.feed(rec, events)
             except Exception:  # noqa: BLE001 - the last guard: one bad record never stops the rest
                 summary.malformed += 1
 
     def line(self, lineno: int, text: str) -> None:
-        self.consume(self.reasm.feed(unwrap(self.name, lineno, text)))
+        self.consume(self.reasm.feed(unwrap(self.name, lineno, text, allowed=self.allowed)))
 
-    def finish(self, lines: int) -> SourceResult:
+    def finish(self, lines: int) -> List[SourceResult]:
+        from .formats import detect
+
         self.consume(self.reasm.flush())
-        tracker, summary = self.tracker, self.summary
-        tracker.finish()
-        summary.lines = lines
-        summary.recognised = tracker.recognised
-        summary.vllm_output = tracker.vllm_seen
-        summary.runs = len(tracker.runs) + tracker.dropped_runs
-        summary.dropped_runs = tracker.dropped_runs
-        summary.wrappers = sorted(self.wrappers)
-        summary.timeouts = self.catalog.timeouts
-        result = SourceResult(tracker, summary)
-        for run in tracker.runs:
-            result.findings.extend(diagnose_run(run))
-        return result
+        if not self.trackers:
+            self._tracker(unwrap(self.name, 0, "")[0])
+        fmt = self.forced or detect(self.sniffed)
+        results = []
+        for tracker in self.trackers.values():
+            summary = self.summaries[tracker.source]
+            tracker.finish()
+            summary.input_lines = lines
+            summary.lines = lines if len(self.trackers) == 1 else summary.records
+            summary.format = fmt
+            summary.recognised = tracker.recognised
+            summary.vllm_output = tracker.vllm_seen
+            summary.runs = len(tracker.runs) + tracker.dropped_runs
+            summary.dropped_runs = tracker.dropped_runs
+            summary.wrappers = sorted(summary.wrappers_seen)
+            del summary.wrappers_seen
+            summary.timeouts = self.catalog.timeouts
+            result = SourceResult(tracker, summary)
+            for run in tracker.runs:
+                result.findings.extend(diagnose_run(run))
+            results.append(result)
+        return results
 
 
-def diagnose_source(name: str, lines: Iterable[Tuple[int, str]]) -> SourceResult:
-    """Read every line of one source in one pass and diagnose each of its runs.
+def diagnose_source(name: str, lines: Iterable[Tuple[int, str]], input_format: str = "auto") -> List[SourceResult]:
+    """Read every line of one input in one pass and diagnose each of its runs.
 
     ``lines`` yields ``(line number, text)``. This is the plain path: every line is
-    unwrapped and offered to the catalog. :func:`diagnose_stream` gives the same verdict
-    faster on large inputs."""
-    reader = _SourceReader(name)
+    unwrapped and offered to the catalog. :func:`diagnose_input` gives the same verdict
+    faster on large inputs. Returns one result per sub-source (see :class:`_SourceReader`)."""
+    reader = _SourceReader(name, input_format)
     n = 0
     for n, text in lines:
+        if n <= SNIFF_LINES:
+            reader.sniff(text)
         reader.line(n, text)
     return reader.finish(n)
 
 
-def diagnose_input(src: "Source", prefilter: bool = True, on_block=None) -> SourceResult:
+def diagnose_input(src: "Source", prefilter: bool = True, on_block=None,
+                   input_format: str = "auto") -> List[SourceResult]:
     """Diagnose one opened input; with ``prefilter`` (and ``ahocorasick_rs`` installed)
     only lines holding a catalog literal are read (:mod:`vllm_doctor.prefilter`). A
-    compressed input that ends early sets ``src.truncated``; what was read is diagnosed."""
+    compressed input that ends early sets ``src.truncated``; what was read is diagnosed.
+    ``journalctl -o json`` input is read line by line (its messages are JSON-escaped)."""
+    from .formats import looks_like_journald_json
     from .prefilter import scanner_for
     from .sources import read_lines
 
     name = src.name
+    if prefilter and input_format in ("auto", "journald-json"):
+        try:
+            head = src.stream.peek(65536) if hasattr(src.stream, "peek") else b""
+        except (OSError, EOFError, ValueError):
+            head = b""
+        if input_format == "journald-json" or looks_like_journald_json(head):
+            prefilter = False
     scanner = scanner_for(src, on_block) if prefilter else None
     if scanner is None:
-        return diagnose_source(name, read_lines(src))
-    reader = _SourceReader(name)
+        return diagnose_source(name, read_lines(src), input_format)
+    reader = _SourceReader(name, input_format)
+    scanner.on_head = reader.sniff
     reasm = reader.reasm
+    allowed = reader.allowed
     for lineno, text, candidate in scanner:
         if scanner.skipped:
             scanner.skipped = 0
@@ -106,7 +175,7 @@ def diagnose_input(src: "Source", prefilter: bool = True, on_block=None) -> Sour
             reader.line(lineno, text)
             scanner.want_follow = True
             continue
-        recs = unwrap(name, lineno, text)
+        recs = unwrap(name, lineno, text, allowed=allowed)
         if reasm.would_join(recs):
             reader.consume(reasm.feed(recs))
             scanner.want_follow = True
@@ -166,8 +235,11 @@ def build_verdict(results: List[SourceResult]) -> Verdict:
         h = BY_CLASS["healthy"]
         verdict = Verdict("healthy", h.CODE, "ok", h.SUMMARY)
     else:
+        from .formats import TRIED
+
         u = BY_CLASS["unknown"]
-        verdict = Verdict("unknown", u.CODE, "unknown", "Nothing recognisable as vLLM output in the input")
+        verdict = Verdict("unknown", u.CODE, "unknown",
+                          f"Nothing recognisable as vLLM output in the input (formats tried: {TRIED})")
     verdict.findings = findings
     verdict.runs = runs
     verdict.sources = sources

@@ -63,6 +63,7 @@ class BlockScanner:
     def __init__(self, src: "Source", block_size: int = BLOCK_SIZE, on_block=None) -> None:
         self.src = src
         self.on_block = on_block  # called with the number of bytes of each block read
+        self.on_head = None  # called with each of the first lines (format detection)
         self.block_size = block_size
         self.want_follow = False
         self.lines = 0
@@ -112,7 +113,12 @@ class BlockScanner:
 
     def __iter__(self) -> Iterator[Tuple[int, str, bool]]:
         find = _automaton().find_matches_as_indexes
+        head = 200
         for block in self._blocks():
+            if head and self.on_head is not None:
+                for raw in block.split(b"\n", head)[:head]:
+                    self.on_head(raw.decode("utf-8", "replace"))
+                head = max(0, head - block.count(b"\n", 0, len(block)))
             starts: List[int] = sorted({block.rfind(b"\n", 0, s) + 1 for _, s, _ in find(block, overlapping=False)})
             cand = set(starts)
             pos = 0

@@ -47,7 +47,10 @@ def _open_oom(text: str) -> bool:
 
 def _continues(prev: Record, cur: Record) -> Optional[str]:
     """Return the separator to join ``cur`` onto ``prev`` with, or None if it is no continuation."""
-    if not cur.bare or prev.continued >= MAX_JOINED or len(prev.text) >= MAX_RECORD_CHARS:
+    # A continuation carries no envelope of its own, or only the same outer wrapper as the
+    # record it continues (journald / docker prefix every physical line).
+    if (not cur.inner_bare or cur.wrapper not in (None, prev.wrapper) or prev.continued >= MAX_JOINED
+            or len(prev.text) >= MAX_RECORD_CHARS):
         return None
     text = cur.text
     if not text or text[0].isspace() or _NEW_THING.match(text):
@@ -79,7 +82,7 @@ class Reassembler:
         out: List[Record] = []
         for rec in records:
             held = self._held
-            if not rec.text.strip() and rec.bare:
+            if not rec.text.strip() and rec.inner_bare:
                 if held is not None:
                     out.append(held)
                     self._held = None

@@ -10,6 +10,7 @@ rendered, unless ``--no-redact``. What goes, and what it becomes:
 * e-mail addresses -> ``<email>``;
 * IPv4 and IPv6 client addresses -> ``<ip>`` (the port stays); version strings that look
   like addresses (``v1.2.3.4``, ``0.10.2.dev378``) stay;
+* journald host names in source names (``[vllm[4127]@gpu-node-3]`` -> ``@<host>``);
 * user names in home paths: ``/home/alice/`` -> ``/home/<user>/`` (also ``/Users/``,
   ``C:\\Users\\``);
 * prompt text of request-logging lines (``Received request ...: prompt: '...'``) ->
@@ -44,6 +45,8 @@ _RULES = [
     (regex.compile(r"(?<![\w:])[0-9A-Fa-f]{1,4}(?::[0-9A-Fa-f]{1,4})*::(?:[0-9A-Fa-f]{1,4}(?::[0-9A-Fa-f]{1,4})*)?"
                    r"(?:%\w+)?(?![\w:])"), "<ip>"),
     (regex.compile(r"(/home/|/Users/)(?!<user>)[^/\s'\"]+"), r"\1<user>"),
+    # journald host names, as kept in sub-source names "INPUT [unit[pid]@host]"
+    (regex.compile(r"(\[[^\]\s]*\[\d+\]@)(?!<host>)[^\]\s]+(\])"), r"\1<host>\2"),
     (regex.compile(r"([A-Za-z]:\\Users\\)[^\\\s'\"]+"), r"\1<user>"),
 ]
 
