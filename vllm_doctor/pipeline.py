@@ -142,6 +142,21 @@ def diagnose_source(name: str, lines: Iterable[Tuple[int, str]], input_format: s
     return reader.finish(n)
 
 
+def _peek(stream, size: int = 65536) -> bytes:
+    """The first bytes of a stream without consuming them (b"" when that is not possible)."""
+    try:
+        if hasattr(stream, "peek"):
+            return stream.peek(size)[:size]
+        if stream.seekable():
+            pos = stream.tell()
+            head = stream.read(size)
+            stream.seek(pos)
+            return head
+    except (OSError, EOFError, ValueError, AttributeError):
+        pass
+    return b""
+
+
 def diagnose_input(src: "Source", prefilter: bool = True, on_block=None,
                    input_format: str = "auto") -> List[SourceResult]:
     """Diagnose one opened input; with ``prefilter`` (and ``ahocorasick_rs`` installed)
@@ -154,10 +169,7 @@ def diagnose_input(src: "Source", prefilter: bool = True, on_block=None,
 
     name = src.name
     if prefilter and input_format in ("auto", "journald-json"):
-        try:
-            head = src.stream.peek(65536) if hasattr(src.stream, "peek") else b""
-        except (OSError, EOFError, ValueError):
-            head = b""
+        head = _peek(src.stream)
         if input_format == "journald-json" or looks_like_journald_json(head):
             prefilter = False
     scanner = scanner_for(src, on_block) if prefilter else None
