@@ -54,11 +54,14 @@ def cli() -> None:
 @click.option("--progress/--no-progress", default=None,
               help="Show a progress bar on stderr for large inputs (default: when stderr is a terminal and the "
                    "format is not json).")
+@click.option("-F", "--follow", is_flag=True,
+              help="Follow one growing file (surviving rotation, like tail -F) or a stdin stream; print each "
+                   "finding as soon as it is certain (JSON Lines with --format json); Ctrl-C prints the summary.")
 @click.option("--no-redact", is_flag=True,
               help="Show secrets and personal data as logged (API keys, tokens, e-mails, client IPs, home-path "
                    "user names, prompts). By default they are redacted in every format.")
 def diagnose(files: Tuple[str, ...], fmt: Optional[str], output: Optional[str], color: Optional[bool],
-             input_format: str, jobs: int, progress: Optional[bool], no_redact: bool) -> None:
+             input_format: str, jobs: int, progress: Optional[bool], follow: bool, no_redact: bool) -> None:
     """Diagnose one or more vLLM logs.
 
     FILE is a log file (plain, gzip, bzip2 or xz), or - for standard input. With no FILE
@@ -78,6 +81,10 @@ def diagnose(files: Tuple[str, ...], fmt: Optional[str], output: Optional[str], 
             raise click.UsageError("no input: give a FILE, or pipe a log into `vllm-doctor diagnose -`")
         specs = ["-"]
     fmt = fmt or "text"
+    if follow:
+        if len(specs) != 1:
+            raise click.UsageError("--follow takes exactly one FILE (or - for standard input)")
+        _follow(specs[0], fmt, input_format, no_redact, color)
     if progress is None:
         progress = sys.stderr.isatty() and fmt != "json" and "CI" not in os.environ
     if jobs > 1 and len(specs) > 1 and "-" not in specs:
@@ -118,6 +125,41 @@ def diagnose(files: Tuple[str, ...], fmt: Optional[str], output: Optional[str], 
 
 
 PROGRESS_MIN_BYTES = 64 * 2**20
+
+
+def _follow(spec: str, fmt: str, input_format: str, no_redact: bool, color: Optional[bool]) -> None:
+    import json as _json
+    import signal
+
+    from .follow import follow
+    from .redact import redact_verdict
+    from .render import render
+    from .verdict import Verdict
+
+    if spec != "-" and os.path.isdir(spec):
+        click.echo(f"vllm-doctor: error: {spec}: is a directory, not a log file", err=True)
+        sys.exit(EXIT_USAGE)
+    color = sys.stdout.isatty() if color is None else color
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+
+    def emit(finding) -> None:
+        f = finding if no_redact else redact_verdict(finding)
+        if fmt == "json":
+            click.echo(_json.dumps({"type": "finding", **f.to_dict()}, ensure_ascii=False, default=str))
+        else:
+            v = Verdict(f.class_id, f.code, f.severity, f.title, findings=[f])
+            text = render(v, "markdown" if fmt == "markdown" else "text", color=color)
+            click.echo(text.split("\n\n", 1)[-1].rstrip() if fmt == "text" else text)
+        sys.stdout.flush()
+
+    verdict = follow(spec, input_format, emit)
+    if not no_redact:
+        verdict = redact_verdict(verdict)
+    if fmt == "json":
+        click.echo(_json.dumps({"type": "verdict", **verdict.to_dict()}, ensure_ascii=False, default=str))
+    else:
+        click.echo(render(verdict, fmt, color=color), nl=False)
+    sys.exit(verdict.exit_code)
 
 
 def _diagnose_one(spec: str, progress: bool, input_format: str = "auto"):
