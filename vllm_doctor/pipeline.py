@@ -13,6 +13,7 @@ from . import __version__
 from .catalog import Catalog
 from .diagnoses import BY_CLASS, diagnose_run
 from .envelopes import unwrap
+from .frames import code_tags
 from .reassemble import Reassembler
 from .tracker import SourceTracker
 from .verdict import SEVERITY_RANK, Finding, RunSummary, SourceSummary, Verdict
@@ -83,18 +84,27 @@ class _SourceReader:
 
     def consume(self, records) -> None:
         for rec in records:
-            tracker = self._tracker(rec)
-            rec.source = tracker.source
-            summary = self.summaries[tracker.source]
-            summary.records += 1
-            summary.joined += rec.continued
             try:
                 events = self.catalog.recognise(rec)
+                # Only records that can change a tracker choose (or open) a sub-source, so the
+                # pre-filtered path opens the same sub-sources as the plain one.
+                if not events and not (rec.text[:1].isspace() and code_tags(rec.text)):
+                    if self.current is not None:
+                        summary = self.summaries[self.current.source]
+                        summary.records += 1
+                        summary.joined += rec.continued
+                    continue
+                tracker = self._tracker(rec)
+                rec.source = tracker.source
+                summary = self.summaries[tracker.source]
+                summary.records += 1
+                summary.joined += rec.continued
                 if events and rec.wrapper:  # wrappers of recognised records only: path-independent
                     summary.wrappers_seen.add(rec.wrapper)
                 tracker.feed(rec, events)
             except Exception:  # noqa: BLE001 - the last guard: one bad record never stops the rest
-                summary.malformed += 1
+                if self.current is not None:
+                    self.summaries[self.current.source].malformed += 1
 
     def line(self, lineno: int, text: str) -> None:
         self.consume(self.reasm.feed(unwrap(self.name, lineno, text, allowed=self.allowed)))
@@ -110,8 +120,7 @@ class _SourceReader:
         for tracker in self.trackers.values():
             summary = self.summaries[tracker.source]
             tracker.finish()
-            summary.input_lines = lines
-            summary.lines = lines if len(self.trackers) == 1 else summary.records
+            summary.lines = lines  # physical lines of the whole input (shared by its sub-sources)
             summary.format = fmt
             summary.recognised = tracker.recognised
             summary.vllm_output = tracker.vllm_seen

@@ -123,6 +123,13 @@ class BlockScanner:
             cand = set(starts)
             pos = 0
             end = len(block)
+            # The caller may still want the line after the last one of the previous block.
+            while self.want_follow and pos < end:
+                self.want_follow = False
+                le = block.find(b"\n", pos)
+                self.lines += 1
+                yield self.lines, block[pos:le].decode("utf-8", "replace"), pos in cand
+                pos = le + 1
             for ls in starts:
                 if ls < pos:
                     continue
@@ -143,6 +150,8 @@ class BlockScanner:
             gap = block.count(b"\n", pos)
             self.lines += gap
             self.skipped += gap
+            if gap:
+                self.want_follow = False
 
 
 def scanner_for(src: "Source", on_block=None) -> Optional[BlockScanner]:

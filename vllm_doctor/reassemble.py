@@ -101,7 +101,7 @@ class Reassembler:
     def would_join(self, records: List[Record]) -> bool:
         """True when ``records`` (one physical line) would be joined onto the held record."""
         held = self._held
-        return held is not None and len(records) == 1 and _continues(held, records[0]) is not None
+        return held is not None and bool(records) and _continues(held, records[0]) is not None
 
     def flush(self) -> List[Record]:
         held, self._held = self._held, None

@@ -82,8 +82,7 @@ class SourceSummary:
     name: str
     input: str = ""  # the file (or <stdin>) this source was read from
     format: str = ""  # detected (or forced) input format
-    input_lines: int = 0  # physical lines of the whole input
-    lines: int = 0
+    lines: int = 0  # physical lines of the input (shared by the sub-sources of one input)
     records: int = 0  # records examined (the pre-filter skips most of a busy log)
     recognised: int = 0
     joined: int = 0
