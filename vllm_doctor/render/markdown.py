@@ -25,6 +25,9 @@ def render_markdown(verdict) -> str:
     facts = key_facts(verdict, p)
     if facts:
         out += ["| fact | value |", "|---|---|"] + [f"| {k} | {v} |" for k, v in facts] + [""]
+    if len(verdict.sources) > 1:
+        out += ["| source | verdict | format | runs |", "|---|---|---|---|"]
+        out += [f"| `{s.name}` | {s.primary_class} | {s.format} | {s.runs} |" for s in verdict.sources] + [""]
     shown = [f for f in verdict.findings if f.severity != "info"] + [f for f in verdict.findings if f.severity == "info"]
     for f in shown:
         out += [f"### {f.code} {f.class_id} ({f.severity}, {f.phase}): {f.title}", ""]
