@@ -224,9 +224,9 @@ def test_torch_rank_cpp_warning_three_digit_date_s021():
 def test_record_keeps_raw_line_and_bare_flag():
     rec = one("(APIServer pid=1) INFO 08-20 10:18:39 [api_server.py:1] up\r\n", lineno=3, source="a.log")
     assert rec.raw == "(APIServer pid=1) INFO 08-20 10:18:39 [api_server.py:1] up"
-    assert (rec.source, rec.lineno, rec.bare, rec.stream) == ("a.log", 3, False, "pid:1")
+    assert (rec.source, rec.lineno, rec.inner_bare, rec.stream) == ("a.log", 3, False, "pid:1")
     bare = one("    self.run()")
-    assert (bare.bare, bare.stream, bare.text) == (True, "-", "    self.run()")
+    assert (bare.inner_bare, bare.wrapper, bare.stream, bare.text) == (True, None, "-", "    self.run()")
 
 
 def test_trailing_space_and_line_length_are_recorded():

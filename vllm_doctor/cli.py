@@ -140,7 +140,11 @@ def _follow(spec: str, fmt: str, input_format: str, no_redact: bool, color: Opti
         click.echo(f"vllm-doctor: error: {spec}: is a directory, not a log file", err=True)
         sys.exit(EXIT_USAGE)
     color = sys.stdout.isatty() if color is None else color
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+
+    def stop(signum, frame):  # SIGTERM (systemd, docker stop) ends following like Ctrl-C
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
 
     def emit(finding) -> None:
         f = finding if no_redact else redact_verdict(finding)

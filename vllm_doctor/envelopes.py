@@ -135,11 +135,6 @@ class Record:
     trailing_space: bool = False  # that physical line ended in white space
 
     @property
-    def bare(self) -> bool:
-        """True when no envelope at all was found."""
-        return self.wrapper is None and self.inner_bare
-
-    @property
     def inner_bare(self) -> bool:
         """True when nothing inside the outer wrapper (journald, docker ...) was found: no
         process prefix, no record prefix. A hard-wrapped continuation looks like this."""

@@ -77,8 +77,7 @@ KINDS = {
     "tb_frame": "a traceback frame 'File \"...\", line N, in func'",
     "tb_chain": "'The above exception was the direct cause ...' / 'During handling ...'",
     "engine_dead": "a consequence marker: engine/worker died, 'see root cause above'",
-    "request": "request logging / request added (the server is serving)",
-    "access": "an HTTP access line (uvicorn)",
+    "access": "an HTTP access line with an error status (uvicorn)",
     "engine": "which vLLM engine printed this (v0 / v1)",
 }
 

@@ -111,6 +111,17 @@ class BlockScanner:
             carry = block[cut:]
             yield block[:cut]
 
+    def _follow(self, block: bytes, pos: int, cand):
+        """Yield the lines from ``pos`` on for as long as the caller sets ``want_follow``;
+        return the position after the last one yielded."""
+        while self.want_follow and pos < len(block):
+            self.want_follow = False
+            le = block.find(b"\n", pos)
+            self.lines += 1
+            yield self.lines, block[pos:le].decode("utf-8", "replace"), pos in cand
+            pos = le + 1
+        return pos
+
     def __iter__(self) -> Iterator[Tuple[int, str, bool]]:
         find = _automaton().find_matches_as_indexes
         head = 200
@@ -121,15 +132,8 @@ class BlockScanner:
                 head = max(0, head - block.count(b"\n", 0, len(block)))
             starts: List[int] = sorted({block.rfind(b"\n", 0, s) + 1 for _, s, _ in find(block, overlapping=False)})
             cand = set(starts)
-            pos = 0
-            end = len(block)
             # The caller may still want the line after the last one of the previous block.
-            while self.want_follow and pos < end:
-                self.want_follow = False
-                le = block.find(b"\n", pos)
-                self.lines += 1
-                yield self.lines, block[pos:le].decode("utf-8", "replace"), pos in cand
-                pos = le + 1
+            pos = yield from self._follow(block, 0, cand)
             for ls in starts:
                 if ls < pos:
                     continue
@@ -140,13 +144,7 @@ class BlockScanner:
                 self.lines += 1
                 self.want_follow = False
                 yield self.lines, block[ls:le].decode("utf-8", "replace"), True
-                pos = le + 1
-                while self.want_follow and pos < end:
-                    self.want_follow = False
-                    le = block.find(b"\n", pos)
-                    self.lines += 1
-                    yield self.lines, block[pos:le].decode("utf-8", "replace"), pos in cand
-                    pos = le + 1
+                pos = yield from self._follow(block, le + 1, cand)
             gap = block.count(b"\n", pos)
             self.lines += gap
             self.skipped += gap

@@ -219,7 +219,6 @@ class Run:
     stats: StatsSummary = field(default_factory=StatsSummary)
     preemption: PreemptionSummary = field(default_factory=PreemptionSummary)
     access_status: Dict[str, int] = field(default_factory=dict)
-    requests: int = 0
     vllm_pids: Set[int] = field(default_factory=set)
     engine_hints: Set[str] = field(default_factory=set)
     start_patterns: Set[Tuple[str, str]] = field(default_factory=set)
@@ -331,13 +330,15 @@ class SourceTracker:
                 f.add_record(rec)
                 f.last_seq = self.seq
                 return f
-        # Memory messages that belong together (torch OOM + the sampler/loader wrapper).
+        # Memory messages that belong together (torch OOM + the sampler/loader wrapper): from
+        # the same process (or an unprefixed line), close together, and not two full OOM
+        # messages (those are two failures, e.g. two ranks on two GPUs).
         if kind in MEMORY_KINDS:
             for f in reversed(run.failures):
-                if (f.kinds & MEMORY_KINDS and self.seq - f.last_seq <= MERGE_WINDOW
-                        and (f.stream == rec.stream or "-" in (f.stream, rec.stream))
-                        and (kind != "oom" or "oom" not in f.kinds or not data.get("gpu_total_gib")
-                             or not f.data.get("gpu_total_gib"))):
+                same_process = f.stream == rec.stream or "-" in (f.stream, rec.stream)
+                two_full_ooms = kind == "oom" and bool(data.get("gpu_total_gib")) and bool(f.data.get("gpu_total_gib"))
+                if (f.kinds & MEMORY_KINDS and self.seq - f.last_seq <= MERGE_WINDOW and same_process
+                        and not two_full_ooms):
                     for k, v in data.items():
                         f.data.setdefault(k, v)
                     f.kinds.add(kind)
@@ -458,9 +459,6 @@ class SourceTracker:
             elif k == "preemption":
                 run.preemption.add(ev)
                 run.engine_hints.add("v0")
-                run.reached(Phase.SERVING, rec)
-            elif k == "request":
-                run.requests += 1
                 run.reached(Phase.SERVING, rec)
             elif k == "access":
                 status = str(ev.data.get("status", ""))
