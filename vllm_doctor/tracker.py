@@ -474,6 +474,10 @@ class SourceTracker:
                 if k == "exception" and self._is_consequence(ev):
                     if len(run.consequences) < MAX_CONSEQUENCES:
                         run.consequences.append(ev)
+                    # The traceback it ends reports a failure elsewhere: it is no failure itself.
+                    st.open = False
+                    st.frames.clear()
+                    st.records.clear()
                     continue
                 if ev.data.get("warning_only"):
                     continue

@@ -97,8 +97,10 @@ def check(run: Run) -> List[Any]:
         bits.append(f"KV cache {ep['peak_kv_usage_pct']:.1f}% full with up to {ep['max_waiting']} waiting over "
                     f"{ep['intervals']} intervals{dur}")
     preempted = p.warnings or s.preemptions_total
+    why_stats = ("V0 logs only every 50th preemption" if (s.engine or run.engine) == "v0"
+                 else "V1 logs no preemptions")
     title = ("KV cache saturated, requests preempted: " if preempted else
-             "KV cache saturated with requests waiting (V1 logs no preemptions; judged from stats): ") + "; ".join(bits)
+             f"KV cache saturated with requests waiting ({why_stats}; judged from the stats lines): ") + "; ".join(bits)
     U = run.value("gpu_memory_utilization")
     seqs = run.value("max_num_seqs")
     dtype = str(run.value("kv_cache_dtype") or "auto")

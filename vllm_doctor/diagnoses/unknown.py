@@ -45,7 +45,10 @@ def build(failures: Sequence[Failure], run: Run, phase: str) -> Any:
     if frames:
         facts["last_frames"] = frames
     if run.consequences and not failures:
-        title = f"{phase.capitalize()} failure, root cause not in this log ({run.consequences[0].record.text.strip()[:90]})"
+        first = run.consequences[0].record.text.strip()
+        if len(first) > 110:
+            first = first[:107] + "..."
+        title = f"{phase.capitalize()} failure, root cause not in this log: {first}"
     else:
         title = f"{phase.capitalize()} failure: a traceback without its exception line; the root cause is not in this log"
     rem = remedies(
