@@ -47,6 +47,10 @@ TAG_FUNCS = {
     "too_long": {"_validate_input", "_validate_tokens", "_token_len_check", "_validate_model_input",
                  "_validate_model_inputs", "_validate_prompt"},
     "quant_check": {"_check_scheme_supported", "verify_quantization", "_verify_quantization"},
+    # a single request whose size drives the allocation (prompt logprobs, images, video)
+    "oversized_input": {"_get_prompt_logprobs", "get_prompt_logprobs", "_get_prompt_logprobs_dict",
+                        "_process_image_input", "_process_video_input", "get_multimodal_embeddings",
+                        "_execute_mm_encoder", "embed_multimodal"},
 }
 _FUNC_TAG = {f: tag for tag, funcs in TAG_FUNCS.items() for f in funcs}
 _CALLS = regex.compile(r"[A-Za-z_]\w*")

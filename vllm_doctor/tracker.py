@@ -45,6 +45,7 @@ CONSEQUENCE_MESSAGES = (
     "Engine loop is not running", "EngineCore encountered an issue", "Inspect the stacktrace",
 )
 MEMORY_KINDS = {"oom", "sampler_oom", "load_oom"}
+CONFIG_IN_ERRORS = ("gpu_memory_utilization", "max_model_len", "max_num_batched_tokens", "max_num_seqs")
 #: Event kinds any Python program prints: alone they do not prove the input is vLLM output.
 GENERIC_KINDS = {"tb_start", "tb_frame", "tb_chain", "exception", "access", "cuda_error"}
 FAILURE_KINDS = MEMORY_KINDS | {
@@ -482,6 +483,12 @@ class SourceTracker:
                 if ev.data.get("warning_only"):
                     continue
                 tags = st.tags()
+                # Error messages print configuration too (the utilization a startup check
+                # used, the max_model_len a length check used): keep it with the run.
+                for key in CONFIG_IN_ERRORS:
+                    if key in ev.data and key not in run.config:
+                        run.config[key] = ev.data[key]
+                        run.config_records[key] = rec
                 f = self._add_failure(k, ev.data, rec, st, tags)
                 exc = next((e.data["exception"] for e in events if e.kind == "exception"), None)
                 if exc and not f.exception:

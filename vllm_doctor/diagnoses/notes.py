@@ -13,7 +13,10 @@ What it means:
       per-request value (timestamp, user id) at the start of a shared prompt defeats prefix
       caching; no flag fixes it;
     * ``VD305 long_default_max_model_len`` - ``max_model_len`` >= 65536 while the stats show
-      little KV use: fit the length to the workload.
+      little KV use: fit the length to the workload;
+    * ``VD306 tp1_multi_gpu`` - an out-of-memory failure with ``tensor_parallel_size`` 1 on
+      ``GPU N`` with N >= 1 (PyTorch numbers the GPUs the process can see, so at least N+1
+      are visible): tensor parallelism is the capacity option left unused.
 
 Why it happens:
     Defaults left as they are; prompt design; a load pattern.
@@ -32,6 +35,7 @@ from __future__ import annotations
 import sys
 from typing import Any, List
 
+from ..events import Phase
 from ..tracker import Run
 from .base import R, ev, make_finding, remedies
 from .preemption_storm import MIN_SATURATED_INTERVALS, V0_STORM_CUMULATIVE
@@ -43,7 +47,7 @@ SUMMARY = "Informational notes on settings and load patterns (never the primary 
 
 CODES = {
     "kv_pressure": "VD301", "queue_backlog": "VD302", "high_gpu_memory_utilization": "VD303",
-    "low_prefix_cache_hit": "VD304", "long_default_max_model_len": "VD305",
+    "low_prefix_cache_hit": "VD304", "long_default_max_model_len": "VD305", "tp1_multi_gpu": "VD306",
 }
 SUMMARIES = {
     "kv_pressure": "Some preemption or KV saturation, not sustained.",
@@ -51,11 +55,12 @@ SUMMARIES = {
     "high_gpu_memory_utilization": "gpu_memory_utilization >= 0.95 leaves no margin.",
     "low_prefix_cache_hit": "Prefix-cache hit rate collapsed: per-request values at the start of prompts.",
     "long_default_max_model_len": "A very long max_model_len while the KV cache stays nearly empty.",
+    "tp1_multi_gpu": "Out of memory with tensor_parallel_size 1 while the log shows more GPUs.",
 }
 
 
-def _note(run: Run, name: str, title: str, facts, evidence, rem) -> Any:
-    f = make_finding(sys.modules[__name__], run, "runtime", title, facts, evidence, rem)
+def _note(run: Run, name: str, title: str, facts, evidence, rem, phase: str = "runtime") -> Any:
+    f = make_finding(sys.modules[__name__], run, phase, title, facts, evidence, rem)
     f.class_id, f.code = name, CODES[name]
     return f
 
@@ -94,6 +99,17 @@ def check(run: Run, storm: bool) -> List[Any]:
                          [ev(s.last_record, "latest stats")],
                          remedies(R("Keep per-request values (timestamps, ids) out of the start of shared prompts",
                                     None, "prefix caching reuses only identical leading tokens", "client"))))
+    tp = run.value("tensor_parallel_size")
+    gpu = max((f.data.get("gpu_index", 0) for f in run.failures if f.kinds & {"oom"}), default=0)
+    if tp == 1 and gpu >= 1:
+        failure = next(f for f in run.failures if f.data.get("gpu_index", 0) == gpu)
+        out.append(_note(run, "tp1_multi_gpu",
+                         f"tensor_parallel_size is 1 but the process sees at least {gpu + 1} GPUs",
+                         {"tensor_parallel_size": 1, "gpus_visible_at_least": gpu + 1},
+                         [ev(failure.records[0], f"GPU {gpu}"), ev(run.record_for("tensor_parallel_size"))],
+                         remedies(R("Spread the model over the node's GPUs (a capacity option, not a speed one)",
+                                    "--tensor-parallel-size 2", "the smallest split; more if the weights need it")),
+                         "startup" if run.phase < Phase.READY else "runtime"))
     L = run.value("max_model_len")
     if L and L >= 65536 and s.count and (s.peak_kv_usage_pct or 0) < 20.0:
         out.append(_note(run, "long_default_max_model_len",

@@ -56,9 +56,18 @@ def build(failures: Sequence[Failure], run: Run, phase: str) -> Any:
     G, free, tried = facts.get("gpu_total_gib"), facts.get("gpu_free_gib"), facts.get("tried_to_allocate_gib")
     frag = facts.get("reserved_unallocated_gib")
     oversized = any(f.data.get("in_model_execution") for f in failures) and tried and free and tried > 1.0
+    input_kind = None
+    tags = set().union(*(f.tags | f.context_tags for f in failures))
+    if "oversized_input" in tags:
+        oversized = True
+        input_kind = "multimodal input" if any(
+            "mm" in r.text or "image" in r.text or "video" in r.text or "multimodal" in r.text
+            for f in failures for r in f.records) else "prompt logprobs / input"
     if tried and G and tried >= 0.04 * G:
         oversized = True
     facts["oversized_allocation"] = bool(oversized)
+    if input_kind:
+        facts["oversized_input"] = input_kind
     if co:
         title = f"Out of GPU memory while serving: co-tenant process(es) {', '.join(map(str, co))} hold " \
                 f"{facts.get('co_tenant_total_gib', 0):.2f} GiB of the GPU"
