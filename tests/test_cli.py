@@ -70,7 +70,7 @@ def test_gzip_input_gives_the_same_class(tmp_path):
 def test_binary_and_invalid_utf8_do_not_crash():
     r = run("diagnose", "-f", "json", "-", input=bytes(range(256)) * 50)
     assert r.exit_code == 3
-    assert json.loads(r.output)["primary_class"] == "unknown"
+    assert json.loads(r.stdout)["primary_class"] == "unknown"
 
 
 def test_markdown_has_verdict_evidence_and_numbered_remedies():
@@ -154,3 +154,31 @@ def test_output_to_a_special_file_is_written_in_place():
     p = cli("diagnose", "-f", "json", "-o", "/dev/stdout", str(fixture_path("r001-limo-preemption-101.log")))
     assert p.returncode == 1
     assert '"primary_class": "preemption_storm"' in p.stdout
+
+
+def test_absurdly_nested_json_is_one_bad_line_not_a_crash(tmp_path):
+    log = tmp_path / "j.log"
+    good = fixture_path("s004-v1-kv-1m-context-oneline.log").read_text().strip()
+    log.write_text('{"MESSAGE": ' + "[" * 3000 + "]" * 3000 + "}\n" + json.dumps({"MESSAGE": good}) + "\n")
+    p = cli("diagnose", "-f", "json", str(log))
+    assert p.returncode == 1 and "Traceback" not in p.stderr
+    assert json.loads(p.stdout)["primary_class"] == "kv_cache_capacity"
+
+
+@pytest.mark.parametrize("suffix,magic", [("gz", b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03"), ("xz", b"\xfd7zXZ\x00")])
+def test_corrupt_archive_is_one_line_and_exit_2(tmp_path, suffix, magic):
+    bad = tmp_path / f"bad.{suffix}"
+    bad.write_bytes(magic + bytes(range(256)) * 20)
+    for args in (["diagnose", str(bad)], ["diagnose", "-j", "2", str(bad), str(fixture_path("s001-llama31-8b-3090-kv-29k.log"))]):
+        p = cli(*args)
+        assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+        assert "compressed data ends early or is corrupt" in p.stderr
+
+
+def test_carriage_return_line_endings_read_like_newlines(tmp_path):
+    src = fixture_path("s001-llama31-8b-3090-kv-29k.log").read_bytes()
+    cr = tmp_path / "cr.log"
+    cr.write_bytes(src.replace(b"\n", b"\r"))
+    got = json.loads(cli("diagnose", "-f", "json", str(cr)).stdout)["findings"][0]["facts"]
+    want = json.loads(cli("diagnose", "-f", "json", str(fixture_path("s001-llama31-8b-3090-kv-29k.log"))).stdout)
+    assert got == want["findings"][0]["facts"]

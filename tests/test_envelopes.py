@@ -286,10 +286,12 @@ def test_glued_records_take_their_own_process_prefix_and_share_the_outer_wrapper
     assert first.lineno == second.lineno == 5
 
 
-def test_carriage_returns_keep_records_and_the_last_redraw():
+def test_carriage_returns_separate_pieces_each_read_as_a_line():
+    # Progress-bar redraws, a record written after a bar, and old CR-only line endings alike.
     recs = unwrap("t", 4, "Loading 50%\rINFO 08-20 10:18:39 [file.py:1] msg\rLoading 100%\r\n")
-    assert [(r.lineno, r.level, r.text) for r in recs] == [(4, "INFO", "msg"), (4, None, "Loading 100%")]
-    assert [r.text for r in unwrap("t", 1, "bar 10%\rbar 20%\rbar 30%")] == ["bar 30%"]
+    assert [(r.lineno, r.level, r.text) for r in recs] == [
+        (4, None, "Loading 50%"), (4, "INFO", "msg"), (4, None, "Loading 100%")]
+    assert [r.text for r in unwrap("t", 1, "bar 10%\rbar 20%\rbar 30%")] == ["bar 10%", "bar 20%", "bar 30%"]
 
 
 # --- size limits and robustness -------------------------------------------------------------

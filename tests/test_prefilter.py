@@ -64,3 +64,26 @@ def test_a_continuation_after_a_candidate_is_offered_and_joined():
             b"eqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 17.6%, CPU KV cache usage: 0.0%.\n")
     [result] = diagnose_input(Source("x", io.BytesIO(data * 3)))
     assert result.tracker.runs[-1].stats.count == 3 and result.summary.lines == 6
+
+
+def test_over_long_lines_are_cut_the_same_way_on_both_paths(monkeypatch):
+    from vllm_doctor import sources
+
+    monkeypatch.setattr(sources, "LINE_LIMIT", 64)
+    monkeypatch.setattr(prefilter, "LINE_LIMIT", 64)
+    line = b"ValueError: No available memory for the cache blocks. " + b"x" * 500 + b"\n"
+    data = b"a" * 1000 + b"\n" + line + b"b" * 70
+    slow_v = comparable(diagnose_source("x", read_lines(Source("x", io.BytesIO(data)))))
+    sc_results = build_verdict_from_scanner(data, 16)
+    assert sc_results == slow_v
+    assert slow_v["primary_class"] == "kv_cache_capacity" and slow_v["sources"][0]["lines"] == 3
+
+
+def build_verdict_from_scanner(data, block_size):
+    src = Source("x", io.BytesIO(data))
+    original = prefilter.scanner_for
+    try:
+        prefilter.scanner_for = lambda s, on_block=None: prefilter.BlockScanner(s, block_size)
+        return comparable(diagnose_input(src))
+    finally:
+        prefilter.scanner_for = original

@@ -117,6 +117,10 @@ def diagnose(files: Tuple[str, ...], fmt: Optional[str], output: Optional[str], 
         click.echo(render(verdict, fmt, color=color and fmt == "text"), nl=False)
     for e in errors:
         click.echo(f"vllm-doctor: error: {e}", err=True)
+    if verdict.exit_code == EXIT_UNRECOGNISED:
+        from .formats import TRIED
+
+        click.echo(f"vllm-doctor: nothing recognisable as vLLM output (formats tried: {TRIED})", err=True)
     for s in verdict.sources:
         if s.malformed:
             click.echo(f"vllm-doctor: warning: {s.name}: {s.malformed} record(s) could not be read and were skipped",
@@ -187,12 +191,14 @@ def _diagnose_one(spec: str, progress: bool, input_format: str = "auto"):
             result = diagnose_input(src, input_format=input_format)
     except InputError as exc:
         errors.append(str(exc))
+    except Exception as exc:  # noqa: BLE001 - never a traceback: name the input and the error
+        errors.append(f"{src.name}: could not be diagnosed ({type(exc).__name__}: {str(exc)[:120]})")
     finally:
         if src.name != "<stdin>":
             src.stream.close()
     if src.truncated:
         # Diagnose what could be read, but do not let a partial read pass for a clean bill.
-        errors.append(f"{src.name}: compressed data ends early; the verdict covers what could be read")
+        errors.append(f"{src.name}: compressed data ends early or is corrupt; the verdict covers what could be read")
         for r in result or ():
             r.summary.truncated = True
     return result, errors

@@ -277,7 +277,7 @@ def _journald_json(source: str, lineno: int, s: str) -> Optional[List[Record]]:
     byte values when the message was not valid UTF-8. Returns None when ``s`` is not one."""
     try:
         obj = json.loads(s)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: absurdly nested JSON
         return None
     if not isinstance(obj, dict) or "MESSAGE" not in obj:
         return None
@@ -321,11 +321,9 @@ def unwrap(source: str, lineno: int, line: str, _outer_ok: bool = True, allowed=
     if "\x1b" in s:
         s = _ANSI.sub("", s)
     if "\r" in s:
-        # A terminal shows what follows the last carriage return; keep pieces that
-        # carry a record prefix (a log line written after a progress bar).
-        parts = [p for p in s.split("\r") if p.strip()]
-        keep = [p for p in parts[:-1] if any(w in p for w in _LEVEL_WORDS)]
-        s = "\n".join(keep + parts[-1:]) if parts else ""
+        # Carriage returns separate progress-bar updates, a record written after a bar, or
+        # whole lines (old CR-only line endings): each piece is read as a line of its own.
+        s = "\n".join(p for p in s.split("\r") if p.strip())
         if "\n" in s:
             out: List[Record] = []
             for piece in s.split("\n"):

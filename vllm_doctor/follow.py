@@ -30,6 +30,7 @@ def _lines_of_file(path: str, stop: Callable[[], bool]):
     ino = None
     pos = 0
     buf = b""
+    waiting_said = False
     while not stop():
         if fh is None:
             try:
@@ -37,6 +38,9 @@ def _lines_of_file(path: str, stop: Callable[[], bool]):
                 ino = os.fstat(fh.fileno()).st_ino
                 pos = 0
             except OSError:
+                if not waiting_said:
+                    print(f"vllm-doctor: waiting for {path} to appear", file=sys.stderr, flush=True)
+                    waiting_said = True
                 yield None
                 time.sleep(POLL)
                 continue

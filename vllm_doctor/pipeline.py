@@ -15,6 +15,7 @@ from .diagnoses import BY_CLASS, diagnose_run
 from .envelopes import unwrap
 from .frames import code_tags
 from .reassemble import Reassembler
+from .sources import ARCHIVE_ERRORS
 from .tracker import SourceTracker
 from .verdict import SEVERITY_RANK, Finding, RunSummary, SourceSummary, Verdict
 
@@ -107,7 +108,13 @@ class _SourceReader:
                     self.summaries[self.current.source].malformed += 1
 
     def line(self, lineno: int, text: str) -> None:
-        self.consume(self.reasm.feed(unwrap(self.name, lineno, text, allowed=self.allowed)))
+        try:
+            records = unwrap(self.name, lineno, text, allowed=self.allowed)
+        except Exception:  # noqa: BLE001 - the last guard: one bad line never stops the rest
+            if self.current is not None:
+                self.summaries[self.current.source].malformed += 1
+            return
+        self.consume(self.reasm.feed(records))
 
     def finish(self, lines: int) -> List[SourceResult]:
         from .formats import detect
@@ -161,7 +168,9 @@ def _peek(stream, size: int = 65536) -> bytes:
             head = stream.read(size)
             stream.seek(pos)
             return head
-    except (OSError, EOFError, ValueError, AttributeError):
+    except ARCHIVE_ERRORS:  # a damaged archive: the reader reports it
+        pass
+    except AttributeError:
         pass
     return b""
 

@@ -19,16 +19,14 @@ one is seen in two parts by the fast path.
 """
 from __future__ import annotations
 
-import lzma
 from typing import Iterator, List, Optional, Tuple
 
 from .catalog import ANCHORS
 from .frames import TAG_FUNCS
-from .sources import Source
+from .sources import ARCHIVE_ERRORS, LINE_LIMIT, Source, archive_error
 
 LITERALS: Tuple[str, ...] = tuple(sorted(set(ANCHORS) | {f for funcs in TAG_FUNCS.values() for f in funcs}))
 BLOCK_SIZE = 8 * 2**20
-MAX_LINE = 64 * 2**20  # a "line" longer than this is cut into pieces (a binary file has no newlines)
 
 try:  # a wheel on all major platforms; without it the pipeline reads every line
     import ahocorasick_rs as _ac
@@ -71,6 +69,7 @@ class BlockScanner:
 
     def _blocks(self) -> Iterator[bytes]:
         carry = b""
+        skipping = False  # reading past the rest of a line longer than LINE_LIMIT
         stream = self.src.stream
         read = getattr(stream, "read1", stream.read)
         while True:
@@ -85,11 +84,8 @@ class BlockScanner:
                         break
                     parts.append(part)
                     size += len(part)
-            except (EOFError, lzma.LZMAError, OSError) as exc:
-                if self.src.compression is None and not isinstance(exc, EOFError):
-                    from .sources import InputError
-                    raise InputError(f"{self.src.name}: read error ({exc})") from None
-                self.src.truncated = True  # a cut archive: diagnose what was read
+            except ARCHIVE_ERRORS as exc:
+                archive_error(self.src, exc, "")  # a damaged archive: diagnose what was read
             chunk = b"".join(parts)
             if self.on_block is not None and chunk:
                 self.on_block(len(chunk))
@@ -97,19 +93,21 @@ class BlockScanner:
                 if carry:
                     yield carry if carry.endswith(b"\n") else carry + b"\n"
                 return
+            if skipping:
+                nl = chunk.find(b"\n")
+                if nl < 0:
+                    continue
+                chunk, skipping = chunk[nl + 1:], False
             block = carry + chunk
             cut = block.rfind(b"\n") + 1
-            if cut == 0 and len(block) < MAX_LINE:
-                carry = block
-                continue
-            if cut == 0:
-                cut = len(block)
-                block = block + b"\n"
-                carry = b""
-                yield block
-                continue
             carry = block[cut:]
-            yield block[:cut]
+            block = block[:cut]
+            if len(carry) >= LINE_LIMIT:
+                # As read_lines does: keep the first LINE_LIMIT bytes of an over-long line.
+                block += carry[:LINE_LIMIT] + b"\n"
+                carry, skipping = b"", True
+            if block:
+                yield block
 
     def _follow(self, block: bytes, pos: int, cand):
         """Yield the lines from ``pos`` on for as long as the caller sets ``want_follow``;

@@ -13,6 +13,7 @@ import io
 import lzma
 import os
 import sys
+import zlib
 from dataclasses import dataclass
 from typing import IO, Iterable, Iterator, Optional, Tuple, Union
 
@@ -76,19 +77,39 @@ def open_input(spec: str) -> Source:
     return _open_file(spec)
 
 
+#: Bytes of one line that are kept; the rest of a longer line is read past, never held.
+LINE_LIMIT = 2**20
+#: What a damaged archive raises while it is read (a cut file, or corrupt data).
+ARCHIVE_ERRORS = (EOFError, OSError, lzma.LZMAError, zlib.error, ValueError)
+
+
+def archive_error(src: "Source", exc: BaseException, where: str) -> None:
+    """A read failed: a damaged archive is diagnosed as far as it could be read
+    (``src.truncated``); a plain file that cannot be read is an :class:`InputError`."""
+    if src.compression is None and not isinstance(exc, EOFError):
+        raise InputError(f"{src.name}: read error {where} ({exc})") from None
+    src.truncated = True
+
+
 def read_lines(src: Source) -> Iterator[Tuple[int, str]]:
-    """Yield ``(line number, text)``; text keeps no newline. A broken archive ends the
-    iteration early with ``src.truncated`` set (what was read is still diagnosed)."""
-    stream = src.stream
+    """Yield ``(line number, text)``; text keeps no newline and at most :data:`LINE_LIMIT`
+    bytes of a line (memory stays bounded on a file with no newlines). A damaged archive
+    ends the iteration with ``src.truncated`` set (what was read is still diagnosed)."""
+    readline = src.stream.readline
     n = 0
     try:
-        for raw in stream:
+        while True:
+            raw = readline(LINE_LIMIT)
+            if not raw:
+                return
+            if len(raw) == LINE_LIMIT and not raw.endswith(b"\n"):
+                rest = raw
+                while rest and not rest.endswith(b"\n"):  # read past the rest of the line
+                    rest = readline(LINE_LIMIT)
             n += 1
-            yield n, raw.decode("utf-8", "replace")
-    except (EOFError, OSError, lzma.LZMAError, ValueError) as exc:
-        if src.compression is None and not isinstance(exc, (EOFError, lzma.LZMAError)):
-            raise InputError(f"{src.name}: read error after line {n} ({exc})") from None
-        src.truncated = True
+            yield n, raw.rstrip(b"\n").decode("utf-8", "replace")
+    except ARCHIVE_ERRORS as exc:
+        archive_error(src, exc, f"after line {n}")
 
 
 def iter_text_lines(lines: Iterable[Union[str, bytes]]) -> Iterator[Tuple[int, str]]:

@@ -21,7 +21,7 @@ import regex
 
 from ..envelopes import Record
 from ..events import Event, Phase
-from ..units import size_to_gib, to_int
+from ..units import size_to_gib, to_gib, to_int
 
 #: Seconds one pattern may spend on one record before it is abandoned.
 TIMEOUT = 0.25
@@ -48,7 +48,7 @@ def convert(name: str, value: str) -> Any:
         return float(value)
     if name.endswith("_gib"):
         value = value.strip()
-        return size_to_gib(value) if " " in value else float(value.rstrip("GiB").rstrip("GB"))
+        return size_to_gib(value) if " " in value else to_gib(value.rstrip("GiB").rstrip("GB"))
     return value
 
 
