@@ -64,7 +64,8 @@ def diagnose(files: Tuple[str, ...], fmt: Optional[str], output: Optional[str], 
              input_format: str, jobs: int, progress: Optional[bool], follow: bool, no_redact: bool) -> None:
     """Diagnose one or more vLLM logs.
 
-    FILE is a log file (plain, gzip, bzip2 or xz), or - for standard input. With no FILE
+    FILE is a log file (plain, gzip, bzip2, xz; zstd with the zstandard package), or - for
+    standard input. With no FILE
     and standard input not a terminal, standard input is read. Several files are several
     sources: each gets its own runs and findings.
 
@@ -163,6 +164,8 @@ def _follow(spec: str, fmt: str, input_format: str, no_redact: bool, color: Opti
     verdict = follow(spec, input_format, emit)
     if not no_redact:
         verdict = redact_verdict(verdict)
+    if fmt != "json":
+        click.echo("\n--- summary ---\n")
     if fmt == "json":
         click.echo(_json.dumps({"type": "verdict", **verdict.to_dict()}, ensure_ascii=False, default=str))
     else:

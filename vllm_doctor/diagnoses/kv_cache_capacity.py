@@ -174,12 +174,19 @@ def build(failures: Sequence[Failure], run: Run, phase: str) -> Any:
         if fit is not None and L:
             title += f": about {fit} tokens fit"
         u_need = c.get("gpu_memory_utilization_needed")
-        src = "vLLM's own estimate" if c.get("estimated_max_model_len") else "the KV cache capacity"
+        if c.get("estimated_max_model_len"):
+            basis = f"vLLM's own estimate is {c['estimated_max_model_len']} tokens"
+        elif c.get("kv_tokens"):
+            basis = f"the KV cache capacity is {c['kv_tokens']} tokens"
+        elif c.get("kv_available_gib") is not None and c.get("kv_needed_gib"):
+            basis = (f"{c['kv_available_gib']} GiB available / {c['kv_needed_gib']} GiB needed x {L} tokens = "
+                     f"{int(L * c['kv_available_gib'] / c['kv_needed_gib'])} tokens")
+        else:
+            basis = "the KV cache capacity"
         rem = remedies(
             R("Lower max_model_len to what the workload needs and the KV cache holds",
               f"--max-model-len {fit}" if fit else None,
-              (f"{src} is {c.get('estimated_max_model_len') or c.get('kv_tokens') or '?'} tokens; "
-               f"{fit} is that rounded down") if fit else "the log does not print the KV capacity"),
+              f"{basis}; {fit} is that rounded down" if fit else "the log does not print the KV capacity"),
             R("Or raise gpu_memory_utilization so the current max_model_len fits",
               f"--gpu-memory-utilization {u_need:.2f}" if u_need and c.get("utilization_possible") else None,
               (f"needs {c.get('kv_extra_needed_gib', 0):.2f} GiB more KV cache on a {c.get('gpu_total_gib')} GiB GPU: "

@@ -79,12 +79,13 @@ def check(run: Run, storm: bool) -> List[Any]:
                          remedies(R("Watch the stats lines; if waiting grows with KV usage near 100%, add KV cache memory"))))
     if s.backlog_intervals >= 2 and (s.peak_kv_usage_pct or 0) < 85.0:
         out.append(_note(run, "queue_backlog",
-                         f"Requests wait while the KV cache is only {s.peak_kv_usage_pct:.1f}% full: the batch budget "
-                         "limits admission, not memory",
+                         f"Requests wait while the KV cache is at most {s.peak_kv_usage_pct:.1f}% full: the batch "
+                         "budget limits admission, not memory",
                          {"max_waiting": s.max_waiting, "peak_kv_usage_pct": s.peak_kv_usage_pct,
                           "backlog_intervals": s.backlog_intervals},
                          [ev(s.backlog_record, "waiting with KV cache room left")],
-                         remedies(R("Raise max_num_seqs / max_num_batched_tokens (tuning step 4), or add replicas"))))
+                         remedies(R("Raise max_num_seqs / max_num_batched_tokens (batch limits come last in the "
+                                    "tuning order, and memory is not the limit here), or add replicas"))))
     U = run.value("gpu_memory_utilization")
     if U is not None and U >= 0.95:
         out.append(_note(run, "high_gpu_memory_utilization",

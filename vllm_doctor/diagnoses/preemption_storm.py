@@ -107,7 +107,7 @@ def check(run: Run) -> List[Any]:
     L = run.value("max_model_len")
     rem = remedies(
         R("Give the KV cache more memory",
-          f"--gpu-memory-utilization {min(0.95, (U or 0.9) + 0.05):.2f}" if (U or 0.9) < 0.95 else None,
+          f"--gpu-memory-utilization {min(0.93, (U or 0.9) + 0.03):.2f}" if (U or 0.9) < 0.93 else None,
           "every extra GiB becomes KV cache blocks" + ("" if U else "; the current value is not in the log, 0.9 (the default) assumed")),
         None if dtype.startswith("fp8") else R("Halve KV per token (a precision trade-off to evaluate)", "--kv-cache-dtype fp8",
                                                f"about {2 * run.value('kv_tokens')} tokens instead of {run.value('kv_tokens')}" if run.value("kv_tokens") else None),
@@ -118,7 +118,10 @@ def check(run: Run) -> List[Any]:
           (f"half the configured {seqs}" if seqs else "half of V0's default 256 (the value is not in the log)")),
         R("Or a shorter max_model_len, if the workload allows", None, f"currently {L}" if L else None),
     )
-    evidence = [ev(p.first, "first preemption warning"), ev(p.last, "last preemption warning")]
+    if p.first is p.last:
+        evidence = [ev(p.first, f"preemption warning ({p.max_cumulative} so far)")]
+    else:
+        evidence = [ev(p.first, "first preemption warning"), ev(p.last, f"last ({p.max_cumulative} so far)")]
     if ep:
         evidence += [ev(ep["first"], "saturation starts"), ev(ep["last"], "still saturated")]
     evidence.append(ev(s.peak_record, "peak KV usage"))

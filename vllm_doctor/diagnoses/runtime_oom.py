@@ -78,11 +78,20 @@ def build(failures: Sequence[Failure], run: Run, phase: str) -> Any:
     else:
         title = "Out of GPU memory while serving (the message names no processes: check nvidia-smi for co-tenants)"
     target_u = None
+    why_u = None
     if U is not None and G and tried:
         # Leave the failed allocation (or at least 1 GiB) of headroom below the current budget.
         target_u = math.floor((U - max(tried, 1.0) / G) * 100) / 100
+        why_u = f"{U} x {G:.2f} GiB, less {max(tried, 1.0):.2f} GiB of headroom for the failed allocation"
     elif G and facts.get("vllm_process_gib") and tried:
-        target_u = math.floor((facts["vllm_process_gib"] - max(tried, 1.0)) / G * 100) / 100
+        own = facts["vllm_process_gib"]
+        target_u = math.floor((own - max(tried, 1.0)) / G * 100) / 100
+        why_u = (f"vLLM held {own:.2f} of {G:.2f} GiB ({own / G:.2f} of the GPU; gpu_memory_utilization is not "
+                 f"in the log); {max(tried, 1.0):.2f} GiB less leaves room for the failed allocation")
+    if target_u is not None and target_u > 0.92:
+        # Never suggest a value the pitfall note VD303 would flag: 0.92 is vLLM's newest default.
+        target_u = 0.92
+        why_u = (why_u or "") + "; capped at 0.92, vLLM's newest default, to keep a margin"
     if target_u is not None and target_u > 0.3:
         facts["gpu_memory_utilization_suggested"] = target_u
     rem = remedies(
@@ -90,8 +99,8 @@ def build(failures: Sequence[Failure], run: Run, phase: str) -> Any:
           None, f"they hold {facts.get('co_tenant_total_gib', 0):.2f} GiB vLLM did not account for", "host") if co else None,
         R("Lower gpu_memory_utilization to leave headroom for activations",
           f"--gpu-memory-utilization {target_u:.2f}" if target_u and target_u > 0.3 else None,
-          (f"the failed allocation was {tried:.2f} GiB with {free:.3f} GiB free of {G:.2f} GiB"
-           if tried is not None and free is not None and G else None)),
+          why_u or (f"the failed allocation was {tried:.2f} GiB with {free:.3f} GiB free of {G:.2f} GiB"
+                    if tried is not None and free is not None and G else None)),
         R("Bound the work per step and the size of single requests",
           "--max-num-batched-tokens 2048" if oversized else None,
           "prompt logprobs / long prompts / large images need activation memory proportional to their size"),

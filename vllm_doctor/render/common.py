@@ -16,7 +16,8 @@ KEY_FACTS = (
 def fmt_value(key: str, value: Any) -> str:
     if isinstance(value, float):
         if key.endswith("_gib"):
-            return f"{value:.4g} GiB" if abs(value) < 1 else f"{value:.2f} GiB"
+            # as vLLM and PyTorch print them: small sizes in MiB
+            return f"{value * 1024:.2f} MiB" if abs(value) < 1 else f"{value:.2f} GiB"
         if key.endswith("_pct"):
             return f"{value:.1f}%"
         return f"{value:g}"

@@ -30,7 +30,8 @@ def render_markdown(verdict) -> str:
         out += [f"| `{s.name}` | {s.primary_class} | {s.format} | {s.runs} |" for s in verdict.sources] + [""]
     shown = [f for f in verdict.findings if f.severity != "info"] + [f for f in verdict.findings if f.severity == "info"]
     for f in shown:
-        out += [f"### {f.code} {f.class_id} ({f.severity}, {f.phase}): {f.title}", ""]
+        where = f" · `{f.source}` run {f.run}" if len(verdict.sources) > 1 else ""
+        out += [f"### {f.code} {f.class_id} ({f.severity}, {f.phase}{where}): {f.title}", ""]
         if f.evidence:
             out += ["Evidence:", ""] + _fence([f"{e.source}:{e.line}: {e.text}" + (f"   <- {e.note}" if e.note else "")
                                                for e in f.evidence]) + [""]

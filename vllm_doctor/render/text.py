@@ -38,7 +38,7 @@ def render_text(verdict, color: bool = False, width: int = 0) -> str:
                   f"{escape(f.source)} run {f.run})[/] {escape(f.title)}")
         for e in f.evidence:
             note = f" [dim]<- {escape(e.note)}[/]" if e.note else ""
-            con.print(f"  [dim]{escape(e.source)}:{e.line}[/] {escape(e.text[:240])}{note}")
+            con.print(f"  [dim]{escape(e.source)}:{e.line}[/] {escape(e.text)}{note}")
         for r in f.remedies:
             flag = f" [bold]{escape(r.flag)}[/]" if r.flag else ""
             why = f" [dim]({escape(r.why)})[/]" if r.why else ""
@@ -50,6 +50,9 @@ def render_text(verdict, color: bool = False, width: int = 0) -> str:
     con.print()
     for s in verdict.sources:
         runs = f", {s.runs} server run" + ("" if s.runs == 1 else "s") if s.vllm_output else ""
-        con.print(f"[dim]{escape(s.name)}: {s.lines} line{'' if s.lines == 1 else 's'}, {s.recognised} recognised"
+        lines = f"{s.lines} line{'' if s.lines == 1 else 's'}"
+        if s.input and s.input != s.name:
+            lines = f"part of {s.input} ({lines})"
+        con.print(f"[dim]{escape(s.name)}: {escape(lines)}, {s.recognised} recognised"
                   f"{runs}, verdict {s.primary_class}" + (f", wrappers: {', '.join(s.wrappers)}" if s.wrappers else "") + "[/]")
     return buf.getvalue()
