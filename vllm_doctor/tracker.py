@@ -25,7 +25,8 @@ MAX_CONSEQUENCES = 16
 MAX_STREAMS = 64
 MAX_FRAMES = 64
 MAX_PIDS = 256
-MERGE_WINDOW = 60  # records within which memory messages of one failure are merged
+MERGE_WINDOW = 60  # failures within which memory messages of one failure are merged
+MAX_TEXTS = 64  # distinct message texts remembered per failure (for de-duplication)
 
 #: Stats thresholds for KV saturation (a judgement, documented in diagnoses/preemption_storm.py).
 SATURATED_KV_PCT = 85.0
@@ -83,6 +84,10 @@ class Failure:
     def add_record(self, rec: Record) -> None:
         if len(self.records) < MAX_EVIDENCE and all(r is not rec for r in self.records):
             self.records.append(rec)
+
+    def add_text(self, text: str) -> None:
+        if len(self.texts) < MAX_TEXTS:  # bounded: a log may repeat one failure forever
+            self.texts.add(text)
 
 
 @dataclass
@@ -344,7 +349,7 @@ class SourceTracker:
                         f.data.setdefault(k, v)
                     f.kinds.add(kind)
                     f.tags |= tags
-                    f.texts.add(text)
+                    f.add_text(text)
                     f.add_record(rec)
                     f.repeats = max(f.repeats, rec.repeated)
                     f.last_seq = self.seq
@@ -379,7 +384,8 @@ class SourceTracker:
                 key = (ev.pattern, rec.stream)
                 if run.phase >= Phase.LOADING_WEIGHTS or key in run.start_patterns:
                     run = self._new_run(rec.lineno)
-                run.start_patterns.add(key)
+                if len(run.start_patterns) < MAX_STREAMS:
+                    run.start_patterns.add(key)
                 break
         run.records += 1
         run.end_line = max(run.end_line, rec.lineno)

@@ -114,17 +114,15 @@ def build(failures: Sequence[Failure], run: Run, phase: str) -> Any:
     if suspect_bug:
         title += ": the weights should fit, suspect a bug or regression"
     rem = remedies(
+        # When the weights clearly fit, the size remedies are not the first thing to try.
+        R("The weights should fit: try another vLLM version (or the model's native implementation) and report "
+          "the regression") if suspect_bug else None,
         R("Serve a quantized checkpoint (fewer bits per weight), one the GPU generation supports",
           None, (f"{facts['weight_bits_that_fit_one_gpu']}-bit weights would fit one GPU"
                  if facts.get("weight_bits_that_fit_one_gpu") else None)),
         R("Split the weights over more GPUs of the node with tensor parallelism", tp_flag, why_tp),
         R("Or serve a smaller model"),
-        R("If the weights should fit: try another vLLM version and report the regression") if suspect_bug else None,
     )
-    if suspect_bug:
-        rem = [rem[-1]] + rem[:-1]
-        for i, r in enumerate(rem, 1):
-            r.order = i
     evidence = failure_evidence(failures, "out of memory") + [
         ev(run.phase_records.get("loading weights"), "phase: loading weights")
     ] + config_evidence(run, ("model", "tensor_parallel_size", "quantization")) + consequence_evidence(run, 1)
