@@ -17,7 +17,7 @@ EXIT_CODES_HELP = """\b
 Exit codes:
   0  no problem found (healthy)
   1  a problem was diagnosed
-  2  usage error, or an input could not be read
+  2  usage error, or an input could not be read (completely)
   3  nothing in the input is recognisable as vLLM output"""
 
 
@@ -65,9 +65,9 @@ def diagnose(files: Tuple[str, ...], fmt: Optional[str], output: Optional[str], 
     """Diagnose one or more vLLM logs.
 
     FILE is a log file (plain, gzip, bzip2, xz; zstd with the zstandard package), or - for
-    standard input. With no FILE
-    and standard input not a terminal, standard input is read. Several files are several
-    sources: each gets its own runs and findings.
+    standard input; with no FILE and standard input not a terminal, standard input is read.
+    Several files are several sources, and so are the pods of `kubectl logs --prefix` and
+    the hosts/processes of journald: each gets its own runs and findings.
 
     \b
     The verdict names the class (see `vllm-doctor rules`), the evidence lines
