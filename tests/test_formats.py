@@ -116,3 +116,13 @@ def test_forced_format_keeps_other_wrappers_in_the_text():
     assert r.summary.format == "plain"
     [r] = diagnose_input(Source("x", io.BytesIO(line)))
     assert r.summary.format == "compose"
+
+
+def test_journald_restarts_are_sources_and_the_newest_failure_is_primary():
+    first = fixture_path("s014-4gb-gpu-free-memory-0.9.log").read_text().splitlines()
+    second = fixture_path("s006-v1-kv-1m-estimate-199552.log").read_text().splitlines()
+    lines = [journald_short(i, l).replace("vllm[4127]", "vllm[100]") for i, l in enumerate(first)]
+    lines += [journald_short(i, l).replace("vllm[4127]", "vllm[200]") for i, l in enumerate(second)]
+    v = verdict_of(("\n".join(lines) + "\n").encode())
+    assert [s.primary_class for s in v.sources] == ["startup_memory_contention", "kv_cache_capacity"]
+    assert v.primary_class == "kv_cache_capacity"  # the restart that failed last

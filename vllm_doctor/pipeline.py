@@ -259,7 +259,16 @@ def build_verdict(results: List[SourceResult]) -> Verdict:
             primaries.append(p)
     sources = [r.summary for r in results]
     if primaries:
-        best = min(primaries, key=lambda f: (-SEVERITY_RANK[f.severity], primaries.index(f)))
+        # Most severe first; among sub-sources of one input (journald restarts get a new PID,
+        # so a new source) the newest failure wins; between inputs, the order given.
+        inputs = list(dict.fromkeys(r.summary.input for r in results))
+        input_index = {r.summary.name: inputs.index(r.summary.input) for r in results}
+
+        def rank(f: Finding):
+            last = max((e.line for e in f.evidence), default=0)
+            return -SEVERITY_RANK[f.severity], input_index.get(f.source, 0), -last
+
+        best = min(primaries, key=rank)
         verdict = Verdict(best.class_id, best.code, best.severity, best.title)
     elif any(s.vllm_output for s in sources):
         h = BY_CLASS["healthy"]
