@@ -182,3 +182,11 @@ def test_carriage_return_line_endings_read_like_newlines(tmp_path):
     got = json.loads(cli("diagnose", "-f", "json", str(cr)).stdout)["findings"][0]["facts"]
     want = json.loads(cli("diagnose", "-f", "json", str(fixture_path("s001-llama31-8b-3090-kv-29k.log"))).stdout)
     assert got == want["findings"][0]["facts"]
+
+
+def test_an_unreadable_input_is_listed_with_its_error_and_the_rest_diagnosed():
+    p = cli("diagnose", "-f", "json", str(fixture_path("s001-llama31-8b-3090-kv-29k.log")), "/nonexistent/b.log")
+    assert p.returncode == 2
+    d = json.loads(p.stdout)
+    assert d["primary_class"] == "kv_cache_capacity"
+    assert d["sources"][-1]["name"] == "/nonexistent/b.log" and "no such file" in d["sources"][-1]["error"]

@@ -85,6 +85,8 @@ def diagnose(files: Tuple[str, ...], fmt: Optional[str], output: Optional[str], 
     if follow:
         if len(specs) != 1:
             raise click.UsageError("--follow takes exactly one FILE (or - for standard input)")
+        if jobs > 1:
+            raise click.UsageError("--follow reads one input: -j does not apply")
         _follow(specs[0], fmt, input_format, no_redact, color)
     if progress is None:
         progress = sys.stderr.isatty() and fmt != "json" and "CI" not in os.environ
@@ -97,11 +99,12 @@ def diagnose(files: Tuple[str, ...], fmt: Optional[str], output: Optional[str], 
         outcomes = [_diagnose_one(spec, progress, input_format) for spec in specs]
     results = [r for rs, _ in outcomes if rs for r in rs]
     errors = [e for _, errs in outcomes for e in errs]
+    unreadable = [(spec, errs[0]) for spec, (rs, errs) in zip(specs, outcomes) if not rs and errs]
     if not results:
         for e in errors:
             click.echo(f"vllm-doctor: error: {e}", err=True)
         sys.exit(EXIT_USAGE)
-    verdict = build_verdict(results)
+    verdict = build_verdict(results, unreadable)
     if not no_redact:
         from .redact import redact_verdict
         verdict = redact_verdict(verdict)

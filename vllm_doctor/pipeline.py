@@ -244,7 +244,9 @@ def _primary(findings: List[Finding]) -> Optional[Finding]:
     return min(in_run, key=lambda f: (-SEVERITY_RANK[f.severity], findings.index(f)))
 
 
-def build_verdict(results: List[SourceResult]) -> Verdict:
+def build_verdict(results: List[SourceResult], unreadable: Iterable[Tuple[str, str]] = ()) -> Verdict:
+    """The verdict over all sources; ``unreadable`` lists ``(input, one-line error)`` for
+    inputs that could not be read, so they are accounted for in ``sources`` too."""
     findings: List[Finding] = []
     runs: List[RunSummary] = []
     primaries: List[Finding] = []
@@ -258,6 +260,7 @@ def build_verdict(results: List[SourceResult]) -> Verdict:
         if p:
             primaries.append(p)
     sources = [r.summary for r in results]
+    sources += [SourceSummary(name=name, input=name, error=error, primary_class="unknown") for name, error in unreadable]
     if primaries:
         # Most severe first; among sub-sources of one input (journald restarts get a new PID,
         # so a new source) the newest failure wins; between inputs, the order given.

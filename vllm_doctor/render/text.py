@@ -49,6 +49,9 @@ def render_text(verdict, color: bool = False, width: int = 0) -> str:
             con.print(f"  [italic]{escape(n)}[/]")
     con.print()
     for s in verdict.sources:
+        if s.error:
+            con.print(f"[dim]{escape(s.name)}: not read: {escape(s.error)}[/]")
+            continue
         runs = f", {s.runs} server run" + ("" if s.runs == 1 else "s") if s.vllm_output else ""
         lines = f"{s.lines} line{'' if s.lines == 1 else 's'}"
         if s.input and s.input != s.name:
