@@ -1,8 +1,11 @@
 """The one path data takes: read -> unwrap -> recognise -> track runs -> diagnose -> verdict.
 
-:func:`diagnose_source` runs one source through the first four steps and returns its
-:class:`SourceResult` (its tracker and accounting); :func:`build_verdict` turns the results
-of all sources into the :class:`~vllm_doctor.verdict.Verdict` every renderer prints.
+:func:`diagnose_input` reads an opened input (through the block pre-filter of
+:mod:`vllm_doctor.prefilter` when it can), :func:`diagnose_source` reads numbered lines one
+by one; both run them through unwrapping, reassembly, the catalog and the trackers, and
+return one :class:`SourceResult` per source (an input may hold several: pods, journald
+processes). :func:`build_verdict` turns the results into the
+:class:`~vllm_doctor.verdict.Verdict` every renderer prints.
 """
 from __future__ import annotations
 
