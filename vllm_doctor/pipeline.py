@@ -92,7 +92,8 @@ class _SourceReader:
                 events = self.catalog.recognise(rec)
                 # Only records that can change a tracker choose (or open) a sub-source, so the
                 # pre-filtered path opens the same sub-sources as the plain one.
-                if not events and not (rec.text[:1].isspace() and code_tags(rec.text)):
+                tags = code_tags(rec.text) if not events and rec.text[:1].isspace() else None
+                if not events and not tags:
                     if self.current is not None:
                         summary = self.summaries[self.current.source]
                         summary.records += 1
@@ -105,7 +106,7 @@ class _SourceReader:
                 summary.joined += rec.continued
                 if events and rec.wrapper:  # wrappers of recognised records only: path-independent
                     summary.wrappers_seen.add(rec.wrapper)
-                tracker.feed(rec, events)
+                tracker.feed(rec, events, tags)
             except Exception:  # noqa: BLE001 - the last guard: one bad record never stops the rest
                 if self.current is not None:
                     self.summaries[self.current.source].malformed += 1

@@ -364,16 +364,18 @@ class SourceTracker:
         return f
 
     # -- the main entry -----------------------------------------------------------------
-    def feed(self, rec: Record, events: List[Event]) -> None:
+    def feed(self, rec: Record, events: List[Event], code_line_tags: Optional[Set[str]] = None) -> None:
         """Update the state with one record and the events recognised in it.
 
         Invariant the block pre-filter (:mod:`vllm_doctor.prefilter`) relies on: a record
         with no event changes nothing but counters, unless it is a traceback source line
         naming a function of :data:`vllm_doctor.frames.TAG_FUNCS` (those names are
-        pre-filter literals too). So skipping records without anchors gives the same state.
+        pre-filter literals too). ``code_line_tags`` may be passed in when the caller
+        already computed them. So skipping records without anchors gives the same state.
         """
         self.records += 1
-        code_line_tags = code_tags(rec.text) if not events and rec.text[:1].isspace() else None
+        if code_line_tags is None and not events and rec.text[:1].isspace():
+            code_line_tags = code_tags(rec.text)  # not computed by the caller
         if not events and not code_line_tags:
             self.run.records += 1
             return
