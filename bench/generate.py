@@ -10,13 +10,16 @@ line, a stats line every 10 s of log time; near 70 % of the size a KV saturation
 CUDA OOM whose message lists a co-tenant process (PID 4242) next to vLLM's own.
 Every line uses the messages of shared/vllm-messages.md, so the tool recognises them.
 """
+
 from __future__ import annotations
 
 import argparse
 import random
 
-WORDS = ("the quick brown fox jumps over the lazy dog while the model reads a long "
-         "context about memory, caches, tokens and schedulers in a busy inference server").split()
+WORDS = (
+    "the quick brown fox jumps over the lazy dog while the model reads a long "
+    "context about memory, caches, tokens and schedulers in a busy inference server"
+).split()
 
 
 def stamp(t: int) -> str:
@@ -28,12 +31,16 @@ def startup(t: int):
     P = "(APIServer pid=1) "
     E = "(EngineCore_DP0 pid=77) "
     yield f"{P}INFO {stamp(t)} [api_server.py:1885] vLLM API server version 0.11.0"
-    yield (f"{P}INFO {stamp(t)} [utils.py:328] non-default args: {{'model_tag': 'meta-llama/Llama-3.1-8B-Instruct', "
-           f"'model': 'meta-llama/Llama-3.1-8B-Instruct', 'max_model_len': 32768, 'gpu_memory_utilization': 0.9, "
-           f"'enable_log_requests': True}}")
-    yield (f"{E}INFO {stamp(t)} [core.py:77] Initializing a V1 LLM engine (v0.11.0) with config: "
-           f"model='meta-llama/Llama-3.1-8B-Instruct', dtype=torch.bfloat16, max_seq_len=32768, "
-           f"tensor_parallel_size=1, pipeline_parallel_size=1, quantization=None, enforce_eager=False, kv_cache_dtype=auto")
+    yield (
+        f"{P}INFO {stamp(t)} [utils.py:328] non-default args: {{'model_tag': 'meta-llama/Llama-3.1-8B-Instruct', "
+        f"'model': 'meta-llama/Llama-3.1-8B-Instruct', 'max_model_len': 32768, 'gpu_memory_utilization': 0.9, "
+        f"'enable_log_requests': True}}"
+    )
+    yield (
+        f"{E}INFO {stamp(t)} [core.py:77] Initializing a V1 LLM engine (v0.11.0) with config: "
+        f"model='meta-llama/Llama-3.1-8B-Instruct', dtype=torch.bfloat16, max_seq_len=32768, "
+        f"tensor_parallel_size=1, pipeline_parallel_size=1, quantization=None, enforce_eager=False, kv_cache_dtype=auto"
+    )
     yield f"{E}INFO {stamp(t)} [gpu_model_runner.py:2602] Starting to load model meta-llama/Llama-3.1-8B-Instruct..."
     yield f"{E}INFO {stamp(t)} [gpu_model_runner.py:2634] Model loading took 14.99 GiB and 4.200000 seconds"
     yield f"{E}INFO {stamp(t)} [gpu_worker.py:298] Available KV cache memory: 5.62 GiB"
@@ -58,10 +65,12 @@ def main() -> None:
     req = 0
     P = "(APIServer pid=1) "
     with open(a.out, "w", encoding="utf-8") as fh:
+
         def w(line: str) -> None:
             nonlocal written
             fh.write(line + "\n")
             written += len(line) + 1
+
         for line in startup(t):
             w(line)
         next_stats = 10
@@ -70,28 +79,38 @@ def main() -> None:
             t += rnd.choice((0, 0, 1))
             prompt = " ".join(rnd.choice(WORDS) for _ in range(rnd.randint(40, 160)))
             rid = f"chatcmpl-{req:016x}"
-            w(f"{P}INFO {stamp(t)} [logger.py:49] Received request {rid}: prompt: '{prompt}', params: "
-              f"SamplingParams(n=1, temperature=0.7, top_p=0.95, max_tokens=512), lora_request: None.")
+            w(
+                f"{P}INFO {stamp(t)} [logger.py:49] Received request {rid}: prompt: '{prompt}', params: "
+                f"SamplingParams(n=1, temperature=0.7, top_p=0.95, max_tokens=512), lora_request: None."
+            )
             w(f"{P}INFO {stamp(t)} [async_llm.py:382] Added request {rid}.")
-            w(f'{P}INFO:     10.0.{req % 250}.{req % 7 + 1}:{40000 + req % 20000} - "POST /v1/chat/completions HTTP/1.1" 200 OK')
+            w(
+                f'{P}INFO:     10.0.{req % 250}.{req % 7 + 1}:{40000 + req % 20000} - "POST /v1/chat/completions HTTP/1.1" 200 OK'
+            )
             if t >= next_stats:
                 next_stats = t + 10
                 in_storm = storm_at <= written < storm_at + storm_len
                 kv = rnd.uniform(95.5, 99.9) if in_storm else rnd.uniform(20.0, 60.0)
                 waiting = rnd.randint(10, 60) if in_storm else 0
-                w(f"{P}INFO {stamp(t)} [loggers.py:123] Engine 000: Avg prompt throughput: {rnd.uniform(500, 3000):.1f} "
-                  f"tokens/s, Avg generation throughput: {rnd.uniform(300, 900):.1f} tokens/s, Running: "
-                  f"{rnd.randint(8, 40)} reqs, Waiting: {waiting} reqs, GPU KV cache usage: {kv:.1f}%, "
-                  f"Prefix cache hit rate: {rnd.uniform(30, 50):.1f}%")
+                w(
+                    f"{P}INFO {stamp(t)} [loggers.py:123] Engine 000: Avg prompt throughput: {rnd.uniform(500, 3000):.1f} "
+                    f"tokens/s, Avg generation throughput: {rnd.uniform(300, 900):.1f} tokens/s, Running: "
+                    f"{rnd.randint(8, 40)} reqs, Waiting: {waiting} reqs, GPU KV cache usage: {kv:.1f}%, "
+                    f"Prefix cache hit rate: {rnd.uniform(30, 50):.1f}%"
+                )
         E = "(EngineCore_DP0 pid=77) "
         w(f"{E}ERROR {stamp(t)} [core.py:710] EngineCore encountered a fatal error.")
         w(f"{E}ERROR {stamp(t)} [core.py:710] Traceback (most recent call last):")
-        w(f'{E}ERROR {stamp(t)} [core.py:710]   File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core.py", line 701, in run_engine_core')
+        w(
+            f'{E}ERROR {stamp(t)} [core.py:710]   File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core.py", line 701, in run_engine_core'
+        )
         w(f"{E}ERROR {stamp(t)} [core.py:710]     engine_core.run_busy_loop()")
-        w(f"{E}ERROR {stamp(t)} [core.py:710] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.25 GiB. "
-          f"GPU 0 has a total capacity of 23.56 GiB of which 412.00 MiB is free. Process 4242 has 2.50 GiB memory in use. "
-          f"Including non-PyTorch memory, this process has 20.60 GiB memory in use. Of the allocated memory 19.80 GiB is "
-          f"allocated by PyTorch, and 310.00 MiB is reserved by PyTorch but unallocated.")
+        w(
+            f"{E}ERROR {stamp(t)} [core.py:710] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.25 GiB. "
+            f"GPU 0 has a total capacity of 23.56 GiB of which 412.00 MiB is free. Process 4242 has 2.50 GiB memory in use. "
+            f"Including non-PyTorch memory, this process has 20.60 GiB memory in use. Of the allocated memory 19.80 GiB is "
+            f"allocated by PyTorch, and 310.00 MiB is reserved by PyTorch but unallocated."
+        )
         w(f"{P}ERROR {stamp(t)} [async_llm.py:699] AsyncLLM output_handler failed.")
 
 

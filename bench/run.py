@@ -9,12 +9,12 @@ prints size, lines, seconds, MB/s, peak RSS and the time ratio. It also checks t
 runtime OOM naming co-tenant PID 4242 (not vLLM's own), and the saturation before it.
 Targets (issue 6): time <= 2x grep's on 1 GiB, peak RSS <= 100 MiB at every size.
 """
+
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -25,7 +25,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def timed(cmd, **kw):
     t0 = time.perf_counter()
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     p = subprocess.run(cmd, capture_output=True, text=True, **kw)
     dt = time.perf_counter() - t0
     # ru_maxrss of children is the max over all children so far: run each tool in a fresh
@@ -35,8 +34,10 @@ def timed(cmd, **kw):
 
 def rss_of(cmd):
     """Peak RSS (MiB) of one command, measured in a child that runs only it."""
-    code = ("import resource,subprocess,sys;subprocess.run(sys.argv[1:],stdout=subprocess.DEVNULL);"
-            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    code = (
+        "import resource,subprocess,sys;subprocess.run(sys.argv[1:],stdout=subprocess.DEVNULL);"
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+    )
     out = subprocess.run([sys.executable, "-c", code, *cmd], capture_output=True, text=True).stdout.strip()
     return int(out) / 1024 if out else float("nan")
 
@@ -72,9 +73,11 @@ def main() -> None:
         v = json.loads(p.stdout)
         oom = next((f for f in v["findings"] if f["class"] == "runtime_oom"), None)
         storm = next((f for f in v["findings"] if f["class"] == "preemption_storm"), None)
-        print(f"{'':>8} verdict: {v['primary_class']}; co-tenant PIDs: {oom and oom['facts'].get('co_tenant_pids')}; "
-              f"saturation before it: {'yes' if storm else 'no'}"
-              + (f" ({storm['facts'].get('saturated_intervals')} intervals)" if storm else ""))
+        print(
+            f"{'':>8} verdict: {v['primary_class']}; co-tenant PIDs: {oom and oom['facts'].get('co_tenant_pids')}; "
+            f"saturation before it: {'yes' if storm else 'no'}"
+            + (f" ({storm['facts'].get('saturated_intervals')} intervals)" if storm else "")
+        )
 
 
 if __name__ == "__main__":

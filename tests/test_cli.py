@@ -1,4 +1,5 @@
 """The command as scripts use it: exit codes, stdin, formats, rules and explain."""
+
 import gzip
 import json
 import subprocess
@@ -6,8 +7,8 @@ import sys
 
 import pytest
 from click.testing import CliRunner
+from conftest import fixture_path
 
-from conftest import FIXTURES, fixture_path
 from vllm_doctor.cli import cli as main
 from vllm_doctor.diagnoses import MODULES
 
@@ -31,7 +32,9 @@ def test_piped_input_gives_the_same_verdict_as_the_file():
     assert by_file == piped
 
 
-@pytest.mark.parametrize("name,code", [("s001-llama31-8b-3090-kv-29k.log", 1), ("r022-v1-startup-sm120-healthy.log", 0)])
+@pytest.mark.parametrize(
+    "name,code", [("s001-llama31-8b-3090-kv-29k.log", 1), ("r022-v1-startup-sm120-healthy.log", 0)]
+)
 def test_exit_codes_for_problem_and_healthy(name, code):
     assert run("diagnose", str(fixture_path(name))).exit_code == code
 
@@ -105,9 +108,11 @@ def test_explain_unknown_is_a_usage_error():
 
 
 def test_json_output_does_not_import_rich():
-    code = ("import sys, runpy; sys.argv=['vllm-doctor','diagnose','-f','json',%r];"
-            "import vllm_doctor.cli as c\ntry:\n c.main()\nexcept SystemExit: pass\n"
-            "assert 'rich' not in sys.modules, 'rich imported'" % str(fixture_path("s001-llama31-8b-3090-kv-29k.log")))
+    code = (
+        "import sys, runpy; sys.argv=['vllm-doctor','diagnose','-f','json',%r];"
+        "import vllm_doctor.cli as c\ntry:\n c.main()\nexcept SystemExit: pass\n"
+        "assert 'rich' not in sys.modules, 'rich imported'" % str(fixture_path("s001-llama31-8b-3090-kv-29k.log"))
+    )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
 
@@ -169,7 +174,10 @@ def test_absurdly_nested_json_is_one_bad_line_not_a_crash(tmp_path):
 def test_corrupt_archive_is_one_line_and_exit_2(tmp_path, suffix, magic):
     bad = tmp_path / f"bad.{suffix}"
     bad.write_bytes(magic + bytes(range(256)) * 20)
-    for args in (["diagnose", str(bad)], ["diagnose", "-j", "2", str(bad), str(fixture_path("s001-llama31-8b-3090-kv-29k.log"))]):
+    for args in (
+        ["diagnose", str(bad)],
+        ["diagnose", "-j", "2", str(bad), str(fixture_path("s001-llama31-8b-3090-kv-29k.log"))],
+    ):
         p = cli(*args)
         assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
         assert "compressed data ends early or is corrupt" in p.stderr

@@ -1,9 +1,10 @@
 """Every real log in fixtures/logs gets its labelled class and every labelled fact."""
+
 import math
 
 import pytest
-
 from conftest import fixture_path, load_manifest
+
 from vllm_doctor import diagnose
 
 CASES = load_manifest()
@@ -30,8 +31,12 @@ KNOWN_WRONG_FACTS = {
 
 
 def _cases(names, known_wrong):
-    return [pytest.param(c, id=c["file"], marks=pytest.mark.xfail(strict=True, reason="known wrong (issue 10)"))
-            if c["file"] in known_wrong else pytest.param(c, id=c["file"]) for c in names]
+    return [
+        pytest.param(c, id=c["file"], marks=pytest.mark.xfail(strict=True, reason="known wrong (issue 10)"))
+        if c["file"] in known_wrong
+        else pytest.param(c, id=c["file"])
+        for c in names
+    ]
 
 
 def close(want, got):
@@ -70,8 +75,11 @@ def test_class(case):
 @pytest.mark.parametrize("case", _cases([c for c in CASES if c.get("facts")], KNOWN_WRONG_FACTS))
 def test_facts(case):
     pool = fact_pool(diagnose(fixture_path(case["file"])))
-    missing = {k: (want, pool.get(k)) for k, want in case["facts"].items()
-               if not any(close(want, got) for got in pool.get(k, []))}
+    missing = {
+        k: (want, pool.get(k))
+        for k, want in case["facts"].items()
+        if not any(close(want, got) for got in pool.get(k, []))
+    }
     assert not missing
 
 

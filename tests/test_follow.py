@@ -1,4 +1,5 @@
 """--follow reports a failure while the log is still being written."""
+
 import json
 import os
 import signal
@@ -14,8 +15,13 @@ HEALTHY = fixture_path("r019-v1-serving-one-request-healthy.log").read_text()
 
 
 def start(*args, **kw):
-    return subprocess.Popen([sys.executable, "-m", "vllm_doctor", "diagnose", "-F", "-f", "json", *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+    return subprocess.Popen(
+        [sys.executable, "-m", "vllm_doctor", "diagnose", "-F", "-f", "json", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kw,
+    )
 
 
 def next_line(proc, timeout):
@@ -54,7 +60,7 @@ def test_follow_survives_rotation(tmp_path):
     try:
         time.sleep(1.0)
         os.rename(log, tmp_path / "server.log.1")  # logrotate moves the file away ...
-        log.write_text(KV_ERROR)                     # ... and the server writes a new one
+        log.write_text(KV_ERROR)  # ... and the server writes a new one
         line = next_line(proc, 10)
         assert line is not None and json.loads(line)["class"] == "kv_cache_capacity"
     finally:

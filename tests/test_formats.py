@@ -1,18 +1,27 @@
 """Whatever wraps the log, the verdict does not change (issue 4's acceptance)."""
+
 import gzip
 import io
 import json
 
 import pytest
-
 from conftest import fixture_path, load_manifest
+
 from vllm_doctor import diagnose
 from vllm_doctor.pipeline import build_verdict, diagnose_input
 from vllm_doctor.sources import Source
 
-CORE_AND_STARTUP = {"weight_load_oom", "kv_cache_capacity", "runtime_oom", "preemption_storm",
-                    "startup_memory_contention", "cuda_graph_capture_oom", "sampler_warmup_oom",
-                    "quantization_unsupported", "config_limit_error"}
+CORE_AND_STARTUP = {
+    "weight_load_oom",
+    "kv_cache_capacity",
+    "runtime_oom",
+    "preemption_storm",
+    "startup_memory_contention",
+    "cuda_graph_capture_oom",
+    "sampler_warmup_oom",
+    "quantization_unsupported",
+    "config_limit_error",
+}
 CASES = [c for c in load_manifest() if c["class"] in CORE_AND_STARTUP]
 
 
@@ -29,8 +38,15 @@ def journald_precise(i, line):
 
 
 def journald_json(i, line):
-    return json.dumps({"__REALTIME_TIMESTAMP": str(1764471600000000 + i), "_HOSTNAME": "gpu-node-3",
-                       "_PID": "4127", "SYSLOG_IDENTIFIER": "vllm", "MESSAGE": line})
+    return json.dumps(
+        {
+            "__REALTIME_TIMESTAMP": str(1764471600000000 + i),
+            "_HOSTNAME": "gpu-node-3",
+            "_PID": "4127",
+            "SYSLOG_IDENTIFIER": "vllm",
+            "MESSAGE": line,
+        }
+    )
 
 
 def compose(i, line):
@@ -50,8 +66,13 @@ def verdict_of(data: bytes):
 
 def essence(v):
     """What must not change: class, and each finding's class, facts and evidence lines."""
-    return (v.primary_class, sorted((f.class_id, json.dumps(f.facts, sort_keys=True, default=str),
-                                     tuple(e.line for e in f.evidence)) for f in v.findings))
+    return (
+        v.primary_class,
+        sorted(
+            (f.class_id, json.dumps(f.facts, sort_keys=True, default=str), tuple(e.line for e in f.evidence))
+            for f in v.findings
+        ),
+    )
 
 
 def wrapped(path, wrap):
@@ -84,8 +105,10 @@ def test_journald_json_message_as_byte_array():
 
 def test_two_server_starts_give_two_runs():
     first = fixture_path("r022-v1-startup-sm120-healthy.log").read_text()
-    start = ("INFO 06-22 03:00:00 [api_server.py:1885] vLLM API server version 0.9.2\n"
-             "INFO 06-22 03:00:00 [utils.py:328] non-default args: {'model': 'm', 'max_model_len': 131072}\n")
+    start = (
+        "INFO 06-22 03:00:00 [api_server.py:1885] vLLM API server version 0.9.2\n"
+        "INFO 06-22 03:00:00 [utils.py:328] non-default args: {'model': 'm', 'max_model_len': 131072}\n"
+    )
     second = fixture_path("s006-v1-kv-1m-estimate-199552.log").read_text()
     v = verdict_of((start + first + start + second).encode())
     assert [r.index for r in v.runs] == [2, 1]  # newest first
@@ -105,8 +128,10 @@ def test_interleaved_pods_give_findings_only_for_the_pod_that_failed():
     v = verdict_of(("\n".join(lines) + "\n").encode())
     assert {f.source for f in v.findings if f.severity != "info"} == {"x.log [pod/vllm-b-5c2e/vllm]"}
     by_name = {s.name: s.primary_class for s in v.sources}
-    assert by_name == {"x.log [pod/vllm-a-7d9f/vllm]": "healthy",
-                       "x.log [pod/vllm-b-5c2e/vllm]": "startup_memory_contention"}
+    assert by_name == {
+        "x.log [pod/vllm-a-7d9f/vllm]": "healthy",
+        "x.log [pod/vllm-b-5c2e/vllm]": "startup_memory_contention",
+    }
     assert all(s.format == "kubectl-prefix" for s in v.sources)
 
 
@@ -121,8 +146,8 @@ def test_forced_format_keeps_other_wrappers_in_the_text():
 def test_journald_restarts_are_sources_and_the_newest_failure_is_primary():
     first = fixture_path("s014-4gb-gpu-free-memory-0.9.log").read_text().splitlines()
     second = fixture_path("s006-v1-kv-1m-estimate-199552.log").read_text().splitlines()
-    lines = [journald_short(i, l).replace("vllm[4127]", "vllm[100]") for i, l in enumerate(first)]
-    lines += [journald_short(i, l).replace("vllm[4127]", "vllm[200]") for i, l in enumerate(second)]
+    lines = [journald_short(i, line).replace("vllm[4127]", "vllm[100]") for i, line in enumerate(first)]
+    lines += [journald_short(i, line).replace("vllm[4127]", "vllm[200]") for i, line in enumerate(second)]
     v = verdict_of(("\n".join(lines) + "\n").encode())
     assert [s.primary_class for s in v.sources] == ["startup_memory_contention", "kv_cache_capacity"]
     assert v.primary_class == "kv_cache_capacity"  # the restart that failed last

@@ -1,7 +1,8 @@
 """The arithmetic behind the remedies, checked against values worked by hand from corpus logs."""
-import pytest
 
+import pytest
 from conftest import fixture_path
+
 from vllm_doctor import diagnose
 from vllm_doctor.memory import floor_tidy, split_processes
 from vllm_doctor.units import size_to_gib, to_int
@@ -16,8 +17,16 @@ def flags(f):
     return {r.flag.split()[0]: r.flag.split()[1] for r in f.remedies if r.flag and " " in r.flag}
 
 
-@pytest.mark.parametrize("text,gib", [("50.00 MiB", 50 / 1024), ("768.00 KiB", 768 / 2**20), ("1.27 GiB", 1.27),
-                                      ("0 bytes", 0.0), ("14.9888 GB", 14.9888)])
+@pytest.mark.parametrize(
+    "text,gib",
+    [
+        ("50.00 MiB", 50 / 1024),
+        ("768.00 KiB", 768 / 2**20),
+        ("1.27 GiB", 1.27),
+        ("0 bytes", 0.0),
+        ("14.9888 GB", 14.9888),
+    ],
+)
 def test_sizes(text, gib):
     assert size_to_gib(text) == pytest.approx(gib)
 
@@ -27,8 +36,20 @@ def test_int_parsing():
     assert to_int("32768.0") == 32768
 
 
-@pytest.mark.parametrize("value,tidy", [(199552, 196608), (23648, 23552), (7344, 7168), (2400, 2304),
-                                        (58496, 57344), (435620, 434176), (131072, 131072), (40, 32), (0, 0)])
+@pytest.mark.parametrize(
+    "value,tidy",
+    [
+        (199552, 196608),
+        (23648, 23552),
+        (7344, 7168),
+        (2400, 2304),
+        (58496, 57344),
+        (435620, 434176),
+        (131072, 131072),
+        (40, 32),
+        (0, 0),
+    ],
+)
 def test_floor_tidy_never_rounds_up(value, tidy):
     assert floor_tidy(value) == tidy
     assert floor_tidy(value) <= value
@@ -59,8 +80,12 @@ def test_s001_kv_arithmetic():
     f = finding("s001-llama31-8b-3090-kv-29k.log", "kv_cache_capacity")
     assert f.facts["fitting_max_model_len"] == 23552 <= 23648
     assert f.facts["kv_extra_needed_gib"] == pytest.approx(0.654, abs=0.002)
-    assert flags(f) == {"--max-model-len": "23552", "--gpu-memory-utilization": "0.93", "--kv-cache-dtype": "fp8",
-                        "--tensor-parallel-size": "2"}
+    assert flags(f) == {
+        "--max-model-len": "23552",
+        "--gpu-memory-utilization": "0.93",
+        "--kv-cache-dtype": "fp8",
+        "--tensor-parallel-size": "2",
+    }
     assert f.facts["fp8_kv_tokens"] == 47296 and f.facts["fp8_fits_max_model_len"] is True
 
 

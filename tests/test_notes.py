@@ -1,7 +1,8 @@
 """Notes (VD30x) appear only where the log shows them, and never become the verdict."""
-import pytest
 
+import pytest
 from conftest import fixture_path
+
 from vllm_doctor import diagnose
 
 
@@ -9,12 +10,15 @@ def classes(v):
     return {f.class_id for f in v.findings}
 
 
-@pytest.mark.parametrize("name,note,primary", [
-    ("r025-v1-queue-backlog-low-kv.log", "queue_backlog", "healthy"),
-    ("x021-journalctl-bash-unit-agentic-slow-kv70-not-capacity.log", "low_prefix_cache_hit", "healthy"),
-    ("r040-lmeval-tqdm-glued-preemption.log", "kv_pressure", "healthy"),
-    ("s013-docker-v091-free-memory-0.95.log", "high_gpu_memory_utilization", "startup_memory_contention"),
-])
+@pytest.mark.parametrize(
+    "name,note,primary",
+    [
+        ("r025-v1-queue-backlog-low-kv.log", "queue_backlog", "healthy"),
+        ("x021-journalctl-bash-unit-agentic-slow-kv70-not-capacity.log", "low_prefix_cache_hit", "healthy"),
+        ("r040-lmeval-tqdm-glued-preemption.log", "kv_pressure", "healthy"),
+        ("s013-docker-v091-free-memory-0.95.log", "high_gpu_memory_utilization", "startup_memory_contention"),
+    ],
+)
 def test_note_on_corpus_log(name, note, primary):
     v = diagnose(fixture_path(name))
     assert note in classes(v) and v.primary_class == primary

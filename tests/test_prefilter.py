@@ -1,9 +1,10 @@
 """The pre-filtered path gives the same verdict as reading every line (issue 6's promise)."""
+
 import io
 
 import pytest
-
 from conftest import fixture_path, load_manifest
+
 from vllm_doctor import prefilter
 from vllm_doctor.catalog import PATTERNS
 from vllm_doctor.pipeline import build_verdict, diagnose_input, diagnose_source
@@ -29,7 +30,9 @@ def fast(path, block_size=prefilter.BLOCK_SIZE, monkeypatch=None):
         src = Source(str(path), fh)
         if monkeypatch is not None:
             monkeypatch.setattr(prefilter, "BLOCK_SIZE", block_size)
-            monkeypatch.setattr(prefilter, "scanner_for", lambda s, on_block=None: prefilter.BlockScanner(s, block_size))
+            monkeypatch.setattr(
+                prefilter, "scanner_for", lambda s, on_block=None: prefilter.BlockScanner(s, block_size)
+            )
         return comparable(diagnose_input(src))
 
 
@@ -59,9 +62,11 @@ def test_scanner_counts_every_line_and_numbers_candidates():
 
 
 def test_a_continuation_after_a_candidate_is_offered_and_joined():
-    data = (b"INFO 07-03 23:23:42 [metrics.py:536] Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: "
-            b"616.1 tokens/s, Running: 32 r\n"
-            b"eqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 17.6%, CPU KV cache usage: 0.0%.\n")
+    data = (
+        b"INFO 07-03 23:23:42 [metrics.py:536] Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: "
+        b"616.1 tokens/s, Running: 32 r\n"
+        b"eqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 17.6%, CPU KV cache usage: 0.0%.\n"
+    )
     [result] = diagnose_input(Source("x", io.BytesIO(data * 3)))
     assert result.tracker.runs[-1].stats.count == 3 and result.summary.lines == 6
 

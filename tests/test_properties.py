@@ -1,27 +1,43 @@
 """Properties over generated input: never raises, JSON always valid, both read paths agree."""
+
 import io
 import json
 from importlib import resources
 
 import jsonschema
+from conftest import FIXTURES, load_manifest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import FIXTURES, load_manifest
 from vllm_doctor.pipeline import build_verdict, diagnose_input, diagnose_source
 from vllm_doctor.redact import redact_verdict
 from vllm_doctor.sources import Source, read_lines
 
 SCHEMA = json.loads(resources.files("vllm_doctor").joinpath("verdict.schema.json").read_text())
 CORPUS_LINES = [line for c in load_manifest() for line in (FIXTURES / c["file"]).read_text().splitlines()]
-NOISE = ['INFO:     10.0.0.1:5555 - "POST /v1/chat/completions HTTP/1.1" 200 OK', "", "   ", "^^^^^^",
-         "(APIServer pid=1) INFO 01-01 00:00:00 [logger.py:49] Received request x: prompt: 'out of memory.'"]
-WRAPS = ["", "Nov 30 03:08:21 host vllm[1]: ", "2026-11-30T03:08:21.000000000Z ", "vllm-1  | ", "> ",
-         "[pod/a/vllm] ", "\x1b[32m"]
+NOISE = [
+    'INFO:     10.0.0.1:5555 - "POST /v1/chat/completions HTTP/1.1" 200 OK',
+    "",
+    "   ",
+    "^^^^^^",
+    "(APIServer pid=1) INFO 01-01 00:00:00 [logger.py:49] Received request x: prompt: 'out of memory.'",
+]
+WRAPS = [
+    "",
+    "Nov 30 03:08:21 host vllm[1]: ",
+    "2026-11-30T03:08:21.000000000Z ",
+    "vllm-1  | ",
+    "> ",
+    "[pod/a/vllm] ",
+    "\x1b[32m",
+]
 
-lines = st.lists(st.one_of(st.sampled_from(CORPUS_LINES), st.sampled_from(NOISE),
-                           st.text(max_size=80)), max_size=40)
-SETTINGS = settings(max_examples=int(__import__("os").environ.get("VD_EXAMPLES", "60")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+lines = st.lists(st.one_of(st.sampled_from(CORPUS_LINES), st.sampled_from(NOISE), st.text(max_size=80)), max_size=40)
+SETTINGS = settings(
+    max_examples=int(__import__("os").environ.get("VD_EXAMPLES", "60")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 
 def fast(data: bytes):

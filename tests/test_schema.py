@@ -1,11 +1,12 @@
 """Every corpus verdict validates against the published schema file."""
+
 import json
 from importlib import resources
 
 import jsonschema
 import pytest
-
 from conftest import fixture_path, load_manifest
+
 from vllm_doctor import diagnose
 from vllm_doctor.redact import redact_verdict
 from vllm_doctor.verdict import SCHEMA_VERSION

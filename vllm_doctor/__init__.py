@@ -8,6 +8,7 @@ Library use::
     print(verdict.primary_class, verdict.exit_code)
     verdict.to_dict()                            # the JSON contract (verdict.schema.json)
 """
+
 from __future__ import annotations
 
 import os

@@ -1,4 +1,5 @@
 """The ``vllm-doctor`` command: options in, verdict out, an exit code scripts can use."""
+
 from __future__ import annotations
 
 import os
@@ -39,29 +40,69 @@ def cli() -> None:
 
 @cli.command(epilog=EXIT_CODES_HELP)
 @click.argument("files", nargs=-1, metavar="[FILE]...")
-@click.option("-f", "--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default=None,
-              help="Output format: text (terminal), markdown (incident ticket), json (machines). "
-                   "Default: text.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
-              help="Write the verdict in --format to FILE (atomically: a temporary file, then a rename); "
-                   "the terminal still gets the text view. '-' means standard output.")
+@click.option(
+    "-f",
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "markdown", "json"]),
+    default=None,
+    help="Output format: text (terminal), markdown (incident ticket), json (machines). Default: text.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write the verdict in --format to FILE (atomically: a temporary file, then a rename); "
+    "the terminal still gets the text view. '-' means standard output.",
+)
 @click.option("--color/--no-color", default=None, help="Colour the text view (default: when stdout is a terminal).")
-@click.option("--input-format", type=click.Choice(list(FORMAT_NAMES)), default="auto", show_default=True,
-              help="What wraps each line. auto detects it per input (journald short/iso/precise/cat/json, docker "
-                   "-t, docker compose, kubectl --timestamps/--prefix, Ray); name one to force it.")
-@click.option("-j", "--jobs", type=click.IntRange(1, 64), default=1, show_default=True,
-              help="Diagnose up to N input files at once in worker processes (same verdict as one by one).")
-@click.option("--progress/--no-progress", default=None,
-              help="Show a progress bar on stderr for large inputs (default: when stderr is a terminal and the "
-                   "format is not json).")
-@click.option("-F", "--follow", is_flag=True,
-              help="Follow one growing file (surviving rotation, like tail -F) or a stdin stream; print each "
-                   "finding as soon as it is certain (JSON Lines with --format json); Ctrl-C prints the summary.")
-@click.option("--no-redact", is_flag=True,
-              help="Show secrets and personal data as logged (API keys, tokens, e-mails, client IPs, home-path "
-                   "user names, prompts). By default they are redacted in every format.")
-def diagnose(files: Tuple[str, ...], fmt: Optional[str], output: Optional[str], color: Optional[bool],
-             input_format: str, jobs: int, progress: Optional[bool], follow: bool, no_redact: bool) -> None:
+@click.option(
+    "--input-format",
+    type=click.Choice(list(FORMAT_NAMES)),
+    default="auto",
+    show_default=True,
+    help="What wraps each line. auto detects it per input (journald short/iso/precise/cat/json, docker "
+    "-t, docker compose, kubectl --timestamps/--prefix, Ray); name one to force it.",
+)
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="Diagnose up to N input files at once in worker processes (same verdict as one by one).",
+)
+@click.option(
+    "--progress/--no-progress",
+    default=None,
+    help="Show a progress bar on stderr for large inputs (default: when stderr is a terminal and the "
+    "format is not json).",
+)
+@click.option(
+    "-F",
+    "--follow",
+    is_flag=True,
+    help="Follow one growing file (surviving rotation, like tail -F) or a stdin stream; print each "
+    "finding as soon as it is certain (JSON Lines with --format json); Ctrl-C prints the summary.",
+)
+@click.option(
+    "--no-redact",
+    is_flag=True,
+    help="Show secrets and personal data as logged (API keys, tokens, e-mails, client IPs, home-path "
+    "user names, prompts). By default they are redacted in every format.",
+)
+def diagnose(
+    files: Tuple[str, ...],
+    fmt: Optional[str],
+    output: Optional[str],
+    color: Optional[bool],
+    input_format: str,
+    jobs: int,
+    progress: Optional[bool],
+    follow: bool,
+    no_redact: bool,
+) -> None:
     """Diagnose one or more vLLM logs.
 
     FILE is a log file (plain, gzip, bzip2, xz; zstd with the zstandard package), or - for
@@ -107,6 +148,7 @@ def diagnose(files: Tuple[str, ...], fmt: Optional[str], output: Optional[str], 
     verdict = build_verdict(results, unreadable)
     if not no_redact:
         from .redact import redact_verdict
+
         verdict = redact_verdict(verdict)
     if color is None:
         color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
@@ -127,8 +169,9 @@ def diagnose(files: Tuple[str, ...], fmt: Optional[str], output: Optional[str], 
         click.echo(f"vllm-doctor: nothing recognisable as vLLM output (formats tried: {TRIED})", err=True)
     for s in verdict.sources:
         if s.malformed:
-            click.echo(f"vllm-doctor: warning: {s.name}: {s.malformed} record(s) could not be read and were skipped",
-                       err=True)
+            click.echo(
+                f"vllm-doctor: warning: {s.name}: {s.malformed} record(s) could not be read and were skipped", err=True
+            )
     sys.exit(EXIT_USAGE if errors else verdict.exit_code)
 
 
@@ -221,8 +264,15 @@ def _progress_bar(src):
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
 
-    bar = Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(), TransferSpeedColumn(),
-                   TimeRemainingColumn(), console=Console(stderr=True), transient=True)
+    bar = Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
     task = bar.add_task(os.path.basename(src.name), total=size)
     return bar, lambda n: bar.advance(task, n)
 

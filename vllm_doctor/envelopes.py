@@ -27,12 +27,12 @@ A physical line may hold several records glued together (a tqdm bar with no
 newline before a record, stats lines pasted without newlines): each embedded
 vLLM record prefix starts a new :class:`Record` with the same line number.
 """
+
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import List, Optional
-
-import json
 
 import regex
 
@@ -53,9 +53,7 @@ _JOURNALD_ISO = regex.compile(
     r"(?P<host>[^\s(\[]+) (?P<ident>[^\s\[\]:()]+)(?:\[(?P<jpid>\d+)\])?: "
 )
 _RFC3339 = regex.compile(r"(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?) ")
-_BRACKET_TS = regex.compile(
-    r"\[(?P<ts>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)\] "
-)
+_BRACKET_TS = regex.compile(r"\[(?P<ts>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)\] ")
 # "2025-05-30 09:53:45.386 | " (docker log viewers) and FastChat's
 # "2023-12-27 11:25:36 | ERROR | stderr | ".
 _PIPE_TS = regex.compile(
@@ -90,14 +88,20 @@ _EMBEDDED = regex.compile(
 )
 _LEVEL_WORDS = ("INFO ", "WARNING ", "ERROR ", "DEBUG ", "CRITICAL ")
 
-_RAY_REPEATED = regex.compile(
-    r" ?\[repeated (?P<n>\d+)x across cluster\](?: \(Ray deduplicates logs by default\..*)?$"
-)
+_RAY_REPEATED = regex.compile(r" ?\[repeated (?P<n>\d+)x across cluster\](?: \(Ray deduplicates logs by default\..*)?$")
 
 #: Process names vLLM gives its own processes (``_add_prefix`` callers, Ray worker wrappers).
 VLLM_PROCESS_NAMES = (
-    "APIServer", "ApiServer", "EngineCore", "VllmWorker", "Worker", "RayWorkerWrapper",
-    "RayWorkerVllm", "RayWorkerProc", "WorkerProc", "EngineCore_DP",
+    "APIServer",
+    "ApiServer",
+    "EngineCore",
+    "VllmWorker",
+    "Worker",
+    "RayWorkerWrapper",
+    "RayWorkerVllm",
+    "RayWorkerProc",
+    "WorkerProc",
+    "EngineCore_DP",
 )
 
 
@@ -163,40 +167,40 @@ def _outer(rec: Record, s: str) -> str:
                 rec.wrapper, rec.host, rec.unit = "journald-iso", m["host"], m["ident"]
                 if m["jpid"]:
                     rec.pids.append(int(m["jpid"]))
-                return s[m.end():]
+                return s[m.end() :]
             m = _RFC3339.match(s)
             if m:
                 rec.wrapper = "timestamp"
-                return s[m.end():]
+                return s[m.end() :]
         m = _PIPE_TS.match(s)
         if m:
             rec.wrapper = "fastchat" if m["stream"] else "pipe-timestamp"
             if m["level"]:
                 rec.level = m["level"]
-            return s[m.end():]
+            return s[m.end() :]
     elif c == "[":
         m = _BRACKET_TS.match(s)
         if m:
             rec.wrapper = "bracket-timestamp"
-            return s[m.end():]
+            return s[m.end() :]
         m = _KUBECTL_PREFIX.match(s)
         if m:
             rec.wrapper, rec.host, rec.unit = "kubectl-prefix", m["pod"], m["container"]
-            s = s[m.end():]
+            s = s[m.end() :]
             t = _RFC3339.match(s)  # kubectl logs --prefix --timestamps
-            return s[t.end():] if t else s
+            return s[t.end() :] if t else s
     elif c.isalpha():
         m = _JOURNALD_SHORT.match(s)
         if m:
             rec.wrapper, rec.host, rec.unit = "journald", m["host"], m["ident"]
             if m["jpid"]:
                 rec.pids.append(int(m["jpid"]))
-            return s[m.end():]
+            return s[m.end() :]
         if "| " in s[:64]:
             m = _COMPOSE.match(s)
             if m and not s.startswith(("INFO", "WARNING", "ERROR", "DEBUG", "CRITICAL")):
                 rec.wrapper, rec.unit = "compose", m["service"]
-                return s[m.end():]
+                return s[m.end() :]
     return s
 
 
@@ -213,38 +217,38 @@ def _inner(rec: Record, s: str) -> str:
                 rec.pids.append(pid)
                 if m["rank"] is not None:
                     rec.rank = int(m["rank"])
-                s = s[m.end():]
+                s = s[m.end() :]
                 continue
             m = _PROC_NOPID.match(s)
             if m:
                 rec.proc = m["name"]
-                s = s[m.end():]
+                s = s[m.end() :]
                 continue
         elif c == "[":
             m = _TORCH_RANK.match(s)
             if m:
                 rec.rank = int(m["rank"])
-                s = s[m.end():]
+                s = s[m.end() :]
                 continue
             m = _STAGE.match(s)
             if m:
-                s = s[m.end():]
+                s = s[m.end() :]
                 continue
             m = _VLLM_HEADER_CUT.match(s)
             if m:
                 rec.file, rec.vllm_header = m["file"], True
-                return s[m.end():]
+                return s[m.end() :]
         elif c in "DIWEC":
             m = _VLLM_HEADER.match(s)
             if m:
                 rec.level, rec.time = m["level"], f"{m['date']} {m['time']}"
                 rec.file, rec.vllm_header = m["file"], True
-                return s[m.end():]
+                return s[m.end() :]
             m = _UVICORN.match(s)
             if m:
                 rec.level = m["level"]
                 rec.file = "uvicorn"
-                return s[m.end():]
+                return s[m.end() :]
         break
     return s
 

@@ -5,6 +5,7 @@ it came from (for evidence: source and line number), ``data`` (values in the
 vocabulary of ``shared/corpus/README.md``: memory in GiB, token counts as ints)
 and, for phase markers, the startup ``phase`` it proves the run has reached.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -8,6 +8,7 @@ printed at once: a startup failure as soon as its error line is in, a preemption
 once it is sustained. Findings are printed once (per source, run and class). Ctrl-C (or
 the end of standard input) prints the summary verdict.
 """
+
 from __future__ import annotations
 
 import os
@@ -120,8 +121,7 @@ class Follower:
         return build_verdict(self.reader.finish(self.lines))
 
 
-def follow(spec: str, input_format: str, emit: Callable[[Finding], None],
-           stop: Optional[Callable[[], bool]] = None):
+def follow(spec: str, input_format: str, emit: Callable[[Finding], None], stop: Optional[Callable[[], bool]] = None):
     """Follow ``spec`` (a path or ``-``) until ``stop()`` is true, Ctrl-C or the end of
     standard input; return the summary :class:`~vllm_doctor.verdict.Verdict`."""
     stop = stop or (lambda: False)

@@ -6,6 +6,7 @@ format. Peeling itself is per line, so a mixed input (kubectl time stamps on som
 hard-wrapped continuations without them) still reads right; forcing a format restricts
 peeling to that wrapper, for inputs where detection guesses wrong.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -24,13 +25,22 @@ FORMATS: Dict[str, Optional[FrozenSet[str]]] = {
 }
 
 #: What auto-detection tries, for the message when nothing is recognised.
-TRIED = ("plain vLLM output, journald (short, short-iso, short-precise, cat, json), docker logs -t, "
-         "docker compose, kubectl logs --timestamps / --prefix, Ray and vLLM process prefixes")
+TRIED = (
+    "plain vLLM output, journald (short, short-iso, short-precise, cat, json), docker logs -t, "
+    "docker compose, kubectl logs --timestamps / --prefix, Ray and vLLM process prefixes"
+)
 
 _WRAPPER_FORMAT = {
-    None: "plain", "quote": "plain", "journald": "journald", "journald-iso": "journald",
-    "journald-json": "journald-json", "timestamp": "docker/kubectl (--timestamps)", "compose": "compose",
-    "kubectl-prefix": "kubectl-prefix", "pipe-timestamp": "log viewer (time |)", "fastchat": "fastchat",
+    None: "plain",
+    "quote": "plain",
+    "journald": "journald",
+    "journald-iso": "journald",
+    "journald-json": "journald-json",
+    "timestamp": "docker/kubectl (--timestamps)",
+    "compose": "compose",
+    "kubectl-prefix": "kubectl-prefix",
+    "pipe-timestamp": "log viewer (time |)",
+    "fastchat": "fastchat",
     "bracket-timestamp": "supervisor ([time])",
 }
 

@@ -4,6 +4,7 @@ How vLLM spends GPU memory (``shared/domain.md``): at startup it claims
 ``gpu_memory_utilization x total``; from that budget it subtracts the weights, the
 activation peak of a profiling run and non-torch memory; the rest becomes KV cache.
 """
+
 from __future__ import annotations
 
 import math

@@ -7,6 +7,7 @@ return one :class:`SourceResult` per source (an input may hold several: pods, jo
 processes). :func:`build_verdict` turns the results into the
 :class:`~vllm_doctor.verdict.Verdict` every renderer prints.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -179,8 +180,9 @@ def _peek(stream, size: int = 65536) -> bytes:
     return b""
 
 
-def diagnose_input(src: "Source", prefilter: bool = True, on_block=None,
-                   input_format: str = "auto") -> List[SourceResult]:
+def diagnose_input(
+    src: "Source", prefilter: bool = True, on_block=None, input_format: str = "auto"
+) -> List[SourceResult]:
     """Diagnose one opened input; with ``prefilter`` (and ``ahocorasick_rs`` installed)
     only lines holding a catalog literal are read (:mod:`vllm_doctor.prefilter`). A
     compressed input that ends early sets ``src.truncated``; what was read is diagnosed.
@@ -222,8 +224,12 @@ def _run_summary(run, findings: List[Finding]) -> RunSummary:
     facts = dict(run.facts)
     s = run.stats
     if s.count:
-        facts.update(stats_lines=s.count, peak_kv_usage_pct=s.peak_kv_usage_pct, max_running=s.max_running,
-                     max_waiting=s.max_waiting)
+        facts.update(
+            stats_lines=s.count,
+            peak_kv_usage_pct=s.peak_kv_usage_pct,
+            max_running=s.max_running,
+            max_waiting=s.max_waiting,
+        )
         if s.max_swapped is not None:
             facts["max_swapped"] = s.max_swapped
     if run.preemption.warnings:
@@ -233,9 +239,17 @@ def _run_summary(run, findings: List[Finding]) -> RunSummary:
         facts["engine"] = run.engine
     if run.access_status:
         facts["http_status"] = dict(sorted(run.access_status.items()))
-    return RunSummary(source=run.source, index=run.index, start_line=run.start_line, end_line=run.end_line,
-                      phase_reached=run.phase.label, engine=run.engine, config=dict(run.config), facts=facts,
-                      classes=[f.class_id for f in findings])
+    return RunSummary(
+        source=run.source,
+        index=run.index,
+        start_line=run.start_line,
+        end_line=run.end_line,
+        phase_reached=run.phase.label,
+        engine=run.engine,
+        config=dict(run.config),
+        facts=facts,
+        classes=[f.class_id for f in findings],
+    )
 
 
 def _primary(findings: List[Finding]) -> Optional[Finding]:
@@ -264,7 +278,9 @@ def build_verdict(results: List[SourceResult], unreadable: Iterable[Tuple[str, s
         if p:
             primaries.append(p)
     sources = [r.summary for r in results]
-    sources += [SourceSummary(name=name, input=name, error=error, primary_class="unknown") for name, error in unreadable]
+    sources += [
+        SourceSummary(name=name, input=name, error=error, primary_class="unknown") for name, error in unreadable
+    ]
     if primaries:
         # Most severe first; among sub-sources of one input (journald restarts get a new PID,
         # so a new source) the newest failure wins; between inputs, the order given.
@@ -284,8 +300,9 @@ def build_verdict(results: List[SourceResult], unreadable: Iterable[Tuple[str, s
         from .formats import TRIED
 
         u = BY_CLASS["unknown"]
-        verdict = Verdict("unknown", u.CODE, "unknown",
-                          f"Nothing recognisable as vLLM output in the input (formats tried: {TRIED})")
+        verdict = Verdict(
+            "unknown", u.CODE, "unknown", f"Nothing recognisable as vLLM output in the input (formats tried: {TRIED})"
+        )
     verdict.findings = findings
     verdict.runs = runs
     verdict.sources = sources

@@ -17,6 +17,7 @@ of their own: after every line passed on, the scanner offers the next line too
 Known limit: a record whose only anchor sits in a continuation of a first line without
 one is seen in two parts by the fast path.
 """
+
 from __future__ import annotations
 
 from typing import Iterator, List, Optional, Tuple
@@ -97,7 +98,7 @@ class BlockScanner:
                 nl = chunk.find(b"\n")
                 if nl < 0:
                     continue
-                chunk, skipping = chunk[nl + 1:], False
+                chunk, skipping = chunk[nl + 1 :], False
             block = carry + chunk
             cut = block.rfind(b"\n") + 1
             carry = block[cut:]

@@ -21,6 +21,7 @@ At most :data:`MAX_JOINED` lines are joined onto one record; blank lines end a
 record. Every joined physical line is counted in ``Record.continued`` so that no
 input line disappears from the accounting.
 """
+
 from __future__ import annotations
 
 from typing import Iterable, Iterator, List, Optional
@@ -49,8 +50,12 @@ def _continues(prev: Record, cur: Record) -> Optional[str]:
     """Return the separator to join ``cur`` onto ``prev`` with, or None if it is no continuation."""
     # A continuation carries no envelope of its own, or only the same outer wrapper as the
     # record it continues (journald / docker prefix every physical line).
-    if (not cur.inner_bare or cur.wrapper not in (None, prev.wrapper) or prev.continued >= MAX_JOINED
-            or len(prev.text) >= MAX_RECORD_CHARS):
+    if (
+        not cur.inner_bare
+        or cur.wrapper not in (None, prev.wrapper)
+        or prev.continued >= MAX_JOINED
+        or len(prev.text) >= MAX_RECORD_CHARS
+    ):
         return None
     text = cur.text
     if not text or text[0].isspace() or _NEW_THING.match(text):

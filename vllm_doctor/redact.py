@@ -18,6 +18,7 @@ rendered, unless ``--no-redact``. What goes, and what it becomes:
 
 Numbers, model names and versions - what the diagnosis needs - are kept.
 """
+
 from __future__ import annotations
 
 import copy
@@ -30,20 +31,39 @@ _RULES = [
     (regex.compile(r"(prompt: )(['\"])(?:\\.|(?!\2).)*+\2", regex.S), r"\1'<prompt redacted>'"),
     (regex.compile(r"(prompt: )(['\"]).*$", regex.S), r"\1'<prompt redacted>'"),
     (regex.compile(r"(prompt_token_ids: )\[[^\]]*+\]?"), r"\1[<redacted>]"),
-    (regex.compile(r"(['\"]?(?:api[_-]?key|hf[_-]?token|token|access[_-]?token|auth[_-]?token|password|passwd|secret"
-                   r"|secret[_-]?key|aws_secret_access_key|authorization)['\"]?\s*[:=]\s*)(['\"])[^'\"]*+\2",
-                   regex.I), r"\1\2<redacted>\2"),
-    (regex.compile(r"((?:--)?(?:api[_-]?key|hf[_-]?token|access[_-]?token|password|secret)[= ])(?!<redacted>)[^\s,'\")]+",
-                   regex.I), r"\1<redacted>"),
+    (
+        regex.compile(
+            r"(['\"]?(?:api[_-]?key|hf[_-]?token|token|access[_-]?token|auth[_-]?token|password|passwd|secret"
+            r"|secret[_-]?key|aws_secret_access_key|authorization)['\"]?\s*[:=]\s*)(['\"])[^'\"]*+\2",
+            regex.I,
+        ),
+        r"\1\2<redacted>\2",
+    ),
+    (
+        regex.compile(
+            r"((?:--)?(?:api[_-]?key|hf[_-]?token|access[_-]?token|password|secret)[= ])(?!<redacted>)[^\s,'\")]+",
+            regex.I,
+        ),
+        r"\1<redacted>",
+    ),
     (regex.compile(r"\bBearer\s+[A-Za-z0-9._~+/=-]{8,}"), "Bearer <redacted>"),
     (regex.compile(r"\bhf_[A-Za-z0-9]{16,}"), "hf_<redacted>"),
     (regex.compile(r"\bsk-[A-Za-z0-9_-]{16,}"), "sk-<redacted>"),
     (regex.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b"), "<email>"),
-    (regex.compile(r"(?<![\w.])(?<!v)(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)(?![\w.]*\d)(?!\.\w)"),
-     "<ip>"),
+    (
+        regex.compile(
+            r"(?<![\w.])(?<!v)(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)(?![\w.]*\d)(?!\.\w)"
+        ),
+        "<ip>",
+    ),
     (regex.compile(r"(?<![\w:])(?=[0-9A-Fa-f:]*[A-Fa-f])(?:[0-9A-Fa-f]{1,4}:){2,7}[0-9A-Fa-f]{1,4}(?![\w:])"), "<ip>"),
-    (regex.compile(r"(?<![\w:])[0-9A-Fa-f]{1,4}(?::[0-9A-Fa-f]{1,4})*::(?:[0-9A-Fa-f]{1,4}(?::[0-9A-Fa-f]{1,4})*)?"
-                   r"(?:%\w+)?(?![\w:])"), "<ip>"),
+    (
+        regex.compile(
+            r"(?<![\w:])[0-9A-Fa-f]{1,4}(?::[0-9A-Fa-f]{1,4})*::(?:[0-9A-Fa-f]{1,4}(?::[0-9A-Fa-f]{1,4})*)?"
+            r"(?:%\w+)?(?![\w:])"
+        ),
+        "<ip>",
+    ),
     (regex.compile(r"(/home/|/Users/)(?!<user>)[^/\s'\"]+"), r"\1<user>"),
     # journald host names, as kept in sub-source names "INPUT [unit[pid]@host]"
     (regex.compile(r"(\[[^\]\s]*\[\d+\]@)(?!<host>)[^\]\s]+(\])"), r"\1<host>\2"),

@@ -5,11 +5,11 @@ of ``str``/``bytes`` lines. Files compressed with gzip, bzip2 or xz are recognis
 their magic bytes, whatever their name. Bytes are decoded as UTF-8; invalid sequences
 become U+FFFD and are counted, never fatal.
 """
+
 from __future__ import annotations
 
 import bz2
 import gzip
-import io
 import lzma
 import os
 import sys

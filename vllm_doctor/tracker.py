@@ -9,6 +9,7 @@ with the size of the log: lists are capped, series are summarised as they stream
 
 The diagnoses (:mod:`vllm_doctor.diagnoses`) read this state; they never read the log.
 """
+
 from __future__ import annotations
 
 from collections import OrderedDict, deque
@@ -17,7 +18,7 @@ from typing import Any, Deque, Dict, List, Optional, Set, Tuple
 
 from .envelopes import VLLM_PROCESS_NAMES, Record
 from .events import Event, Phase
-from .frames import code_tags, frame_tags, phase_of
+from .frames import code_tags, frame_tags
 
 MAX_FAILURES = 32
 MAX_EVIDENCE = 8
@@ -37,21 +38,41 @@ START_PATTERNS = {"api_server_version", "engine_config", "non_default_args", "ar
 
 #: Exception names that report a failure elsewhere instead of being one.
 CONSEQUENCE_EXCEPTIONS = {
-    "EngineDeadError", "MQEngineDeadError", "AsyncEngineDeadError", "EngineGenerateError",
-    "CancelledError", "KeyboardInterrupt", "SystemExit", "BrokenPipeError", "ConnectionResetError",
+    "EngineDeadError",
+    "MQEngineDeadError",
+    "AsyncEngineDeadError",
+    "EngineGenerateError",
+    "CancelledError",
+    "KeyboardInterrupt",
+    "SystemExit",
+    "BrokenPipeError",
+    "ConnectionResetError",
 }
 CONSEQUENCE_MESSAGES = (
-    "Engine core initialization failed", "Engine process failed to start", "Worker failed with error",
-    "Executor failed", "Background loop has errored", "see root cause above", "See root cause above",
-    "Engine loop is not running", "EngineCore encountered an issue", "Inspect the stacktrace",
+    "Engine core initialization failed",
+    "Engine process failed to start",
+    "Worker failed with error",
+    "Executor failed",
+    "Background loop has errored",
+    "see root cause above",
+    "See root cause above",
+    "Engine loop is not running",
+    "EngineCore encountered an issue",
+    "Inspect the stacktrace",
 )
 MEMORY_KINDS = {"oom", "sampler_oom", "load_oom"}
 CONFIG_IN_ERRORS = ("gpu_memory_utilization", "max_model_len", "max_num_batched_tokens", "max_num_seqs")
 #: Event kinds any Python program prints: alone they do not prove the input is vLLM output.
 GENERIC_KINDS = {"tb_start", "tb_frame", "tb_chain", "exception", "access", "cuda_error"}
 FAILURE_KINDS = MEMORY_KINDS | {
-    "kv_error", "free_memory", "profiling_error", "quant_error", "config_error", "too_long",
-    "cuda_error", "exception",
+    "kv_error",
+    "free_memory",
+    "profiling_error",
+    "quant_error",
+    "config_error",
+    "too_long",
+    "cuda_error",
+    "exception",
 }
 
 
@@ -151,8 +172,13 @@ class StatsSummary:
         if saturated:
             if st is None:
                 st = self.streak[engine_index] = {
-                    "intervals": 0, "first": rec, "last": rec, "peak_kv_usage_pct": kv,
-                    "max_waiting": waiting, "max_running": running, "engine_index": engine_index,
+                    "intervals": 0,
+                    "first": rec,
+                    "last": rec,
+                    "peak_kv_usage_pct": kv,
+                    "max_waiting": waiting,
+                    "max_running": running,
+                    "engine_index": engine_index,
                 }
             st["intervals"] += 1
             st["last"] = rec
@@ -323,8 +349,9 @@ class SourceTracker:
             st.chained = False
 
     # -- failures -----------------------------------------------------------------------
-    def _add_failure(self, kind: str, data: Dict[str, Any], rec: Record, st: Optional[_Stream],
-                     tags: Set[str]) -> Failure:
+    def _add_failure(
+        self, kind: str, data: Dict[str, Any], rec: Record, st: Optional[_Stream], tags: Set[str]
+    ) -> Failure:
         run = self.run
         self.seq += 1
         text = rec.text.strip()
@@ -343,8 +370,12 @@ class SourceTracker:
             for f in reversed(run.failures):
                 same_process = f.stream == rec.stream or "-" in (f.stream, rec.stream)
                 two_full_ooms = kind == "oom" and bool(data.get("gpu_total_gib")) and bool(f.data.get("gpu_total_gib"))
-                if (f.kinds & MEMORY_KINDS and self.seq - f.last_seq <= MERGE_WINDOW and same_process
-                        and not two_full_ooms):
+                if (
+                    f.kinds & MEMORY_KINDS
+                    and self.seq - f.last_seq <= MERGE_WINDOW
+                    and same_process
+                    and not two_full_ooms
+                ):
                     for k, v in data.items():
                         f.data.setdefault(k, v)
                     f.kinds.add(kind)
@@ -354,8 +385,18 @@ class SourceTracker:
                     f.repeats = max(f.repeats, rec.repeated)
                     f.last_seq = self.seq
                     return f
-        f = Failure(kind=kind, data=dict(data), records=[rec], stream=rec.stream, phase_at=run.phase,
-                    seq=self.seq, last_seq=self.seq, tags=set(tags), kinds={kind}, repeats=rec.repeated)
+        f = Failure(
+            kind=kind,
+            data=dict(data),
+            records=[rec],
+            stream=rec.stream,
+            phase_at=run.phase,
+            seq=self.seq,
+            last_seq=self.seq,
+            tags=set(tags),
+            kinds={kind},
+            repeats=rec.repeated,
+        )
         f.texts.add(text)
         if len(run.failures) < MAX_FAILURES:
             run.failures.append(f)
@@ -399,7 +440,8 @@ class SourceTracker:
             run.vllm_pids.add(rec.pids[0])
         if rec.proc:
             if rec.proc.startswith(("EngineCore", "APIServer", "ApiServer", "Worker_TP")) or (
-                    rec.rank is not None and rec.proc.startswith("VllmWorker")):
+                rec.rank is not None and rec.proc.startswith("VllmWorker")
+            ):
                 run.engine_hints.add("v1")
             elif rec.proc == "VllmWorkerProcess":
                 run.engine_hints.add("v0")

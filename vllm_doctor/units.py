@@ -5,6 +5,7 @@ vLLM and PyTorch print (`format_size` in `c10/cuda/CUDACachingAllocator.cpp`,
 `format_gib` in `vllm/utils/mem_utils.py`). Old V0 builds wrote ``GB`` for what
 were GiB values (`Loading model weights took 14.9888 GB`): ``GB`` is read as GiB.
 """
+
 from __future__ import annotations
 
 import math

@@ -18,6 +18,7 @@ Shapes (also in ``vllm_doctor/verdict.schema.json``, the published contract):
   newest failing run; ``healthy`` when nothing is wrong; ``unknown`` when nothing is
   recognisable or the root cause is not in the log) and everything above.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field

@@ -12,6 +12,7 @@ only those patterns, each under a timeout (the ``regex`` module's), so no line c
 make matching hang. :data:`ANCHORS` is the full literal set: anything the tool can
 recognise contains one of them, which is what a block pre-filter may rely on.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -27,16 +28,44 @@ from ..units import size_to_gib, to_gib, to_int
 TIMEOUT = 0.25
 
 INT_FIELDS = {
-    "max_model_len", "kv_tokens", "gpu_blocks", "cpu_blocks", "estimated_max_model_len",
-    "derived_max_model_len", "cumulative", "running", "waiting", "swapped", "deferred",
-    "preemptions", "requested_tokens", "prompt_tokens", "max_tokens", "dummy_requests",
-    "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "max_num_seqs",
-    "max_num_batched_tokens", "min_capability", "current_capability", "engine_index",
-    "world_size", "gpu_index", "status", "block_size", "concurrency_tokens",
+    "max_model_len",
+    "kv_tokens",
+    "gpu_blocks",
+    "cpu_blocks",
+    "estimated_max_model_len",
+    "derived_max_model_len",
+    "cumulative",
+    "running",
+    "waiting",
+    "swapped",
+    "deferred",
+    "preemptions",
+    "requested_tokens",
+    "prompt_tokens",
+    "max_tokens",
+    "dummy_requests",
+    "tensor_parallel_size",
+    "pipeline_parallel_size",
+    "data_parallel_size",
+    "max_num_seqs",
+    "max_num_batched_tokens",
+    "min_capability",
+    "current_capability",
+    "engine_index",
+    "world_size",
+    "gpu_index",
+    "status",
+    "block_size",
+    "concurrency_tokens",
 }
 FLOAT_FIELDS = {
-    "gpu_memory_utilization", "max_concurrency", "kv_usage_pct", "prefix_hit_pct",
-    "prompt_tps", "generation_tps", "cpu_kv_usage_pct",
+    "gpu_memory_utilization",
+    "max_concurrency",
+    "kv_usage_pct",
+    "prefix_hit_pct",
+    "prompt_tps",
+    "generation_tps",
+    "cpu_kv_usage_pct",
 }
 
 
@@ -161,7 +190,4 @@ class Catalog:
 
 def pattern_table() -> List[Dict[str, str]]:
     """Name, kind, source and anchors of every pattern (for docs and tests)."""
-    return [
-        {"name": p.name, "kind": p.kind, "source": p.source, "anchors": ", ".join(p.anchors)}
-        for p in PATTERNS
-    ]
+    return [{"name": p.name, "kind": p.kind, "source": p.source, "anchors": ", ".join(p.anchors)} for p in PATTERNS]

@@ -19,6 +19,7 @@ Sources (``shared/vllm-messages.md`` sections 2, 11, 12):
   is smaller than max_model_len (%d).`` and ``max_num_batched_tokens (%d) must be greater
   than or equal to max_num_seqs (%d).``
 """
+
 from __future__ import annotations
 
 from typing import Any, Dict
@@ -48,37 +49,74 @@ def _batched(variant: str):
         data = default_build(m, rec)
         data["variant"] = variant
         return data
+
     return build
 
 
 PATTERNS = [
-    Pattern("free_memory_below_utilization", "free_memory", ("on startup is less than desired GPU memory utilization",),
-            r"Free memory on device (?:(?P<device>\S+) )?\((?P<gpu_free_gib>[\d.]+)/(?P<gpu_total_gib>[\d.]+) GiB\) "
-            r"on startup is less than desired GPU memory utilization \((?P<gpu_memory_utilization>[\d.]+), "
-            r"(?P<requested_gib>[\d.]+) GiB\)",
-            "vllm/v1/worker/gpu_worker.py init_device; vllm/v1/worker/utils.py request_memory"),
-    Pattern("memory_profiling_error", "profiling_error", ("Error in memory profiling",),
-            r"Error in memory profiling\. Initial (?P<kind>free|used) memory (?P<initial>[\d.]+)(?P<initial_unit> ?GiB)?, "
-            r"current(?:ly used)?(?: free)? memory (?P<current>[\d.]+)(?P<current_unit> ?GiB)?",
-            "vllm/v1/worker/gpu_worker.py determine_available_memory; vllm/worker/worker.py (V0)", None, _profiling),
-    Pattern("quantization_capability", "quant_error", ("is not supported for the current GPU",),
-            r"(?:quantization method (?P<quantization>\S+)|Quantization scheme) is not supported for the current GPU\. "
-            r"Min(?:imum)? capability: (?P<min_capability>\d+)\. Current capability: (?P<current_capability>\d+)",
-            "vllm/config/vllm.py _get_quantization_config; compressed_tensors.py _check_scheme_supported"),
-    Pattern("bfloat16_capability", "quant_error", ("Bfloat16 is only supported on GPUs with compute capability",),
-            r"Bfloat16 is only supported on GPUs with compute capability of at least 8\.0\. Your (?P<gpu_name>.+?) GPU "
-            r"(?:has compute capability (?P<current_capability_text>\d+(?:\.\d+)?)|does not have a compute capability)",
-            "vllm/worker/worker.py _check_if_gpu_supports_dtype; vllm/platforms/cuda.py"),
-    Pattern("max_model_len_above_derived", "config_error", ("is greater than the derived max_model_len",),
-            r"User-specified max_model_len \((?P<max_model_len>\d+)\) is greater than the derived max_model_len "
-            r"\((?P<derived_key>\w+)=(?P<derived_max_model_len>[\d.]+)",
-            "vllm/config/model.py _get_and_verify_max_len", None, _derived),
-    Pattern("batched_tokens_below_max_model_len", "config_error", ("is smaller than max_model_len",),
-            r"max_num_batched_tokens \((?P<max_num_batched_tokens>\d+)\) is smaller than max_model_len "
-            r"\((?P<max_model_len>\d+)\)",
-            "vllm/config/scheduler.py SchedulerConfig._verify_args", None, _batched("batched_tokens_below_max_model_len")),
-    Pattern("batched_tokens_below_max_num_seqs", "config_error", ("must be greater than or equal to max_num_seqs",),
-            r"max_num_batched_tokens \((?P<max_num_batched_tokens>\d+)\) must be greater than or equal to "
-            r"max_num_seqs \((?P<max_num_seqs>\d+)\)",
-            "vllm/config/scheduler.py SchedulerConfig._verify_args", None, _batched("batched_tokens_below_max_num_seqs")),
+    Pattern(
+        "free_memory_below_utilization",
+        "free_memory",
+        ("on startup is less than desired GPU memory utilization",),
+        r"Free memory on device (?:(?P<device>\S+) )?\((?P<gpu_free_gib>[\d.]+)/(?P<gpu_total_gib>[\d.]+) GiB\) "
+        r"on startup is less than desired GPU memory utilization \((?P<gpu_memory_utilization>[\d.]+), "
+        r"(?P<requested_gib>[\d.]+) GiB\)",
+        "vllm/v1/worker/gpu_worker.py init_device; vllm/v1/worker/utils.py request_memory",
+    ),
+    Pattern(
+        "memory_profiling_error",
+        "profiling_error",
+        ("Error in memory profiling",),
+        r"Error in memory profiling\. Initial (?P<kind>free|used) memory (?P<initial>[\d.]+)(?P<initial_unit> ?GiB)?, "
+        r"current(?:ly used)?(?: free)? memory (?P<current>[\d.]+)(?P<current_unit> ?GiB)?",
+        "vllm/v1/worker/gpu_worker.py determine_available_memory; vllm/worker/worker.py (V0)",
+        None,
+        _profiling,
+    ),
+    Pattern(
+        "quantization_capability",
+        "quant_error",
+        ("is not supported for the current GPU",),
+        r"(?:quantization method (?P<quantization>\S+)|Quantization scheme) is not supported for the current GPU\. "
+        r"Min(?:imum)? capability: (?P<min_capability>\d+)\. Current capability: (?P<current_capability>\d+)",
+        "vllm/config/vllm.py _get_quantization_config; compressed_tensors.py _check_scheme_supported",
+    ),
+    Pattern(
+        "bfloat16_capability",
+        "quant_error",
+        ("Bfloat16 is only supported on GPUs with compute capability",),
+        r"Bfloat16 is only supported on GPUs with compute capability of at least 8\.0\. Your (?P<gpu_name>.+?) GPU "
+        r"(?:has compute capability (?P<current_capability_text>\d+(?:\.\d+)?)|does not have a compute capability)",
+        "vllm/worker/worker.py _check_if_gpu_supports_dtype; vllm/platforms/cuda.py",
+    ),
+    Pattern(
+        "max_model_len_above_derived",
+        "config_error",
+        ("is greater than the derived max_model_len",),
+        r"User-specified max_model_len \((?P<max_model_len>\d+)\) is greater than the derived max_model_len "
+        r"\((?P<derived_key>\w+)=(?P<derived_max_model_len>[\d.]+)",
+        "vllm/config/model.py _get_and_verify_max_len",
+        None,
+        _derived,
+    ),
+    Pattern(
+        "batched_tokens_below_max_model_len",
+        "config_error",
+        ("is smaller than max_model_len",),
+        r"max_num_batched_tokens \((?P<max_num_batched_tokens>\d+)\) is smaller than max_model_len "
+        r"\((?P<max_model_len>\d+)\)",
+        "vllm/config/scheduler.py SchedulerConfig._verify_args",
+        None,
+        _batched("batched_tokens_below_max_model_len"),
+    ),
+    Pattern(
+        "batched_tokens_below_max_num_seqs",
+        "config_error",
+        ("must be greater than or equal to max_num_seqs",),
+        r"max_num_batched_tokens \((?P<max_num_batched_tokens>\d+)\) must be greater than or equal to "
+        r"max_num_seqs \((?P<max_num_seqs>\d+)\)",
+        "vllm/config/scheduler.py SchedulerConfig._verify_args",
+        None,
+        _batched("batched_tokens_below_max_num_seqs"),
+    ),
 ]

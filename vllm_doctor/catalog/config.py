@@ -16,6 +16,7 @@ Sources (``shared/vllm-messages.md`` section 9):
 * ``vllm/worker/model_runner.py`` / ``vllm/v1/worker/gpu_model_runner.py``: ``Starting to
   load model %s...``.
 """
+
 from __future__ import annotations
 
 from typing import Any, Dict, Optional
@@ -27,11 +28,27 @@ from . import Pattern, convert
 
 #: Keys read from ``non-default args``, ``args: Namespace(...)`` and the engine config line.
 CONFIG_KEYS = (
-    "model", "served_model_name", "max_model_len", "max_seq_len", "gpu_memory_utilization",
-    "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "quantization",
-    "kv_cache_dtype", "max_num_seqs", "max_num_batched_tokens", "enforce_eager", "dtype",
-    "block_size", "enable_prefix_caching", "enable_chunked_prefill", "cpu_offload_gb",
-    "swap_space", "max_logprobs", "limit_mm_per_prompt",
+    "model",
+    "served_model_name",
+    "max_model_len",
+    "max_seq_len",
+    "gpu_memory_utilization",
+    "tensor_parallel_size",
+    "pipeline_parallel_size",
+    "data_parallel_size",
+    "quantization",
+    "kv_cache_dtype",
+    "max_num_seqs",
+    "max_num_batched_tokens",
+    "enforce_eager",
+    "dtype",
+    "block_size",
+    "enable_prefix_caching",
+    "enable_chunked_prefill",
+    "cpu_offload_gb",
+    "swap_space",
+    "max_logprobs",
+    "limit_mm_per_prompt",
 )
 _KEYS = "|".join(CONFIG_KEYS)
 _DICT_ITEM = regex.compile(r"'(?P<k>" + _KEYS + r")': (?P<v>'[^']*'|\"[^\"]*\"|[\w.+-]+)")
@@ -62,15 +79,15 @@ def _items(rx: "regex.Pattern", text: str) -> Dict[str, Any]:
 
 
 def _non_default(m, rec) -> Optional[Dict[str, Any]]:
-    return _items(_DICT_ITEM, m.string[m.end():]) or None
+    return _items(_DICT_ITEM, m.string[m.end() :]) or None
 
 
 def _namespace(m, rec) -> Optional[Dict[str, Any]]:
-    return _items(_KWARG_ITEM, m.string[m.end():]) or None
+    return _items(_KWARG_ITEM, m.string[m.end() :]) or None
 
 
 def _engine_config(m, rec) -> Dict[str, Any]:
-    data = _items(_KWARG_ITEM, m.string[m.end():])
+    data = _items(_KWARG_ITEM, m.string[m.end() :])
     if m["version"]:
         data["vllm_version"] = m["version"]
     if m["gen"]:
@@ -86,29 +103,72 @@ def _world(m, rec) -> Dict[str, Any]:
 
 
 PATTERNS = [
-    Pattern("api_server_version", "run_start", ("vLLM API server version",),
-            r"vLLM API server version (?P<vllm_version>\S+)",
-            "vllm/entrypoints/openai/api_server.py run_server", Phase.CONFIG),
-    Pattern("non_default_args", "config", ("non-default args:",),
-            r"non-default args: ", "vllm/entrypoints/utils.py log_non_default_args",
-            Phase.CONFIG, _non_default),
-    Pattern("args_namespace", "config", ("args: Namespace(",),
-            r"^args: Namespace\(", "vllm/entrypoints/openai/api_server.py (<= v0.9)",
-            Phase.CONFIG, _namespace),
-    Pattern("engine_config", "run_start", ("LLM engine", "with config:"),
-            r"Initializing an? (?:(?P<gen>V[01]) )?LLM engine (?:\(v(?P<version>[^)\s]+)\) )?with config: ",
-            "vllm/v1/engine/core.py EngineCore.__init__; vllm/engine/llm_engine.py",
-            Phase.CONFIG, _engine_config),
-    Pattern("using_max_model_len", "config", ("Using max model len",),
-            r"Using max model len (?P<max_model_len>\d+)", "vllm/config/model.py", Phase.CONFIG),
-    Pattern("chunked_prefill_budget", "config", ("Chunked prefill is enabled with",),
-            r"Chunked prefill is enabled with max_num_batched_tokens=(?P<max_num_batched_tokens>\d+)",
-            "vllm/config/scheduler.py SchedulerConfig.__post_init__", Phase.CONFIG),
-    Pattern("parallel_world", "config", ("in world size",),
-            r"rank \d+ in world size (?P<world_size>\d+) is assigned as",
-            "vllm/distributed/parallel_state.py initialize_model_parallel", Phase.CONFIG, _world),
-    Pattern("starting_to_load", "config", ("Starting to load model",),
-            r"Starting to load model (?P<model>\S+?)(?:\.\.\.)?$",
-            "vllm/worker/model_runner.py, vllm/v1/worker/gpu_model_runner.py load_model",
-            Phase.LOADING_WEIGHTS),
+    Pattern(
+        "api_server_version",
+        "run_start",
+        ("vLLM API server version",),
+        r"vLLM API server version (?P<vllm_version>\S+)",
+        "vllm/entrypoints/openai/api_server.py run_server",
+        Phase.CONFIG,
+    ),
+    Pattern(
+        "non_default_args",
+        "config",
+        ("non-default args:",),
+        r"non-default args: ",
+        "vllm/entrypoints/utils.py log_non_default_args",
+        Phase.CONFIG,
+        _non_default,
+    ),
+    Pattern(
+        "args_namespace",
+        "config",
+        ("args: Namespace(",),
+        r"^args: Namespace\(",
+        "vllm/entrypoints/openai/api_server.py (<= v0.9)",
+        Phase.CONFIG,
+        _namespace,
+    ),
+    Pattern(
+        "engine_config",
+        "run_start",
+        ("LLM engine", "with config:"),
+        r"Initializing an? (?:(?P<gen>V[01]) )?LLM engine (?:\(v(?P<version>[^)\s]+)\) )?with config: ",
+        "vllm/v1/engine/core.py EngineCore.__init__; vllm/engine/llm_engine.py",
+        Phase.CONFIG,
+        _engine_config,
+    ),
+    Pattern(
+        "using_max_model_len",
+        "config",
+        ("Using max model len",),
+        r"Using max model len (?P<max_model_len>\d+)",
+        "vllm/config/model.py",
+        Phase.CONFIG,
+    ),
+    Pattern(
+        "chunked_prefill_budget",
+        "config",
+        ("Chunked prefill is enabled with",),
+        r"Chunked prefill is enabled with max_num_batched_tokens=(?P<max_num_batched_tokens>\d+)",
+        "vllm/config/scheduler.py SchedulerConfig.__post_init__",
+        Phase.CONFIG,
+    ),
+    Pattern(
+        "parallel_world",
+        "config",
+        ("in world size",),
+        r"rank \d+ in world size (?P<world_size>\d+) is assigned as",
+        "vllm/distributed/parallel_state.py initialize_model_parallel",
+        Phase.CONFIG,
+        _world,
+    ),
+    Pattern(
+        "starting_to_load",
+        "config",
+        ("Starting to load model",),
+        r"Starting to load model (?P<model>\S+?)(?:\.\.\.)?$",
+        "vllm/worker/model_runner.py, vllm/v1/worker/gpu_model_runner.py load_model",
+        Phase.LOADING_WEIGHTS,
+    ),
 ]

@@ -23,6 +23,7 @@ The ``processes`` list of the current form is kept in order as ``(pid, GiB)`` pa
 ``pid`` None for the "this process" clause; who is a co-tenant is decided later, with what
 the whole log says about vLLM's own PIDs (:mod:`vllm_doctor.memory`).
 """
+
 from __future__ import annotations
 
 from typing import Any, Dict, Optional
@@ -39,7 +40,13 @@ _NEW_GPU = regex.compile(
 )
 _OLD_GPU = regex.compile(
     r"\(GPU (?P<gpu>\d+); (?P<total>" + _SIZE + r") total capacity; (?P<alloc>" + _SIZE + r") already allocated; "
-    r"(?P<free>" + _SIZE + r") free;(?: (?P<allowed>" + _SIZE + r") allowed;)?(?: (?P<resv>" + _SIZE + r") reserved in total)?"
+    r"(?P<free>"
+    + _SIZE
+    + r") free;(?: (?P<allowed>"
+    + _SIZE
+    + r") allowed;)?(?: (?P<resv>"
+    + _SIZE
+    + r") reserved in total)?"
 )
 _PROC = regex.compile(
     r"(?:Process (?P<pid>\d+)|Including non-PyTorch memory, this process) has (?P<mem>" + _SIZE + r") memory in use"
@@ -112,27 +119,61 @@ def _alloc_warning(m, rec) -> Dict[str, Any]:
 def _short(form: str):
     def build(m, rec) -> Dict[str, Any]:
         return {"form": form}
+
     return build
 
 
 PATTERNS = [
-    Pattern("torch_oom", "oom", ("out of memory. Tried to allocate", "out of memory.", "Tried to allocate"),
-            r"(?:CUDA|HIP|XPU|MUSA|MLU|NPU) out of memory\.(?:\s*Tried to allocate|\s*\W*$)|^Tried to allocate \d",
-            "pytorch c10/cuda/CUDACachingAllocator.cpp DeviceCachingAllocator::malloc", None, _torch_oom),
-    Pattern("torch_oom_allocator_warning", "oom", ("memory allocation failed with OOM",),
-            r"memory allocation failed with OOM on device (?P<gpu>\d+) while trying to allocate (?P<req>\d+) bytes "
-            r"\(free: (?P<free>\d+), total: (?P<total>\d+)\)",
-            "pytorch c10/cuda/CUDACachingAllocator.cpp (torch >= 2.8, warning)", None, _alloc_warning),
-    Pattern("cuda_error_oom", "oom", ("error: out of memory",),
-            r"CUDA (?:driver )?error: out of memory", "CUDA runtime / driver via torch (RuntimeError)", None,
-            _short("cuda-error")),
-    Pattern("nccl_cuda_oom", "oom", ("Cuda failure 'out of memory'", "Cuda failure \"out of memory\""),
-            r"Cuda failure ['\"]out of memory['\"]", "NCCL (enqueue.cc / ncclUnhandledCudaError)", None,
-            _short("nccl")),
-    Pattern("sampler_warmup_oom", "sampler_oom", ("occurred when warming up",),
-            r"out of memory occurred when warming up (?P<target>sampler|pooler)(?: \(task=[^)]*\))? "
-            r"with (?P<dummy_requests>\d+) dummy requests",
-            "vllm/v1/worker/gpu_model_runner.py _dummy_sampler_run / _dummy_pooler_run"),
-    Pattern("failed_to_load_model", "load_oom", ("Failed to load model - not enough GPU memory",),
-            r"Failed to load model - not enough GPU memory", "vllm/v1/worker/gpu_model_runner.py load_model (newest)"),
+    Pattern(
+        "torch_oom",
+        "oom",
+        ("out of memory. Tried to allocate", "out of memory.", "Tried to allocate"),
+        r"(?:CUDA|HIP|XPU|MUSA|MLU|NPU) out of memory\.(?:\s*Tried to allocate|\s*\W*$)|^Tried to allocate \d",
+        "pytorch c10/cuda/CUDACachingAllocator.cpp DeviceCachingAllocator::malloc",
+        None,
+        _torch_oom,
+    ),
+    Pattern(
+        "torch_oom_allocator_warning",
+        "oom",
+        ("memory allocation failed with OOM",),
+        r"memory allocation failed with OOM on device (?P<gpu>\d+) while trying to allocate (?P<req>\d+) bytes "
+        r"\(free: (?P<free>\d+), total: (?P<total>\d+)\)",
+        "pytorch c10/cuda/CUDACachingAllocator.cpp (torch >= 2.8, warning)",
+        None,
+        _alloc_warning,
+    ),
+    Pattern(
+        "cuda_error_oom",
+        "oom",
+        ("error: out of memory",),
+        r"CUDA (?:driver )?error: out of memory",
+        "CUDA runtime / driver via torch (RuntimeError)",
+        None,
+        _short("cuda-error"),
+    ),
+    Pattern(
+        "nccl_cuda_oom",
+        "oom",
+        ("Cuda failure 'out of memory'", 'Cuda failure "out of memory"'),
+        r"Cuda failure ['\"]out of memory['\"]",
+        "NCCL (enqueue.cc / ncclUnhandledCudaError)",
+        None,
+        _short("nccl"),
+    ),
+    Pattern(
+        "sampler_warmup_oom",
+        "sampler_oom",
+        ("occurred when warming up",),
+        r"out of memory occurred when warming up (?P<target>sampler|pooler)(?: \(task=[^)]*\))? "
+        r"with (?P<dummy_requests>\d+) dummy requests",
+        "vllm/v1/worker/gpu_model_runner.py _dummy_sampler_run / _dummy_pooler_run",
+    ),
+    Pattern(
+        "failed_to_load_model",
+        "load_oom",
+        ("Failed to load model - not enough GPU memory",),
+        r"Failed to load model - not enough GPU memory",
+        "vllm/v1/worker/gpu_model_runner.py load_model (newest)",
+    ),
 ]

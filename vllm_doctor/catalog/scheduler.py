@@ -14,6 +14,7 @@ Sources:
   throughput: ..., Running: %d reqs, Waiting: %d reqs[, Deferred: %d reqs][, Preemptions:
   %d], GPU KV cache usage: %.1f%%[, Prefix cache hit rate: %.1f%%]...``.
 """
+
 from __future__ import annotations
 
 from typing import Any, Dict
@@ -26,29 +27,51 @@ def _stats(gen: str):
         data = default_build(m, rec)
         data["engine"] = gen
         return data
+
     return build
 
 
 PATTERNS = [
-    Pattern("v0_preemption", "preemption", ("is preempted by PreemptionMode.",),
-            r"Sequence group (?P<seq_group>\S+) is preempted by PreemptionMode\.(?P<mode>RECOMPUTE|SWAP) mode"
-            r"(?:(?!total_).)*+total_(?:num_cumulative_preemption|cumulative_preemption_cnt)=(?P<cumulative>\d+)",
-            "vllm/core/scheduler.py Scheduler._preempt (V0)"),
+    Pattern(
+        "v0_preemption",
+        "preemption",
+        ("is preempted by PreemptionMode.",),
+        r"Sequence group (?P<seq_group>\S+) is preempted by PreemptionMode\.(?P<mode>RECOMPUTE|SWAP) mode"
+        r"(?:(?!total_).)*+total_(?:num_cumulative_preemption|cumulative_preemption_cnt)=(?P<cumulative>\d+)",
+        "vllm/core/scheduler.py Scheduler._preempt (V0)",
+    ),
     # "Avg prompt throughput" opens the line: a hard wrap cuts the line after it, so the
     # pre-filter still finds the first half and the reassembler joins the rest.
-    Pattern("v0_stats", "stats", ("Avg prompt throughput", "Pending: "),
-            r"Avg prompt throughput: (?P<prompt_tps>[\d.]+) tokens/s, Avg generation throughput: "
-            r"(?P<generation_tps>[\d.]+) tokens/s, Running: (?P<running>\d+) reqs, Swapped: (?P<swapped>\d+) reqs, "
-            r"Pending: (?P<waiting>\d+) reqs, GPU KV cache usage: (?P<kv_usage_pct>[\d.]+)%"
-            r"(?:, CPU KV cache usage: (?P<cpu_kv_usage_pct>[\d.]+)%)?",
-            "vllm/engine/metrics.py LoggingStatLogger.log (V0)", None, _stats("v0")),
-    Pattern("v1_stats", "stats", ("Avg prompt throughput", "Waiting: "),
-            r"(?:Engine (?P<engine_index>\d+): |\d+ Engines Aggregated: )?"
-            r"Avg prompt throughput: (?P<prompt_tps>[\d.]+) tokens/s, Avg generation throughput: "
-            r"(?P<generation_tps>[\d.]+) tokens/s, Running: (?P<running>\d+) reqs, Waiting: (?P<waiting>\d+) reqs"
-            r"(?:, Deferred: (?P<deferred>\d+) reqs)?(?:, Preemptions: (?P<preemptions>\d+))?"
-            r", GPU KV cache usage: (?P<kv_usage_pct>[\d.]+)%(?:, Prefix cache hit rate: (?P<prefix_hit_pct>[\d.]+)%)?",
-            "vllm/v1/metrics/loggers.py LoggingStatLogger.log (V1)", None, _stats("v1")),
-    Pattern("v0_prefix_hit", "prefix_hit", ("Prefix cache hit rate: GPU:",),
-            r"Prefix cache hit rate: GPU: (?P<prefix_hit_pct>[\d.]+)%", "vllm/engine/metrics.py (V0)"),
+    Pattern(
+        "v0_stats",
+        "stats",
+        ("Avg prompt throughput", "Pending: "),
+        r"Avg prompt throughput: (?P<prompt_tps>[\d.]+) tokens/s, Avg generation throughput: "
+        r"(?P<generation_tps>[\d.]+) tokens/s, Running: (?P<running>\d+) reqs, Swapped: (?P<swapped>\d+) reqs, "
+        r"Pending: (?P<waiting>\d+) reqs, GPU KV cache usage: (?P<kv_usage_pct>[\d.]+)%"
+        r"(?:, CPU KV cache usage: (?P<cpu_kv_usage_pct>[\d.]+)%)?",
+        "vllm/engine/metrics.py LoggingStatLogger.log (V0)",
+        None,
+        _stats("v0"),
+    ),
+    Pattern(
+        "v1_stats",
+        "stats",
+        ("Avg prompt throughput", "Waiting: "),
+        r"(?:Engine (?P<engine_index>\d+): |\d+ Engines Aggregated: )?"
+        r"Avg prompt throughput: (?P<prompt_tps>[\d.]+) tokens/s, Avg generation throughput: "
+        r"(?P<generation_tps>[\d.]+) tokens/s, Running: (?P<running>\d+) reqs, Waiting: (?P<waiting>\d+) reqs"
+        r"(?:, Deferred: (?P<deferred>\d+) reqs)?(?:, Preemptions: (?P<preemptions>\d+))?"
+        r", GPU KV cache usage: (?P<kv_usage_pct>[\d.]+)%(?:, Prefix cache hit rate: (?P<prefix_hit_pct>[\d.]+)%)?",
+        "vllm/v1/metrics/loggers.py LoggingStatLogger.log (V1)",
+        None,
+        _stats("v1"),
+    ),
+    Pattern(
+        "v0_prefix_hit",
+        "prefix_hit",
+        ("Prefix cache hit rate: GPU:",),
+        r"Prefix cache hit rate: GPU: (?P<prefix_hit_pct>[\d.]+)%",
+        "vllm/engine/metrics.py (V0)",
+    ),
 ]

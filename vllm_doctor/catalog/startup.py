@@ -24,6 +24,7 @@ Sources (``shared/vllm-messages.md`` sections 3, 4, 5, 9):
   model) took``, ``vllm/entrypoints/launcher.py`` ``Available routes are:`` / ``Route:``,
   uvicorn ``Application startup complete.``, api_server ``Starting vLLM API server``.
 """
+
 from __future__ import annotations
 
 from ..events import Phase
@@ -33,89 +34,210 @@ _N = r"(?:-?[\d.]+)"
 
 PATTERNS = [
     # --- weights -------------------------------------------------------------------------
-    Pattern("loading_shards", "phase", ("Loading safetensors checkpoint shards", "Loading pt checkpoint shards"),
-            r"Loading (?:safetensors|pt) checkpoint shards:\s+(?P<pct>\d+)%",
-            "model_executor/model_loader/weight_utils.py (tqdm)", Phase.LOADING_WEIGHTS),
-    Pattern("loading_weights_from", "phase", ("Loading weights from",),
-            r"Loading weights from ", "model_executor/model_loader/weight_utils.py", Phase.LOADING_WEIGHTS),
-    Pattern("loading_weights_took", "phase", ("Loading weights took",),
-            r"Loading weights took [\d.]+ seconds", "model_executor/model_loader/default_loader.py",
-            Phase.WEIGHTS_LOADED),
-    Pattern("model_weights_took_v0", "facts", ("Loading model weights took",),
-            r"Loading model weights took (?P<weights_gib>[\d.]+) GB", "vllm/worker/model_runner.py (V0 <= 0.7)",
-            Phase.WEIGHTS_LOADED),
-    Pattern("model_loading_took", "facts", ("Model loading took",),
-            r"Model loading took (?P<weights_gib>[\d.]+) Gi?B",
-            "vllm/worker/model_runner.py, vllm/v1/worker/gpu_model_runner.py load_model",
-            Phase.WEIGHTS_LOADED),
+    Pattern(
+        "loading_shards",
+        "phase",
+        ("Loading safetensors checkpoint shards", "Loading pt checkpoint shards"),
+        r"Loading (?:safetensors|pt) checkpoint shards:\s+(?P<pct>\d+)%",
+        "model_executor/model_loader/weight_utils.py (tqdm)",
+        Phase.LOADING_WEIGHTS,
+    ),
+    Pattern(
+        "loading_weights_from",
+        "phase",
+        ("Loading weights from",),
+        r"Loading weights from ",
+        "model_executor/model_loader/weight_utils.py",
+        Phase.LOADING_WEIGHTS,
+    ),
+    Pattern(
+        "loading_weights_took",
+        "phase",
+        ("Loading weights took",),
+        r"Loading weights took [\d.]+ seconds",
+        "model_executor/model_loader/default_loader.py",
+        Phase.WEIGHTS_LOADED,
+    ),
+    Pattern(
+        "model_weights_took_v0",
+        "facts",
+        ("Loading model weights took",),
+        r"Loading model weights took (?P<weights_gib>[\d.]+) GB",
+        "vllm/worker/model_runner.py (V0 <= 0.7)",
+        Phase.WEIGHTS_LOADED,
+    ),
+    Pattern(
+        "model_loading_took",
+        "facts",
+        ("Model loading took",),
+        r"Model loading took (?P<weights_gib>[\d.]+) Gi?B",
+        "vllm/worker/model_runner.py, vllm/v1/worker/gpu_model_runner.py load_model",
+        Phase.WEIGHTS_LOADED,
+    ),
     # --- profiling -----------------------------------------------------------------------
-    Pattern("profiling_results_v0", "facts", ("Memory profiling results:",),
-            r"Memory profiling results: total_gpu_memory=(?P<gpu_total_gib>[\d.]+)GiB"
-            r"(?: initial_memory_usage=(?P<initial_usage_gib>[\d.]+)GiB)?"
-            r"(?: peak_torch_memory=(?P<peak_torch_gib>[\d.]+)GiB)?"
-            r"(?: memory_usage_post_profile=[\d.]+GiB)?"
-            r"(?: non_torch_memory=(?P<non_torch_gib>-?[\d.]+)GiB)?"
-            r"(?: kv_cache_size=(?P<kv_available_gib>-?[\d.]+)GiB)?"
-            r"(?: gpu_memory_utilization=(?P<gpu_memory_utilization>[\d.]+))?",
-            "vllm/worker/worker.py determine_num_available_blocks (V0 0.6.4-0.6.6)", Phase.KV_SIZING),
-    Pattern("profiling_budget_v0", "facts", ("the current vLLM instance can use total_gpu_memory",),
-            r"total_gpu_memory \((?P<gpu_total_gib>[\d.]+)GiB\) x gpu_memory_utilization "
-            r"\((?P<gpu_memory_utilization>[\d.]+)\) = (?P<budget_gib>[\d.]+)GiB",
-            "vllm/worker/worker.py determine_num_available_blocks (V0 0.7-0.10)", Phase.KV_SIZING),
-    Pattern("profiling_split_v0", "facts", ("the rest of the memory reserved for KV Cache is",),
-            r"(?:model weights take (?P<weights_gib>[\d.]+)GiB; )?"
-            r"(?:non_torch_memory takes (?P<non_torch_gib>-?[\d.]+)GiB; )?"
-            r"(?:PyTorch activation peak memory takes (?P<activation_peak_gib>-?[\d.]+)GiB; )?"
-            r"the rest of the memory reserved for KV Cache is (?P<kv_available_gib>-?[\d.]+)GiB",
-            "vllm/worker/worker.py determine_num_available_blocks (V0 0.7-0.10)", Phase.KV_SIZING),
-    Pattern("available_kv_memory", "facts", ("Available KV cache memory:",),
-            r"Available KV cache memory: (?P<kv_available_gib>" + _N + r") GiB",
-            "vllm/v1/worker/gpu_worker.py determine_available_memory", Phase.KV_SIZING),
-    Pattern("startup_memory_summary", "facts", ("on startup. Desired GPU memory utilization is",),
-            r"Free memory on device (?:\S+ )?\((?P<gpu_startup_free_gib>[\d.]+)/(?P<gpu_total_gib>[\d.]+) GiB\) "
-            r"on startup\. Desired GPU memory utilization is \((?P<gpu_memory_utilization>[\d.]+), "
-            r"(?P<requested_gib>[\d.]+) GiB\)",
-            "vllm/v1/worker/gpu_worker.py compile_or_warm_up_model", Phase.WARMUP),
-    Pattern("kv_cache_memory_bytes", "facts", ("memory for KV Cache as specified by kv_cache_memory_bytes",),
-            r"reserved (?P<kv_available_gib>[\d.]+) GiB memory for KV Cache as specified",
-            "vllm/v1/worker/gpu_worker.py determine_available_memory", Phase.KV_SIZING),
+    Pattern(
+        "profiling_results_v0",
+        "facts",
+        ("Memory profiling results:",),
+        r"Memory profiling results: total_gpu_memory=(?P<gpu_total_gib>[\d.]+)GiB"
+        r"(?: initial_memory_usage=(?P<initial_usage_gib>[\d.]+)GiB)?"
+        r"(?: peak_torch_memory=(?P<peak_torch_gib>[\d.]+)GiB)?"
+        r"(?: memory_usage_post_profile=[\d.]+GiB)?"
+        r"(?: non_torch_memory=(?P<non_torch_gib>-?[\d.]+)GiB)?"
+        r"(?: kv_cache_size=(?P<kv_available_gib>-?[\d.]+)GiB)?"
+        r"(?: gpu_memory_utilization=(?P<gpu_memory_utilization>[\d.]+))?",
+        "vllm/worker/worker.py determine_num_available_blocks (V0 0.6.4-0.6.6)",
+        Phase.KV_SIZING,
+    ),
+    Pattern(
+        "profiling_budget_v0",
+        "facts",
+        ("the current vLLM instance can use total_gpu_memory",),
+        r"total_gpu_memory \((?P<gpu_total_gib>[\d.]+)GiB\) x gpu_memory_utilization "
+        r"\((?P<gpu_memory_utilization>[\d.]+)\) = (?P<budget_gib>[\d.]+)GiB",
+        "vllm/worker/worker.py determine_num_available_blocks (V0 0.7-0.10)",
+        Phase.KV_SIZING,
+    ),
+    Pattern(
+        "profiling_split_v0",
+        "facts",
+        ("the rest of the memory reserved for KV Cache is",),
+        r"(?:model weights take (?P<weights_gib>[\d.]+)GiB; )?"
+        r"(?:non_torch_memory takes (?P<non_torch_gib>-?[\d.]+)GiB; )?"
+        r"(?:PyTorch activation peak memory takes (?P<activation_peak_gib>-?[\d.]+)GiB; )?"
+        r"the rest of the memory reserved for KV Cache is (?P<kv_available_gib>-?[\d.]+)GiB",
+        "vllm/worker/worker.py determine_num_available_blocks (V0 0.7-0.10)",
+        Phase.KV_SIZING,
+    ),
+    Pattern(
+        "available_kv_memory",
+        "facts",
+        ("Available KV cache memory:",),
+        r"Available KV cache memory: (?P<kv_available_gib>" + _N + r") GiB",
+        "vllm/v1/worker/gpu_worker.py determine_available_memory",
+        Phase.KV_SIZING,
+    ),
+    Pattern(
+        "startup_memory_summary",
+        "facts",
+        ("on startup. Desired GPU memory utilization is",),
+        r"Free memory on device (?:\S+ )?\((?P<gpu_startup_free_gib>[\d.]+)/(?P<gpu_total_gib>[\d.]+) GiB\) "
+        r"on startup\. Desired GPU memory utilization is \((?P<gpu_memory_utilization>[\d.]+), "
+        r"(?P<requested_gib>[\d.]+) GiB\)",
+        "vllm/v1/worker/gpu_worker.py compile_or_warm_up_model",
+        Phase.WARMUP,
+    ),
+    Pattern(
+        "kv_cache_memory_bytes",
+        "facts",
+        ("memory for KV Cache as specified by kv_cache_memory_bytes",),
+        r"reserved (?P<kv_available_gib>[\d.]+) GiB memory for KV Cache as specified",
+        "vllm/v1/worker/gpu_worker.py determine_available_memory",
+        Phase.KV_SIZING,
+    ),
     # --- KV sizing -----------------------------------------------------------------------
-    Pattern("gpu_blocks", "facts", ("blocks: ",),
-            r"# (?:GPU|[Cc][Uu][Dd][Aa]|rocm|ROCm|xpu|XPU|npu|NPU|hpu|HPU|tpu|TPU) blocks: (?P<gpu_blocks>\d+)"
-            r"(?:, # CPU blocks: (?P<cpu_blocks>\d+))?",
-            "vllm/executor/executor_base.py initialize_cache; vllm/v1/core/kv_cache_utils.py (early V1)",
-            Phase.KV_SIZING),
-    Pattern("num_gpu_blocks_info", "facts", ("initialization after num_gpu_blocks is:",),
-            r"initialization after num_gpu_blocks is: (?P<gpu_blocks>\d+)",
-            "vllm/v1/metrics/loggers.py log_engine_initialized", Phase.KV_SIZING),
-    Pattern("kv_cache_size_tokens", "facts", ("GPU KV cache size:",),
-            r"GPU KV cache size: (?P<kv_tokens>[\d,]+) tokens",
-            "vllm/v1/core/kv_cache_utils.py _report_kv_cache_config", Phase.KV_SIZING),
-    Pattern("max_concurrency", "facts", ("Maximum concurrency for",),
-            r"Maximum concurrency for (?P<concurrency_tokens>[\d,]+) tokens per request: (?P<max_concurrency>[\d.]+)x",
-            "vllm/v1/core/kv_cache_utils.py; vllm/executor/executor_base.py (V0)", Phase.KV_SIZING),
+    Pattern(
+        "gpu_blocks",
+        "facts",
+        ("blocks: ",),
+        r"# (?:GPU|[Cc][Uu][Dd][Aa]|rocm|ROCm|xpu|XPU|npu|NPU|hpu|HPU|tpu|TPU) blocks: (?P<gpu_blocks>\d+)"
+        r"(?:, # CPU blocks: (?P<cpu_blocks>\d+))?",
+        "vllm/executor/executor_base.py initialize_cache; vllm/v1/core/kv_cache_utils.py (early V1)",
+        Phase.KV_SIZING,
+    ),
+    Pattern(
+        "num_gpu_blocks_info",
+        "facts",
+        ("initialization after num_gpu_blocks is:",),
+        r"initialization after num_gpu_blocks is: (?P<gpu_blocks>\d+)",
+        "vllm/v1/metrics/loggers.py log_engine_initialized",
+        Phase.KV_SIZING,
+    ),
+    Pattern(
+        "kv_cache_size_tokens",
+        "facts",
+        ("GPU KV cache size:",),
+        r"GPU KV cache size: (?P<kv_tokens>[\d,]+) tokens",
+        "vllm/v1/core/kv_cache_utils.py _report_kv_cache_config",
+        Phase.KV_SIZING,
+    ),
+    Pattern(
+        "max_concurrency",
+        "facts",
+        ("Maximum concurrency for",),
+        r"Maximum concurrency for (?P<concurrency_tokens>[\d,]+) tokens per request: (?P<max_concurrency>[\d.]+)x",
+        "vllm/v1/core/kv_cache_utils.py; vllm/executor/executor_base.py (V0)",
+        Phase.KV_SIZING,
+    ),
     # --- CUDA graphs ---------------------------------------------------------------------
-    Pattern("capturing_graphs", "phase",
-            ("Capturing cudagraphs", "Capturing the model for CUDA graphs", "Capturing CUDA graph", "Capturing CUDA graphs"),
-            r"Capturing (?:cudagraphs|the model for CUDA graphs|CUDA graph)",
-            "vllm/worker/model_runner.py capture_model; vllm/v1/worker/gpu_model_runner.py (tqdm)",
-            Phase.GRAPH_CAPTURE),
-    Pattern("graph_capture_finished", "facts", ("Graph capturing finished",),
-            r"Graph capturing finished in [\d.]+ secs?, took (?P<cuda_graph_gib>-?[\d.]+) GiB",
-            "vllm/worker/model_runner.py, vllm/v1/worker/gpu_model_runner.py capture_model", Phase.WARMUP),
-    Pattern("cuda_graph_pool", "facts", ("CUDA graph pool memory:",),
-            r"CUDA graph pool memory: (?P<cuda_graph_gib>[\d.]+) GiB \(actual\)",
-            "vllm/v1/worker/gpu_worker.py compile_or_warm_up_model (2026)", Phase.WARMUP),
-    Pattern("cudagraph_disabled", "phase", ("Cudagraph is disabled under eager mode",),
-            r"Cudagraph is disabled under eager mode", "vllm/config (V1)", Phase.CONFIG),
+    Pattern(
+        "capturing_graphs",
+        "phase",
+        (
+            "Capturing cudagraphs",
+            "Capturing the model for CUDA graphs",
+            "Capturing CUDA graph",
+            "Capturing CUDA graphs",
+        ),
+        r"Capturing (?:cudagraphs|the model for CUDA graphs|CUDA graph)",
+        "vllm/worker/model_runner.py capture_model; vllm/v1/worker/gpu_model_runner.py (tqdm)",
+        Phase.GRAPH_CAPTURE,
+    ),
+    Pattern(
+        "graph_capture_finished",
+        "facts",
+        ("Graph capturing finished",),
+        r"Graph capturing finished in [\d.]+ secs?, took (?P<cuda_graph_gib>-?[\d.]+) GiB",
+        "vllm/worker/model_runner.py, vllm/v1/worker/gpu_model_runner.py capture_model",
+        Phase.WARMUP,
+    ),
+    Pattern(
+        "cuda_graph_pool",
+        "facts",
+        ("CUDA graph pool memory:",),
+        r"CUDA graph pool memory: (?P<cuda_graph_gib>[\d.]+) GiB \(actual\)",
+        "vllm/v1/worker/gpu_worker.py compile_or_warm_up_model (2026)",
+        Phase.WARMUP,
+    ),
+    Pattern(
+        "cudagraph_disabled",
+        "phase",
+        ("Cudagraph is disabled under eager mode",),
+        r"Cudagraph is disabled under eager mode",
+        "vllm/config (V1)",
+        Phase.CONFIG,
+    ),
     # --- ready ---------------------------------------------------------------------------
-    Pattern("init_engine_took", "phase", ("init engine (profile, create kv cache, warmup model) took",),
-            r"init engine \(profile, create kv cache, warmup model\) took",
-            "vllm/v1/engine/core.py _initialize_kv_caches; vllm/engine/llm_engine.py", Phase.READY),
-    Pattern("routes", "phase", ("Available routes are", "Route: /"),
-            r"Available routes are|Route: /", "vllm/entrypoints/launcher.py serve_http", Phase.READY),
-    Pattern("starting_api_server", "phase", ("Starting vLLM API server", "Starting vLLM server on"),
-            r"Starting vLLM (?:API )?server", "vllm/entrypoints/openai/api_server.py", Phase.READY),
-    Pattern("application_startup_complete", "phase", ("Application startup complete.",),
-            r"Application startup complete\.", "uvicorn (vLLM's ready marker)", Phase.READY),
+    Pattern(
+        "init_engine_took",
+        "phase",
+        ("init engine (profile, create kv cache, warmup model) took",),
+        r"init engine \(profile, create kv cache, warmup model\) took",
+        "vllm/v1/engine/core.py _initialize_kv_caches; vllm/engine/llm_engine.py",
+        Phase.READY,
+    ),
+    Pattern(
+        "routes",
+        "phase",
+        ("Available routes are", "Route: /"),
+        r"Available routes are|Route: /",
+        "vllm/entrypoints/launcher.py serve_http",
+        Phase.READY,
+    ),
+    Pattern(
+        "starting_api_server",
+        "phase",
+        ("Starting vLLM API server", "Starting vLLM server on"),
+        r"Starting vLLM (?:API )?server",
+        "vllm/entrypoints/openai/api_server.py",
+        Phase.READY,
+    ),
+    Pattern(
+        "application_startup_complete",
+        "phase",
+        ("Application startup complete.",),
+        r"Application startup complete\.",
+        "uvicorn (vLLM's ready marker)",
+        Phase.READY,
+    ),
 ]

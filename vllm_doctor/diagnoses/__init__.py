@@ -12,6 +12,7 @@ failures of one class into one finding (a traceback printed by every TP rank cou
 adds the run-level checks, and drops "root cause not in the log" when another finding of
 the run names a root cause.
 """
+
 from __future__ import annotations
 
 from types import ModuleType
@@ -20,16 +21,40 @@ from typing import Dict, List, Optional, Tuple
 from ..events import Phase
 from ..frames import phase_of
 from ..tracker import MEMORY_KINDS, Failure, Run
-from . import (config_limit_error, cuda_graph_capture_oom, healthy, kv_cache_capacity, notes, other,
-               preemption_storm, quantization_unsupported, request_too_long, runtime_oom, sampler_warmup_oom,
-               startup_memory_contention, unknown, weight_load_oom)
+from . import (
+    config_limit_error,
+    cuda_graph_capture_oom,
+    healthy,
+    kv_cache_capacity,
+    notes,
+    other,
+    preemption_storm,
+    quantization_unsupported,
+    request_too_long,
+    runtime_oom,
+    sampler_warmup_oom,
+    startup_memory_contention,
+    unknown,
+    weight_load_oom,
+)
 from .base import oom_facts, significant_co_tenants
 
 #: Every class, in the diagnosis order (startup classes first). ``rules`` lists them so.
 MODULES: Tuple[ModuleType, ...] = (
-    weight_load_oom, kv_cache_capacity, startup_memory_contention, cuda_graph_capture_oom,
-    sampler_warmup_oom, quantization_unsupported, config_limit_error, runtime_oom, preemption_storm,
-    request_too_long, notes, other, unknown, healthy,
+    weight_load_oom,
+    kv_cache_capacity,
+    startup_memory_contention,
+    cuda_graph_capture_oom,
+    sampler_warmup_oom,
+    quantization_unsupported,
+    config_limit_error,
+    runtime_oom,
+    preemption_storm,
+    request_too_long,
+    notes,
+    other,
+    unknown,
+    healthy,
 )
 BY_CLASS: Dict[str, ModuleType] = {m.CLASS: m for m in MODULES}
 BY_CODE: Dict[str, ModuleType] = {m.CODE: m for m in MODULES}
@@ -138,5 +163,7 @@ def diagnose_run(run: Run) -> List:
     rooted = [f for f in findings if f.class_id not in ("unknown",) and f.severity in ("critical", "warning")]
     if rooted:
         findings = [f for f in findings if f.class_id != "unknown"]
-    findings.sort(key=lambda f: ({"critical": 0, "warning": 1, "info": 2}.get(f.severity, 3), ORDER.get(f.class_id, 99)))
+    findings.sort(
+        key=lambda f: ({"critical": 0, "warning": 1, "info": 2}.get(f.severity, 3), ORDER.get(f.class_id, 99))
+    )
     return findings

@@ -1,4 +1,5 @@
 """Helpers every diagnosis module shares: evidence, OOM facts, finding assembly."""
+
 from __future__ import annotations
 
 from types import ModuleType
@@ -62,8 +63,15 @@ def merged_data(failures: Sequence[Failure]) -> Dict[str, Any]:
     return data
 
 
-OOM_FACT_KEYS = ("tried_to_allocate_gib", "gpu_total_gib", "gpu_free_gib", "gpu_index",
-                 "pytorch_allocated_gib", "reserved_unallocated_gib", "private_pools_gib")
+OOM_FACT_KEYS = (
+    "tried_to_allocate_gib",
+    "gpu_total_gib",
+    "gpu_free_gib",
+    "gpu_index",
+    "pytorch_allocated_gib",
+    "reserved_unallocated_gib",
+    "private_pools_gib",
+)
 
 
 def oom_facts(failures: Sequence[Failure], run: Run) -> Dict[str, Any]:
@@ -113,14 +121,30 @@ def significant_co_tenants(facts: Dict[str, Any]) -> bool:
     return bool(total) and foreign >= SIGNIFICANT_FOREIGN_SHARE * total
 
 
-def make_finding(mod: ModuleType, run: Run, phase: str, title: str, facts: Dict[str, Any],
-                 evidence: Iterable[Optional[Evidence]], remedies: Sequence[Remedy],
-                 does_not_help: Sequence[str] = (), notes: Sequence[str] = (),
-                 severity: Optional[str] = None) -> Finding:
+def make_finding(
+    mod: ModuleType,
+    run: Run,
+    phase: str,
+    title: str,
+    facts: Dict[str, Any],
+    evidence: Iterable[Optional[Evidence]],
+    remedies: Sequence[Remedy],
+    does_not_help: Sequence[str] = (),
+    notes: Sequence[str] = (),
+    severity: Optional[str] = None,
+) -> Finding:
     return Finding(
-        class_id=mod.CLASS, code=mod.CODE, severity=severity or mod.SEVERITY, phase=phase, title=title,
-        source=run.source, run=run.index, facts={k: v for k, v in facts.items() if v is not None},
-        evidence=evidence_list(evidence), remedies=list(remedies), does_not_help=list(does_not_help),
+        class_id=mod.CLASS,
+        code=mod.CODE,
+        severity=severity or mod.SEVERITY,
+        phase=phase,
+        title=title,
+        source=run.source,
+        run=run.index,
+        facts={k: v for k, v in facts.items() if v is not None},
+        evidence=evidence_list(evidence),
+        remedies=list(remedies),
+        does_not_help=list(does_not_help),
         notes=list(notes),
     )
 

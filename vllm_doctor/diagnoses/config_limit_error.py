@@ -25,6 +25,7 @@ Sources:
     vllm/config/model.py _get_and_verify_max_len; vllm/config/scheduler.py
     SchedulerConfig._verify_args; shared/vllm-messages.md 12.
 """
+
 from __future__ import annotations
 
 import sys
@@ -42,33 +43,70 @@ SUMMARY = "Startup failed: max_model_len / max_num_batched_tokens contradict eac
 def build(failures: Sequence[Failure], run: Run, phase: str) -> Any:
     mod = sys.modules[__name__]
     d = merged_data(failures)
-    facts = {k: d[k] for k in ("max_model_len", "derived_max_model_len", "derived_key", "max_num_batched_tokens",
-                               "max_num_seqs", "variant") if k in d}
+    facts = {
+        k: d[k]
+        for k in (
+            "max_model_len",
+            "derived_max_model_len",
+            "derived_key",
+            "max_num_batched_tokens",
+            "max_num_seqs",
+            "variant",
+        )
+        if k in d
+    }
     v = d.get("variant")
     if v == "max_model_len_above_derived":
-        title = (f"max_model_len {d.get('max_model_len')} is above the model's limit "
-                 f"{d.get('derived_max_model_len')} ({d.get('derived_key')})")
+        title = (
+            f"max_model_len {d.get('max_model_len')} is above the model's limit "
+            f"{d.get('derived_max_model_len')} ({d.get('derived_key')})"
+        )
         rem = remedies(
-            R("Set max_model_len at or below the model's own limit",
-              f"--max-model-len {d.get('derived_max_model_len')}" if d.get("derived_max_model_len") else None,
-              f"{d.get('derived_key')}={d.get('derived_max_model_len')} in the model's config.json"),
-            R("Or, if the model supports a longer context through RoPE scaling (e.g. YaRN), configure it in the "
-              "model's config (--hf-overrides) instead of forcing the length"),
+            R(
+                "Set max_model_len at or below the model's own limit",
+                f"--max-model-len {d.get('derived_max_model_len')}" if d.get("derived_max_model_len") else None,
+                f"{d.get('derived_key')}={d.get('derived_max_model_len')} in the model's config.json",
+            ),
+            R(
+                "Or, if the model supports a longer context through RoPE scaling (e.g. YaRN), configure it in the "
+                "model's config (--hf-overrides) instead of forcing the length"
+            ),
         )
     elif v == "batched_tokens_below_max_model_len":
-        title = (f"max_num_batched_tokens {d.get('max_num_batched_tokens')} is below max_model_len "
-                 f"{d.get('max_model_len')} with chunked prefill off")
+        title = (
+            f"max_num_batched_tokens {d.get('max_num_batched_tokens')} is below max_model_len "
+            f"{d.get('max_model_len')} with chunked prefill off"
+        )
         rem = remedies(
-            R("Raise max_num_batched_tokens to at least max_model_len, or enable chunked prefill",
-              f"--max-num-batched-tokens {d.get('max_model_len')}" if d.get("max_model_len") else None),
-            R("Or lower max_model_len to the batch budget",
-              f"--max-model-len {d.get('max_num_batched_tokens')}" if d.get("max_num_batched_tokens") else None),
+            R(
+                "Raise max_num_batched_tokens to at least max_model_len, or enable chunked prefill",
+                f"--max-num-batched-tokens {d.get('max_model_len')}" if d.get("max_model_len") else None,
+            ),
+            R(
+                "Or lower max_model_len to the batch budget",
+                f"--max-model-len {d.get('max_num_batched_tokens')}" if d.get("max_num_batched_tokens") else None,
+            ),
         )
     else:
-        title = (f"max_num_batched_tokens {d.get('max_num_batched_tokens')} is below max_num_seqs "
-                 f"{d.get('max_num_seqs')}")
-        rem = remedies(R("Raise max_num_batched_tokens to at least max_num_seqs, or lower max_num_seqs",
-                         f"--max-num-batched-tokens {d.get('max_num_seqs')}" if d.get("max_num_seqs") else None))
-    return make_finding(mod, run, "startup", title, facts, failure_evidence(failures, "config check"), rem,
-                        ["Memory settings: this is a configuration contradiction",
-                         "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1: positions past the model's limit give NaNs or CUDA errors"])
+        title = (
+            f"max_num_batched_tokens {d.get('max_num_batched_tokens')} is below max_num_seqs {d.get('max_num_seqs')}"
+        )
+        rem = remedies(
+            R(
+                "Raise max_num_batched_tokens to at least max_num_seqs, or lower max_num_seqs",
+                f"--max-num-batched-tokens {d.get('max_num_seqs')}" if d.get("max_num_seqs") else None,
+            )
+        )
+    return make_finding(
+        mod,
+        run,
+        "startup",
+        title,
+        facts,
+        failure_evidence(failures, "config check"),
+        rem,
+        [
+            "Memory settings: this is a configuration contradiction",
+            "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1: positions past the model's limit give NaNs or CUDA errors",
+        ],
+    )

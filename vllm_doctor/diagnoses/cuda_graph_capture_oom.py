@@ -25,6 +25,7 @@ Sources:
     vllm/worker/model_runner.py capture_model (V0 advice text);
     vllm/v1/worker/gpu_model_runner.py capture_model / _capture_cudagraphs; torch/cuda/graphs.py.
 """
+
 from __future__ import annotations
 
 import sys
@@ -49,13 +50,25 @@ def build(failures: Sequence[Failure], run: Run, phase: str) -> Any:
     U = run.value("gpu_memory_utilization")
     rem = remedies(
         R("Run without CUDA graphs (slower decode) or capture fewer sizes", "--enforce-eager"),
-        R("Capture fewer and smaller graphs by lowering max_num_seqs",
-          f"--max-num-seqs {max(8, seqs // 2)}" if seqs else None),
-        R("Leave headroom outside the KV cache for the graph pools",
-          f"--gpu-memory-utilization {U - 0.05:.2f}" if U else None,
-          "graph memory comes out of what the KV cache left"),
+        R(
+            "Capture fewer and smaller graphs by lowering max_num_seqs",
+            f"--max-num-seqs {max(8, seqs // 2)}" if seqs else None,
+        ),
+        R(
+            "Leave headroom outside the KV cache for the graph pools",
+            f"--gpu-memory-utilization {U - 0.05:.2f}" if U else None,
+            "graph memory comes out of what the KV cache left",
+        ),
     )
-    evidence = failure_evidence(failures, "out of memory") + [ev(run.phase_records.get("CUDA graph capture"), "phase: CUDA graph capture")] + consequence_evidence(run, 1)
-    dont = ["Raising gpu_memory_utilization: even less memory stays outside the KV cache",
-            "Lowering max_model_len alone: graphs are sized by batch size, not length"]
-    return make_finding(mod, run, "startup", "Out of GPU memory while capturing CUDA graphs", facts, evidence, rem, dont)
+    evidence = (
+        failure_evidence(failures, "out of memory")
+        + [ev(run.phase_records.get("CUDA graph capture"), "phase: CUDA graph capture")]
+        + consequence_evidence(run, 1)
+    )
+    dont = [
+        "Raising gpu_memory_utilization: even less memory stays outside the KV cache",
+        "Lowering max_model_len alone: graphs are sized by batch size, not length",
+    ]
+    return make_finding(
+        mod, run, "startup", "Out of GPU memory while capturing CUDA graphs", facts, evidence, rem, dont
+    )

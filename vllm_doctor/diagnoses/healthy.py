@@ -18,6 +18,7 @@ What does not help:
 Sources:
     shared/domain.md "The diagnosis order".
 """
+
 CLASS = "healthy"
 CODE = "VD000"
 SEVERITY = "ok"

@@ -37,15 +37,26 @@ Sources:
     vllm/v1/worker/gpu_worker.py determine_available_memory; docs.vllm.ai
     configuration/conserving_memory; shared/domain.md "KV cache too small".
 """
+
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Sequence
 
 from ..memory import floor_tidy
 from ..tracker import Failure, Run
 from ..units import tidy
-from .base import R, config_evidence, consequence_evidence, ev, failure_evidence, make_finding, merged_data, oom_facts, remedies
+from .base import (
+    R,
+    config_evidence,
+    consequence_evidence,
+    ev,
+    failure_evidence,
+    make_finding,
+    merged_data,
+    oom_facts,
+    remedies,
+)
 
 CLASS = "kv_cache_capacity"
 CODE = "VD101"
@@ -78,8 +89,17 @@ def capacity(run: Run, data: Dict[str, Any]) -> Dict[str, Any]:
     G = run.value("gpu_total_gib")
     U = run.value("gpu_memory_utilization")
     W = run.value("weights_gib")
-    f.update(max_model_len=L, kv_tokens=T, kv_needed_gib=N, kv_available_gib=A, estimated_max_model_len=E,
-             gpu_total_gib=G, gpu_memory_utilization=U, weights_gib=W, gpu_blocks=blocks)
+    f.update(
+        max_model_len=L,
+        kv_tokens=T,
+        kv_needed_gib=N,
+        kv_available_gib=A,
+        estimated_max_model_len=E,
+        gpu_total_gib=G,
+        gpu_memory_utilization=U,
+        weights_gib=W,
+        gpu_blocks=blocks,
+    )
     per_token = None
     if N and L:
         per_token = N / L
@@ -116,7 +136,7 @@ def capacity(run: Run, data: Dict[str, Any]) -> Dict[str, Any]:
             f["utilization_possible"] = u_needed <= MAX_SAFE_UTILIZATION
         elif have is not None:
             f["kv_extra_needed_gib"] = tidy(max(0.0, needed - have), 4)
-    dtype = (run.value("kv_cache_dtype") or "auto")
+    dtype = run.value("kv_cache_dtype") or "auto"
     if str(dtype).startswith("fp8"):
         f["kv_cache_dtype_already_fp8"] = True
     elif T or (A and per_token):
@@ -147,30 +167,46 @@ def build(failures: Sequence[Failure], run: Run, phase: str) -> Any:
     facts.update({k: v for k, v in data.items() if k in ("tried_to_allocate_gib", "gpu_free_gib", "co_tenant_pids")})
     L, fit = c.get("max_model_len"), c.get("fitting_max_model_len")
     ev_fail = failure_evidence(failures, "the error")
-    evidence = ev_fail + config_evidence(run, ("max_model_len", "gpu_memory_utilization", "kv_cache_dtype")) + [
-        ev(run.record_for(k), k) for k in ("kv_available_gib", "kv_tokens", "gpu_blocks", "weights_gib", "gpu_total_gib")
-    ] + consequence_evidence(run, 1)
+    evidence = (
+        ev_fail
+        + config_evidence(run, ("max_model_len", "gpu_memory_utilization", "kv_cache_dtype"))
+        + [
+            ev(run.record_for(k), k)
+            for k in ("kv_available_gib", "kv_tokens", "gpu_blocks", "weights_gib", "gpu_total_gib")
+        ]
+        + consequence_evidence(run, 1)
+    )
     dont: List[str] = []
     if c.get("kv_budget_exhausted"):
         title = "KV cache budget exhausted: weights and activations already fill gpu_memory_utilization"
         u_need = c.get("gpu_memory_utilization_needed")
         rem = remedies(
-            R("Raise gpu_memory_utilization so weights, activations and some KV cache fit in the budget",
-              f"--gpu-memory-utilization {u_need:.2f}" if u_need and c.get("utilization_possible") else None,
-              (f"available KV memory {c['kv_available_gib']:.2f} GiB on a {c['gpu_total_gib']:.2f} GiB GPU at "
-               f"{c['gpu_memory_utilization']}: {u_need:.2f} covers the deficit plus ~1 GiB of KV cache")
-              if u_need else "the budget left for the KV cache is zero or negative"),
-            R("If the GPU cannot give more: spread the model over more GPUs",
-              f"--tensor-parallel-size {2 * (run.value('tensor_parallel_size') or 1)}",
-              "halves the weights held by each GPU, freeing room for the KV cache"),
+            R(
+                "Raise gpu_memory_utilization so weights, activations and some KV cache fit in the budget",
+                f"--gpu-memory-utilization {u_need:.2f}" if u_need and c.get("utilization_possible") else None,
+                (
+                    f"available KV memory {c['kv_available_gib']:.2f} GiB on a {c['gpu_total_gib']:.2f} GiB GPU at "
+                    f"{c['gpu_memory_utilization']}: {u_need:.2f} covers the deficit plus ~1 GiB of KV cache"
+                )
+                if u_need
+                else "the budget left for the KV cache is zero or negative",
+            ),
+            R(
+                "If the GPU cannot give more: spread the model over more GPUs",
+                f"--tensor-parallel-size {2 * (run.value('tensor_parallel_size') or 1)}",
+                "halves the weights held by each GPU, freeing room for the KV cache",
+            ),
             R("Or serve a quantized or smaller model (fewer bytes of weights leave room for KV cache)"),
-            R("Shrink the profiling activation peak: lower --max-num-batched-tokens (and --max-num-seqs)",
-              None, "the profiling run's activation peak is subtracted from the budget"),
+            R(
+                "Shrink the profiling activation peak: lower --max-num-batched-tokens (and --max-num-seqs)",
+                None,
+                "the profiling run's activation peak is subtracted from the budget",
+            ),
         )
         dont.append("Lowering max_model_len: the budget is negative or zero, no length fits")
         dont.append("Lowering gpu_memory_utilization: it shrinks the budget further")
     else:
-        title = (f"KV cache too small for max_model_len {L}" if L else "KV cache too small for one max-length request")
+        title = f"KV cache too small for max_model_len {L}" if L else "KV cache too small for one max-length request"
         if fit is not None and L:
             title += f": about {fit} tokens fit"
         u_need = c.get("gpu_memory_utilization_needed")
@@ -179,29 +215,52 @@ def build(failures: Sequence[Failure], run: Run, phase: str) -> Any:
         elif c.get("kv_tokens"):
             basis = f"the KV cache capacity is {c['kv_tokens']} tokens"
         elif c.get("kv_available_gib") is not None and c.get("kv_needed_gib"):
-            basis = (f"{c['kv_available_gib']} GiB available / {c['kv_needed_gib']} GiB needed x {L} tokens = "
-                     f"{int(L * c['kv_available_gib'] / c['kv_needed_gib'])} tokens")
+            basis = (
+                f"{c['kv_available_gib']} GiB available / {c['kv_needed_gib']} GiB needed x {L} tokens = "
+                f"{int(L * c['kv_available_gib'] / c['kv_needed_gib'])} tokens"
+            )
         else:
             basis = "the KV cache capacity"
         rem = remedies(
-            R("Lower max_model_len to what the workload needs and the KV cache holds",
-              f"--max-model-len {fit}" if fit else None,
-              f"{basis}; {fit} is that rounded down" if fit else "the log does not print the KV capacity"),
-            R("Or raise gpu_memory_utilization so the current max_model_len fits",
-              f"--gpu-memory-utilization {u_need:.2f}" if u_need and c.get("utilization_possible") else None,
-              (f"needs {c.get('kv_extra_needed_gib', 0):.2f} GiB more KV cache on a {c.get('gpu_total_gib')} GiB GPU: "
-               f"{c.get('gpu_memory_utilization')} -> {u_need:.2f}"
-               + ("" if c.get("utilization_possible") else " (not possible: above what the GPU can safely give)"))
-              if u_need else (f"about {c['kv_extra_needed_gib']:.2f} GiB more KV cache is needed; the GPU total is not in the log"
-                              if c.get("kv_extra_needed_gib") is not None else None)),
-            None if c.get("kv_cache_dtype_already_fp8") else R(
+            R(
+                "Lower max_model_len to what the workload needs and the KV cache holds",
+                f"--max-model-len {fit}" if fit else None,
+                f"{basis}; {fit} is that rounded down" if fit else "the log does not print the KV capacity",
+            ),
+            R(
+                "Or raise gpu_memory_utilization so the current max_model_len fits",
+                f"--gpu-memory-utilization {u_need:.2f}" if u_need and c.get("utilization_possible") else None,
+                (
+                    f"needs {c.get('kv_extra_needed_gib', 0):.2f} GiB more KV cache on a {c.get('gpu_total_gib')} GiB GPU: "
+                    f"{c.get('gpu_memory_utilization')} -> {u_need:.2f}"
+                    + ("" if c.get("utilization_possible") else " (not possible: above what the GPU can safely give)")
+                )
+                if u_need
+                else (
+                    f"about {c['kv_extra_needed_gib']:.2f} GiB more KV cache is needed; the GPU total is not in the log"
+                    if c.get("kv_extra_needed_gib") is not None
+                    else None
+                ),
+            ),
+            None
+            if c.get("kv_cache_dtype_already_fp8")
+            else R(
                 "Or halve KV cache per token with an fp8 KV cache (a precision trade-off to evaluate)",
                 "--kv-cache-dtype fp8",
-                (f"about {c['fp8_kv_tokens']} tokens instead of {c.get('kv_tokens') or int(c['fp8_kv_tokens'] / 2)}"
-                 + (" - enough for the current max_model_len" if c.get("fp8_fits_max_model_len") else ""))
-                if c.get("fp8_kv_tokens") else None),
-            R("Or spread the KV cache over two GPUs", "--tensor-parallel-size 2",
-              f"about {c['tp2_kv_tokens_estimate']} tokens of KV cache per engine, an estimate" if c.get("tp2_kv_tokens_estimate") else None),
+                (
+                    f"about {c['fp8_kv_tokens']} tokens instead of {c.get('kv_tokens') or int(c['fp8_kv_tokens'] / 2)}"
+                    + (" - enough for the current max_model_len" if c.get("fp8_fits_max_model_len") else "")
+                )
+                if c.get("fp8_kv_tokens")
+                else None,
+            ),
+            R(
+                "Or spread the KV cache over two GPUs",
+                "--tensor-parallel-size 2",
+                f"about {c['tp2_kv_tokens_estimate']} tokens of KV cache per engine, an estimate"
+                if c.get("tp2_kv_tokens_estimate")
+                else None,
+            ),
         )
         dont.append("Lowering gpu_memory_utilization: it shrinks the KV cache further")
         dont.append("Changing max_num_seqs: one max-length request alone does not fit")

@@ -22,6 +22,7 @@ What does not help:
 Sources:
     vllm/v1/engine/core.py run_engine_core; torch CUDA error checks; shared/corpus/README.md.
 """
+
 from __future__ import annotations
 
 import sys
@@ -45,9 +46,23 @@ def build(failures: Sequence[Failure], run: Run, phase: str) -> Any:
     cuda = name in ("CUDA error", "NCCL error")
     rem = remedies(
         R(f"Look up '{name}: {msg[:80]}' for your vLLM, PyTorch and driver versions"),
-        R("Rerun with CUDA_LAUNCH_BLOCKING=1 to find the failing kernel; try --enforce-eager to rule out CUDA graphs",
-          "--enforce-eager", None, "server") if cuda else None,
+        R(
+            "Rerun with CUDA_LAUNCH_BLOCKING=1 to find the failing kernel; try --enforce-eager to rule out CUDA graphs",
+            "--enforce-eager",
+            None,
+            "server",
+        )
+        if cuda
+        else None,
     )
     title = f"{phase.capitalize()} failure: {name}" + (f": {msg[:100]}" if msg else "")
-    return make_finding(mod, run, phase, title, facts, failure_evidence(failures, "the error") + consequence_evidence(run, 2), rem,
-                        ["Memory tuning: this failure is not about capacity"])
+    return make_finding(
+        mod,
+        run,
+        phase,
+        title,
+        facts,
+        failure_evidence(failures, "the error") + consequence_evidence(run, 2),
+        rem,
+        ["Memory tuning: this failure is not about capacity"],
+    )

@@ -27,6 +27,7 @@ Sources:
     _preempt_request (no log); vllm/engine/metrics.py and vllm/v1/metrics/loggers.py (stats);
     shared/domain.md "Slow but no OOM".
 """
+
 from __future__ import annotations
 
 import sys
@@ -86,7 +87,14 @@ def check(run: Run) -> List[Any]:
         secs = seconds_between(ep["first"], ep["last"])
         if secs is not None:
             facts["saturated_seconds"] = secs
-    for k in ("kv_tokens", "max_concurrency", "max_model_len", "max_num_seqs", "gpu_memory_utilization", "kv_cache_dtype"):
+    for k in (
+        "kv_tokens",
+        "max_concurrency",
+        "max_model_len",
+        "max_num_seqs",
+        "gpu_memory_utilization",
+        "kv_cache_dtype",
+    ):
         if run.value(k) is not None:
             facts[k] = run.value(k)
     bits = []
@@ -94,28 +102,45 @@ def check(run: Run) -> List[Any]:
         bits.append(f"{p.max_cumulative} cumulative preemptions ({facts['preemption_mode']})")
     if ep:
         dur = f" for {facts['saturated_seconds']} s" if facts.get("saturated_seconds") else ""
-        bits.append(f"KV cache {ep['peak_kv_usage_pct']:.1f}% full with up to {ep['max_waiting']} waiting over "
-                    f"{ep['intervals']} intervals{dur}")
+        bits.append(
+            f"KV cache {ep['peak_kv_usage_pct']:.1f}% full with up to {ep['max_waiting']} waiting over "
+            f"{ep['intervals']} intervals{dur}"
+        )
     preempted = p.warnings or s.preemptions_total
-    why_stats = ("V0 logs only every 50th preemption" if (s.engine or run.engine) == "v0"
-                 else "V1 logs no preemptions")
-    title = ("KV cache saturated, requests preempted: " if preempted else
-             f"KV cache saturated with requests waiting ({why_stats}; judged from the stats lines): ") + "; ".join(bits)
+    why_stats = "V0 logs only every 50th preemption" if (s.engine or run.engine) == "v0" else "V1 logs no preemptions"
+    title = (
+        "KV cache saturated, requests preempted: "
+        if preempted
+        else f"KV cache saturated with requests waiting ({why_stats}; judged from the stats lines): "
+    ) + "; ".join(bits)
     U = run.value("gpu_memory_utilization")
     seqs = run.value("max_num_seqs")
     dtype = str(run.value("kv_cache_dtype") or "auto")
     L = run.value("max_model_len")
     rem = remedies(
-        R("Give the KV cache more memory",
-          f"--gpu-memory-utilization {min(0.93, (U or 0.9) + 0.03):.2f}" if (U or 0.9) < 0.93 else None,
-          "every extra GiB becomes KV cache blocks" + ("" if U else "; the current value is not in the log, 0.9 (the default) assumed")),
-        None if dtype.startswith("fp8") else R("Halve KV per token (a precision trade-off to evaluate)", "--kv-cache-dtype fp8",
-                                               f"about {2 * run.value('kv_tokens')} tokens instead of {run.value('kv_tokens')}" if run.value("kv_tokens") else None),
+        R(
+            "Give the KV cache more memory",
+            f"--gpu-memory-utilization {min(0.93, (U or 0.9) + 0.03):.2f}" if (U or 0.9) < 0.93 else None,
+            "every extra GiB becomes KV cache blocks"
+            + ("" if U else "; the current value is not in the log, 0.9 (the default) assumed"),
+        ),
+        None
+        if dtype.startswith("fp8")
+        else R(
+            "Halve KV per token (a precision trade-off to evaluate)",
+            "--kv-cache-dtype fp8",
+            f"about {2 * run.value('kv_tokens')} tokens instead of {run.value('kv_tokens')}"
+            if run.value("kv_tokens")
+            else None,
+        ),
         R("Or more tensor parallelism / quantized weights (more room left for KV cache)"),
-        R("Lower demand: fewer concurrent sequences",
-          f"--max-num-seqs {max(1, (seqs or (facts.get('max_running') or 256)) // 2)}",
-          f"up to {facts.get('max_running')} ran at once" if facts.get("max_running") else
-          (f"half the configured {seqs}" if seqs else "half of V0's default 256 (the value is not in the log)")),
+        R(
+            "Lower demand: fewer concurrent sequences",
+            f"--max-num-seqs {max(1, (seqs or (facts.get('max_running') or 256)) // 2)}",
+            f"up to {facts.get('max_running')} ran at once"
+            if facts.get("max_running")
+            else (f"half the configured {seqs}" if seqs else "half of V0's default 256 (the value is not in the log)"),
+        ),
         R("Or a shorter max_model_len, if the workload allows", None, f"currently {L}" if L else None),
     )
     if p.first is p.last:
@@ -126,6 +151,18 @@ def check(run: Run) -> List[Any]:
         evidence += [ev(ep["first"], "saturation starts"), ev(ep["last"], "still saturated")]
     evidence.append(ev(s.peak_record, "peak KV usage"))
     evidence += [ev(run.record_for(k), k) for k in ("kv_tokens", "max_concurrency")]
-    return [make_finding(mod, run, "runtime", title, facts, evidence, rem,
-                         ["Treating it as a compute/kernel problem: the scheduler is waiting for KV cache",
-                          "Raising max_num_seqs: more requests compete for the same cache"])]
+    return [
+        make_finding(
+            mod,
+            run,
+            "runtime",
+            title,
+            facts,
+            evidence,
+            rem,
+            [
+                "Treating it as a compute/kernel problem: the scheduler is waiting for KV cache",
+                "Raising max_num_seqs: more requests compete for the same cache",
+            ],
+        )
+    ]

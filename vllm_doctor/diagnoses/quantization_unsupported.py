@@ -24,6 +24,7 @@ Sources:
     vllm/config/vllm.py _get_quantization_config; compressed_tensors.py
     _check_scheme_supported; vllm/platforms/cuda.py (bfloat16); shared/vllm-messages.md 11.
 """
+
 from __future__ import annotations
 
 import sys
@@ -45,19 +46,36 @@ def build(failures: Sequence[Failure], run: Run, phase: str) -> Any:
     if "quantization" not in facts and run.value("quantization"):
         facts["quantization"] = run.value("quantization")
     if "min_capability" in facts:
-        title = (f"Quantization {facts.get('quantization', 'scheme')} needs compute capability "
-                 f"{facts['min_capability']}, this GPU has {facts['current_capability']}")
+        title = (
+            f"Quantization {facts.get('quantization', 'scheme')} needs compute capability "
+            f"{facts['min_capability']}, this GPU has {facts['current_capability']}"
+        )
     elif any("quant_check" in f.tags for f in failures):
         title = "Quantization scheme rejected by the GPU capability check (the error line itself is not in the log)"
     else:
         title = "Quantization or dtype not supported on this GPU"
     rem = remedies(
-        R("Use a checkpoint format this GPU generation supports (e.g. AWQ/GPTQ on Turing/Ampere), "
-          "or --dtype half where bfloat16 is refused"),
-        R("Or run on a GPU with at least the minimum compute capability",
-          None, f"minimum {facts['min_capability']}, current {facts['current_capability']}" if "min_capability" in facts else None,
-          "host"),
+        R(
+            "Use a checkpoint format this GPU generation supports (e.g. AWQ/GPTQ on Turing/Ampere), "
+            "or --dtype half where bfloat16 is refused"
+        ),
+        R(
+            "Or run on a GPU with at least the minimum compute capability",
+            None,
+            f"minimum {facts['min_capability']}, current {facts['current_capability']}"
+            if "min_capability" in facts
+            else None,
+            "host",
+        ),
     )
     evidence = failure_evidence(failures, "capability check") + config_evidence(run, ("quantization", "model"))
-    return make_finding(mod, run, "startup", title, facts, evidence, rem,
-                        ["Memory settings (gpu_memory_utilization, max_model_len): not a memory problem"])
+    return make_finding(
+        mod,
+        run,
+        "startup",
+        title,
+        facts,
+        evidence,
+        rem,
+        ["Memory settings (gpu_memory_utilization, max_model_len): not a memory problem"],
+    )

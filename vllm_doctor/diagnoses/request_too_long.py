@@ -23,6 +23,7 @@ Sources:
     vllm/entrypoints/openai/serving_engine.py _validate_input; vllm/renderers/params.py
     _token_len_check; vllm/v1/engine/processor.py; shared/vllm-messages.md 12.
 """
+
 from __future__ import annotations
 
 import sys
@@ -42,7 +43,7 @@ def build(failures: Sequence[Failure], run: Run, phase: str) -> Any:
     d = merged_data(failures)
     facts = {k: d[k] for k in ("max_model_len", "requested_tokens", "prompt_tokens", "max_tokens") if k in d}
     facts["rejected_requests"] = sum(f.repeats for f in failures)
-    L, P, M = d.get("max_model_len"), d.get("prompt_tokens"), d.get("max_tokens")
+    L, P = d.get("max_model_len"), d.get("prompt_tokens")
     if L and P is not None:
         facts["max_tokens_that_fit"] = max(0, L - P)
     if L:
@@ -53,13 +54,30 @@ def build(failures: Sequence[Failure], run: Run, phase: str) -> Any:
         title = "Requests rejected by the length check (_validate_input; the error text is not in the log)"
     kv_tokens = run.value("kv_tokens")
     rem = remedies(
-        R("Cap max_tokens in the client at max_model_len minus the prompt length",
-          None, f"this request could ask for at most {L - P} output tokens ({L} - {P})" if L and P is not None else None,
-          "client"),
+        R(
+            "Cap max_tokens in the client at max_model_len minus the prompt length",
+            None,
+            f"this request could ask for at most {L - P} output tokens ({L} - {P})" if L and P is not None else None,
+            "client",
+        ),
         R("Trim or summarise long conversations in the client", None, None, "client"),
-        R("Only if the KV cache has room: raise max_model_len on the server",
-          None, (f"the KV cache holds {kv_tokens} tokens" if kv_tokens else
-                 "check 'GPU KV cache size' / 'Maximum concurrency' at startup before raising it")),
+        R(
+            "Only if the KV cache has room: raise max_model_len on the server",
+            None,
+            (
+                f"the KV cache holds {kv_tokens} tokens"
+                if kv_tokens
+                else "check 'GPU KV cache size' / 'Maximum concurrency' at startup before raising it"
+            ),
+        ),
     )
-    return make_finding(mod, run, "runtime", title, facts, failure_evidence(failures, "rejected request"), rem,
-                        ["Memory settings or restarting the server: nothing failed on the server"])
+    return make_finding(
+        mod,
+        run,
+        "runtime",
+        title,
+        facts,
+        failure_evidence(failures, "rejected request"),
+        rem,
+        ["Memory settings or restarting the server: nothing failed on the server"],
+    )

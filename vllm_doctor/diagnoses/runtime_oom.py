@@ -31,6 +31,7 @@ Sources:
     pytorch c10/cuda/CUDACachingAllocator.cpp (message, process list); shared/domain.md
     "Runtime failures"; shared/vllm-messages.md 13a (co-tenant caveats).
 """
+
 from __future__ import annotations
 
 import math
@@ -60,17 +61,25 @@ def build(failures: Sequence[Failure], run: Run, phase: str) -> Any:
     tags = set().union(*(f.tags | f.context_tags for f in failures))
     if "oversized_input" in tags:
         oversized = True
-        input_kind = "multimodal input" if any(
-            "mm" in r.text or "image" in r.text or "video" in r.text or "multimodal" in r.text
-            for f in failures for r in f.records) else "prompt logprobs / input"
+        input_kind = (
+            "multimodal input"
+            if any(
+                "mm" in r.text or "image" in r.text or "video" in r.text or "multimodal" in r.text
+                for f in failures
+                for r in f.records
+            )
+            else "prompt logprobs / input"
+        )
     if tried and G and tried >= 0.04 * G:
         oversized = True
     facts["oversized_allocation"] = bool(oversized)
     if input_kind:
         facts["oversized_input"] = input_kind
     if co:
-        title = f"Out of GPU memory while serving: co-tenant process(es) {', '.join(map(str, co))} hold " \
-                f"{facts.get('co_tenant_total_gib', 0):.2f} GiB of the GPU"
+        title = (
+            f"Out of GPU memory while serving: co-tenant process(es) {', '.join(map(str, co))} hold "
+            f"{facts.get('co_tenant_total_gib', 0):.2f} GiB of the GPU"
+        )
     elif oversized:
         title = f"Out of GPU memory while serving: one allocation of {tried:.2f} GiB (an oversized request)"
     elif "co_tenant_pids" in facts:
@@ -86,8 +95,10 @@ def build(failures: Sequence[Failure], run: Run, phase: str) -> Any:
     elif G and facts.get("vllm_process_gib") and tried:
         own = facts["vllm_process_gib"]
         target_u = math.floor((own - max(tried, 1.0)) / G * 100) / 100
-        why_u = (f"vLLM held {own:.2f} of {G:.2f} GiB ({own / G:.2f} of the GPU; gpu_memory_utilization is not "
-                 f"in the log); {max(tried, 1.0):.2f} GiB less leaves room for the failed allocation")
+        why_u = (
+            f"vLLM held {own:.2f} of {G:.2f} GiB ({own / G:.2f} of the GPU; gpu_memory_utilization is not "
+            f"in the log); {max(tried, 1.0):.2f} GiB less leaves room for the failed allocation"
+        )
     if target_u is not None and target_u > 0.92:
         # Never suggest a value the pitfall note VD303 would flag: 0.92 is vLLM's newest default.
         target_u = 0.92
@@ -95,25 +106,52 @@ def build(failures: Sequence[Failure], run: Run, phase: str) -> Any:
     if target_u is not None and target_u > 0.3:
         facts["gpu_memory_utilization_suggested"] = target_u
     rem = remedies(
-        R(f"Move the co-tenant process(es) {', '.join(map(str, co))} off this GPU (check with nvidia-smi)",
-          None, f"they hold {facts.get('co_tenant_total_gib', 0):.2f} GiB vLLM did not account for", "host") if co else None,
-        R("Lower gpu_memory_utilization to leave headroom for activations",
-          f"--gpu-memory-utilization {target_u:.2f}" if target_u and target_u > 0.3 else None,
-          why_u or (f"the failed allocation was {tried:.2f} GiB with {free:.3f} GiB free of {G:.2f} GiB"
-                    if tried is not None and free is not None and G else None)),
-        R("Bound the work per step and the size of single requests",
-          "--max-num-batched-tokens 2048" if oversized else None,
-          "prompt logprobs / long prompts / large images need activation memory proportional to their size"),
-        R("Reduce fragmentation", None,
-          f"{frag:.2f} GiB is reserved by PyTorch but unallocated" if frag else None, "host")
-        if frag and frag >= 0.5 else None,
+        R(
+            f"Move the co-tenant process(es) {', '.join(map(str, co))} off this GPU (check with nvidia-smi)",
+            None,
+            f"they hold {facts.get('co_tenant_total_gib', 0):.2f} GiB vLLM did not account for",
+            "host",
+        )
+        if co
+        else None,
+        R(
+            "Lower gpu_memory_utilization to leave headroom for activations",
+            f"--gpu-memory-utilization {target_u:.2f}" if target_u and target_u > 0.3 else None,
+            why_u
+            or (
+                f"the failed allocation was {tried:.2f} GiB with {free:.3f} GiB free of {G:.2f} GiB"
+                if tried is not None and free is not None and G
+                else None
+            ),
+        ),
+        R(
+            "Bound the work per step and the size of single requests",
+            "--max-num-batched-tokens 2048" if oversized else None,
+            "prompt logprobs / long prompts / large images need activation memory proportional to their size",
+        ),
+        R(
+            "Reduce fragmentation",
+            None,
+            f"{frag:.2f} GiB is reserved by PyTorch but unallocated" if frag else None,
+            "host",
+        )
+        if frag and frag >= 0.5
+        else None,
     )
     if frag and frag >= 0.5:
         rem[-1].action = "Reduce fragmentation: set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
-    evidence = failure_evidence(failures, "out of memory") + config_evidence(run, ("gpu_memory_utilization", "max_num_batched_tokens")) + consequence_evidence(run, 2)
-    dont = ["Raising gpu_memory_utilization: a larger KV cache leaves less headroom",
-            "Lowering max_model_len: the KV cache was already reserved at startup"]
+    evidence = (
+        failure_evidence(failures, "out of memory")
+        + config_evidence(run, ("gpu_memory_utilization", "max_num_batched_tokens"))
+        + consequence_evidence(run, 2)
+    )
+    dont = [
+        "Raising gpu_memory_utilization: a larger KV cache leaves less headroom",
+        "Lowering max_model_len: the KV cache was already reserved at startup",
+    ]
     notes = []
     if facts.get("co_tenant_pids") == [] and facts.get("vllm_pid"):
-        notes.append(f"Process {facts['vllm_pid']} in the message is vLLM itself (seen across a container PID namespace), not a co-tenant.")
+        notes.append(
+            f"Process {facts['vllm_pid']} in the message is vLLM itself (seen across a container PID namespace), not a co-tenant."
+        )
     return make_finding(mod, run, "runtime", title, facts, evidence, rem, dont, notes)

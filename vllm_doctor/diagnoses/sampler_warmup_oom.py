@@ -22,6 +22,7 @@ Sources:
     vllm/v1/worker/gpu_model_runner.py _dummy_sampler_run / _dummy_pooler_run;
     shared/vllm-messages.md section 6.
 """
+
 from __future__ import annotations
 
 import sys
@@ -44,15 +45,22 @@ def build(failures: Sequence[Failure], run: Run, phase: str) -> Any:
     if data.get("dummy_requests"):
         facts["dummy_requests"] = data["dummy_requests"]
     U = run.value("gpu_memory_utilization")
-    title = f"Out of GPU memory warming up the sampler with {n} dummy requests" if n else \
-        "Out of GPU memory warming up the sampler (dummy sampler run)"
+    title = (
+        f"Out of GPU memory warming up the sampler with {n} dummy requests"
+        if n
+        else "Out of GPU memory warming up the sampler (dummy sampler run)"
+    )
     rem = remedies(
-        R("Lower max_num_seqs: the warm-up samples for that many requests at once",
-          f"--max-num-seqs {max(1, n // 2)}" if n else "--max-num-seqs 128",
-          f"{n} dummy requests did not fit; half as many need half the logits buffer" if n else None),
+        R(
+            "Lower max_num_seqs: the warm-up samples for that many requests at once",
+            f"--max-num-seqs {max(1, n // 2)}" if n else "--max-num-seqs 128",
+            f"{n} dummy requests did not fit; half as many need half the logits buffer" if n else None,
+        ),
         R("Leave headroom outside the KV cache", f"--gpu-memory-utilization {U - 0.05:.2f}" if U else None),
     )
     evidence = failure_evidence(failures, "sampler warm-up") + consequence_evidence(run, 1)
-    dont = ["Raising gpu_memory_utilization: less memory stays outside the KV cache",
-            "Lowering max_model_len: the buffer depends on batch size and vocabulary"]
+    dont = [
+        "Raising gpu_memory_utilization: less memory stays outside the KV cache",
+        "Lowering max_model_len: the buffer depends on batch size and vocabulary",
+    ]
     return make_finding(mod, run, "startup", title, facts, evidence, rem, dont)

@@ -27,6 +27,7 @@ Sources:
     gpu_worker.determine_available_memory ("Error in memory profiling");
     shared/vllm-messages.md section 2.
 """
+
 from __future__ import annotations
 
 import math
@@ -60,8 +61,10 @@ def build(failures: Sequence[Failure], run: Run, phase: str) -> Any:
             fit = math.floor(F / T * 100 - 1e-9) / 100
             if fit >= 0.05:
                 facts["gpu_memory_utilization_that_fits"] = fit
-        title = (f"GPU memory held by other processes at startup: {facts.get('gpu_free_gib')} of "
-                 f"{facts.get('gpu_total_gib')} GiB free, {facts.get('requested_gib')} GiB requested")
+        title = (
+            f"GPU memory held by other processes at startup: {facts.get('gpu_free_gib')} of "
+            f"{facts.get('gpu_total_gib')} GiB free, {facts.get('requested_gib')} GiB requested"
+        )
     elif "profiling_error" in kinds:
         for k in ("initial_free_gib", "current_free_gib", "initial_used_gib", "current_used_gib"):
             if k in data:
@@ -71,13 +74,17 @@ def build(failures: Sequence[Failure], run: Run, phase: str) -> Any:
         if i is not None and c is not None and abs(i - c) < 0.01:
             facts["free_memory_unchanged"] = True
             title = "'Error in memory profiling' with free memory unchanged: a false positive of the check"
-            notes.append(f"Initial and current free memory are equal ({i} GiB): no other process released memory; "
-                         "this is the strict '>' check of some vLLM versions (seen on Intel XPU), not contention.")
+            notes.append(
+                f"Initial and current free memory are equal ({i} GiB): no other process released memory; "
+                "this is the strict '>' check of some vLLM versions (seen on Intel XPU), not contention."
+            )
     else:
         facts.update(oom_facts(failures, run))
-        title = (f"Startup OOM with co-tenant process(es) {', '.join(map(str, facts.get('co_tenant_pids', [])))} "
-                 f"holding {facts.get('co_tenant_total_gib', 0):.2f} GiB of the GPU")
-        T, free = facts.get("gpu_total_gib"), facts.get("gpu_free_gib")
+        title = (
+            f"Startup OOM with co-tenant process(es) {', '.join(map(str, facts.get('co_tenant_pids', [])))} "
+            f"holding {facts.get('co_tenant_total_gib', 0):.2f} GiB of the GPU"
+        )
+        T = facts.get("gpu_total_gib")
         held = facts.get("co_tenant_total_gib")
         if T and held is not None and held < T:
             facts["held_by_others_gib"] = tidy(held, 2)
@@ -90,18 +97,36 @@ def build(failures: Sequence[Failure], run: Run, phase: str) -> Any:
     fit = facts.get("gpu_memory_utilization_that_fits")
     pids = facts.get("co_tenant_pids")
     rem = remedies(
-        R("Free the GPU: stop or move the other processes using it (nvidia-smi shows them)",
-          None, (f"PIDs {', '.join(map(str, pids))}" if pids else
-                 (f"{facts['held_by_others_gib']:.2f} GiB is held by others" if facts.get("held_by_others_gib") else None)),
-          "host"),
-        R("Or lower gpu_memory_utilization to what is free now",
-          f"--gpu-memory-utilization {fit:.2f}" if fit else None,
-          (f"{facts.get('gpu_free_gib')} GiB free of {facts.get('gpu_total_gib')} GiB" if "gpu_free_gib" in facts and fit else None)),
+        R(
+            "Free the GPU: stop or move the other processes using it (nvidia-smi shows them)",
+            None,
+            (
+                f"PIDs {', '.join(map(str, pids))}"
+                if pids
+                else (
+                    f"{facts['held_by_others_gib']:.2f} GiB is held by others"
+                    if facts.get("held_by_others_gib")
+                    else None
+                )
+            ),
+            "host",
+        ),
+        R(
+            "Or lower gpu_memory_utilization to what is free now",
+            f"--gpu-memory-utilization {fit:.2f}" if fit else None,
+            (
+                f"{facts.get('gpu_free_gib')} GiB free of {facts.get('gpu_total_gib')} GiB"
+                if "gpu_free_gib" in facts and fit
+                else None
+            ),
+        ),
         R("Several engines on one GPU: split their utilizations so they sum below 1, or give each its own GPU"),
     )
     if facts.get("free_memory_unchanged"):
         rem = remedies(R("Upgrade vLLM (the check's strict comparison was fixed) or retry; nothing else holds memory"))
     evidence = failure_evidence(failures, "the startup check") + consequence_evidence(run, 1)
-    dont = ["Raising gpu_memory_utilization: it asks for more of what is not free",
-            "Lowering max_model_len: the failure happens before KV cache sizing"]
+    dont = [
+        "Raising gpu_memory_utilization: it asks for more of what is not free",
+        "Lowering max_model_len: the failure happens before KV cache sizing",
+    ]
     return make_finding(mod, run, "startup", title, facts, evidence, rem, dont, notes)

@@ -23,6 +23,7 @@ What does not help:
 Sources:
     vllm/v1/engine/utils.py wait_for_engine_startup; vllm/v1/engine/core_client.py.
 """
+
 from __future__ import annotations
 
 import sys
@@ -50,12 +51,31 @@ def build(failures: Sequence[Failure], run: Run, phase: str) -> Any:
             first = first[:107] + "..."
         title = f"{phase.capitalize()} failure, root cause not in this log: {first}"
     else:
-        title = f"{phase.capitalize()} failure: a traceback without its exception line; the root cause is not in this log"
+        title = (
+            f"{phase.capitalize()} failure: a traceback without its exception line; the root cause is not in this log"
+        )
     rem = remedies(
-        R("Collect the lines printed above by the engine and worker processes (journalctl -u UNIT, "
-          "kubectl logs --all-containers, docker logs) and diagnose again", None, None, "host"),
-        R("If the engine died without a traceback: look for the host OOM killer or a segfault (dmesg | grep -i -e oom -e segfault)",
-          None, None, "host"),
+        R(
+            "Collect the lines printed above by the engine and worker processes (journalctl -u UNIT, "
+            "kubectl logs --all-containers, docker logs) and diagnose again",
+            None,
+            None,
+            "host",
+        ),
+        R(
+            "If the engine died without a traceback: look for the host OOM killer or a segfault (dmesg | grep -i -e oom -e segfault)",
+            None,
+            None,
+            "host",
+        ),
     )
-    return make_finding(mod, run, phase, title, facts, consequence_evidence(run, 3) + failure_evidence(failures), rem,
-                        ["Guessing a memory class: the evidence is not in this log"])
+    return make_finding(
+        mod,
+        run,
+        phase,
+        title,
+        facts,
+        consequence_evidence(run, 3) + failure_evidence(failures),
+        rem,
+        ["Guessing a memory class: the evidence is not in this log"],
+    )

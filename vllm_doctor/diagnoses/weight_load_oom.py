@@ -30,6 +30,7 @@ Sources:
     memory"); vllm/worker/model_runner.py load_model; model_executor/model_loader;
     shared/domain.md "Weights do not fit".
 """
+
 from __future__ import annotations
 
 import math
@@ -47,11 +48,26 @@ SEVERITY = "critical"
 SUMMARY = "Startup failed: out of GPU memory while loading the model weights."
 
 _PARAMS = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)\s?[Bb](?![a-zA-Z])")
-_BITS = (("awq", 4), ("gptq", 4), ("int4", 4), ("w4a16", 4), ("nvfp4", 4), ("fp4", 4), ("mxfp4", 4),
-         ("bnb", 4), ("4bit", 4), ("fp8", 8), ("int8", 8), ("w8a8", 8), ("8bit", 8))
+_BITS = (
+    ("awq", 4),
+    ("gptq", 4),
+    ("int4", 4),
+    ("w4a16", 4),
+    ("nvfp4", 4),
+    ("fp4", 4),
+    ("mxfp4", 4),
+    ("bnb", 4),
+    ("4bit", 4),
+    ("fp8", 8),
+    ("int8", 8),
+    ("w8a8", 8),
+    ("8bit", 8),
+)
 
 
-def model_weights_estimate(model: Optional[str], quantization: Optional[str], dtype: Optional[str]) -> Optional[Dict[str, Any]]:
+def model_weights_estimate(
+    model: Optional[str], quantization: Optional[str], dtype: Optional[str]
+) -> Optional[Dict[str, Any]]:
     """Weights size from a model name (``Qwen3-30B-A3B-GPTQ`` -> 30e9 params at 4 bits).
 
     Returns ``{"params_billion", "bits", "weights_gib_estimate"}`` or None when the name
@@ -93,15 +109,19 @@ def build(failures: Sequence[Failure], run: Run, phase: str) -> Any:
             need_tp = max(1, math.ceil(W * 1.1 / usable))
             need_tp = 1 << (need_tp - 1).bit_length()
             facts["smallest_tensor_parallel_size"] = need_tp
-            why_tp = (f"weights about {W:.1f} GiB ({est['params_billion']:g}B params x {est['bits']} bits) vs "
-                      f"{G:.2f} GiB per GPU")
+            why_tp = (
+                f"weights about {W:.1f} GiB ({est['params_billion']:g}B params x {est['bits']} bits) vs "
+                f"{G:.2f} GiB per GPU"
+            )
             if need_tp > tp:
                 tp_flag = f"--tensor-parallel-size {need_tp}"
             if W / tp * 1.1 < G * 0.6:  # each GPU's share clearly fits
                 suspect_bug = True
-                notes.append(f"The weights (about {W:.1f} GiB) should fit {G:.2f} GiB per GPU at TP {tp}: "
-                             "the OOM points at something else (a fallback implementation, a quantized path "
-                             "materialising full-precision weights, a version regression).")
+                notes.append(
+                    f"The weights (about {W:.1f} GiB) should fit {G:.2f} GiB per GPU at TP {tp}: "
+                    "the OOM points at something else (a fallback implementation, a quantized path "
+                    "materialising full-precision weights, a version regression)."
+                )
             bits_fit = [b for b in (8, 4) if est["params_billion"] * 1e9 * b / 8 / 2**30 * 1.1 < usable]
             if bits_fit and est["bits"] > bits_fit[0]:
                 facts["weight_bits_that_fit_one_gpu"] = bits_fit[0]
@@ -115,17 +135,30 @@ def build(failures: Sequence[Failure], run: Run, phase: str) -> Any:
         title += ": the weights should fit, suspect a bug or regression"
     rem = remedies(
         # When the weights clearly fit, the size remedies are not the first thing to try.
-        R("The weights should fit: try another vLLM version (or the model's native implementation) and report "
-          "the regression") if suspect_bug else None,
-        R("Serve a quantized checkpoint (fewer bits per weight), one the GPU generation supports",
-          None, (f"{facts['weight_bits_that_fit_one_gpu']}-bit weights would fit one GPU"
-                 if facts.get("weight_bits_that_fit_one_gpu") else None)),
+        R(
+            "The weights should fit: try another vLLM version (or the model's native implementation) and report "
+            "the regression"
+        )
+        if suspect_bug
+        else None,
+        R(
+            "Serve a quantized checkpoint (fewer bits per weight), one the GPU generation supports",
+            None,
+            (
+                f"{facts['weight_bits_that_fit_one_gpu']}-bit weights would fit one GPU"
+                if facts.get("weight_bits_that_fit_one_gpu")
+                else None
+            ),
+        ),
         R("Split the weights over more GPUs of the node with tensor parallelism", tp_flag, why_tp),
         R("Or serve a smaller model"),
     )
-    evidence = failure_evidence(failures, "out of memory") + [
-        ev(run.phase_records.get("loading weights"), "phase: loading weights")
-    ] + config_evidence(run, ("model", "tensor_parallel_size", "quantization")) + consequence_evidence(run, 1)
+    evidence = (
+        failure_evidence(failures, "out of memory")
+        + [ev(run.phase_records.get("loading weights"), "phase: loading weights")]
+        + config_evidence(run, ("model", "tensor_parallel_size", "quantization"))
+        + consequence_evidence(run, 1)
+    )
     dont = [
         "Raising gpu_memory_utilization: the weights need the memory before the budget matters",
         "Lowering max_model_len or max_num_seqs: the KV cache is not allocated yet",

@@ -1,15 +1,42 @@
 """Pieces the human renderers share: which facts are key, how numbers read."""
+
 from __future__ import annotations
 
 from typing import Any, List, Tuple
 
 KEY_FACTS = (
-    "vllm_version", "engine", "model", "max_model_len", "gpu_memory_utilization", "tensor_parallel_size",
-    "kv_cache_dtype", "max_num_seqs", "gpu_total_gib", "gpu_free_gib", "tried_to_allocate_gib", "co_tenant_pids",
-    "weights_gib", "kv_available_gib", "kv_needed_gib", "kv_tokens", "estimated_max_model_len",
-    "fitting_max_model_len", "gpu_memory_utilization_needed", "gpu_memory_utilization_that_fits", "requested_gib",
-    "held_by_others_gib", "dummy_requests", "max_preemptions", "peak_kv_usage_pct", "max_waiting", "max_running",
-    "saturated_seconds", "prompt_tokens", "max_tokens", "requested_tokens", "exception",
+    "vllm_version",
+    "engine",
+    "model",
+    "max_model_len",
+    "gpu_memory_utilization",
+    "tensor_parallel_size",
+    "kv_cache_dtype",
+    "max_num_seqs",
+    "gpu_total_gib",
+    "gpu_free_gib",
+    "tried_to_allocate_gib",
+    "co_tenant_pids",
+    "weights_gib",
+    "kv_available_gib",
+    "kv_needed_gib",
+    "kv_tokens",
+    "estimated_max_model_len",
+    "fitting_max_model_len",
+    "gpu_memory_utilization_needed",
+    "gpu_memory_utilization_that_fits",
+    "requested_gib",
+    "held_by_others_gib",
+    "dummy_requests",
+    "max_preemptions",
+    "peak_kv_usage_pct",
+    "max_waiting",
+    "max_running",
+    "saturated_seconds",
+    "prompt_tokens",
+    "max_tokens",
+    "requested_tokens",
+    "exception",
 )
 
 

@@ -1,4 +1,5 @@
 """The JSON contract (``verdict.schema.json``): stable keys, sorted by meaning, not by name."""
+
 from __future__ import annotations
 
 import json

@@ -1,11 +1,18 @@
 """The terminal view (rich): the verdict, the evidence with source:line, remedies in order."""
+
 from __future__ import annotations
 
 import io
 
 from .common import key_facts
 
-_STYLE = {"critical": "bold red", "warning": "bold yellow", "info": "cyan", "ok": "bold green", "unknown": "bold magenta"}
+_STYLE = {
+    "critical": "bold red",
+    "warning": "bold yellow",
+    "info": "cyan",
+    "ok": "bold green",
+    "unknown": "bold magenta",
+}
 
 
 def render_text(verdict, color: bool = False, width: int = 0) -> str:
@@ -19,12 +26,19 @@ def render_text(verdict, color: bool = False, width: int = 0) -> str:
     # On a terminal rich wraps to its width; in a pipe or file lines stay whole for pasting.
     import shutil
 
-    con = Console(file=buf, force_terminal=color, no_color=not color,
-                  width=width or (shutil.get_terminal_size().columns if color else 200),
-                  highlight=False, soft_wrap=not color)
+    con = Console(
+        file=buf,
+        force_terminal=color,
+        no_color=not color,
+        width=width or (shutil.get_terminal_size().columns if color else 200),
+        highlight=False,
+        soft_wrap=not color,
+    )
     style = _STYLE.get(verdict.severity, "bold")
-    con.print(f"[{style}]{escape(verdict.primary_class)} ({verdict.primary_code}, {verdict.severity})[/] "
-              f"{escape(verdict.title)}")
+    con.print(
+        f"[{style}]{escape(verdict.primary_class)} ({verdict.primary_code}, {verdict.severity})[/] "
+        f"{escape(verdict.title)}"
+    )
     p = verdict.primary
     facts = key_facts(verdict, p)
     if facts:
@@ -34,8 +48,10 @@ def render_text(verdict, color: bool = False, width: int = 0) -> str:
         con.print(t)
     for f in verdict.findings:
         con.print()
-        con.print(f"[{_STYLE.get(f.severity, 'bold')}]{f.code} {escape(f.class_id)}[/] [dim]({f.severity}, {f.phase}, "
-                  f"{escape(f.source)} run {f.run})[/] {escape(f.title)}")
+        con.print(
+            f"[{_STYLE.get(f.severity, 'bold')}]{f.code} {escape(f.class_id)}[/] [dim]({f.severity}, {f.phase}, "
+            f"{escape(f.source)} run {f.run})[/] {escape(f.title)}"
+        )
         for e in f.evidence:
             note = f" [dim]<- {escape(e.note)}[/]" if e.note else ""
             con.print(f"  [dim]{escape(e.source)}:{e.line}[/] {escape(e.text)}{note}")
@@ -56,6 +72,10 @@ def render_text(verdict, color: bool = False, width: int = 0) -> str:
         lines = f"{s.lines} line{'' if s.lines == 1 else 's'}"
         if s.input and s.input != s.name:
             lines = f"part of {s.input} ({lines})"
-        con.print(f"[dim]{escape(s.name)}: {escape(lines)}, {s.recognised} recognised"
-                  f"{runs}, verdict {s.primary_class}" + (f", wrappers: {', '.join(s.wrappers)}" if s.wrappers else "") + "[/]")
+        con.print(
+            f"[dim]{escape(s.name)}: {escape(lines)}, {s.recognised} recognised"
+            f"{runs}, verdict {s.primary_class}"
+            + (f", wrappers: {', '.join(s.wrappers)}" if s.wrappers else "")
+            + "[/]"
+        )
     return buf.getvalue()
