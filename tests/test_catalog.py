@@ -972,8 +972,9 @@ ERRORS = [
         fixture_line("s037", 14),
         exception="RuntimeError",
         message="Engine core initialization failed. See root cause above. Failed core proc(s): {}",
+        consequence=True,  # the same line is an engine-death marker: it reports a failure elsewhere
     ),
-    case("exception_line", "exception", "SystemExit: 1", exception="SystemExit", message="1"),
+    case("exception_line", "exception", "SystemExit: 1", exception="SystemExit", message="1", consequence=True),
     case("exception_line", "exception", "Exception", exception="Exception", message=""),
     case(
         "cuda_error",
@@ -1075,6 +1076,21 @@ ERRORS = [
         phase_hint="runtime",
     ),
     case("ray_worker_died", "engine_dead", fixture_line("r028", 1), marker="ray_worker_died"),
+    # Rendered from vllm/v1/executor/multiproc_executor.py get_response and the V1 executor.
+    case(
+        "worker_failed_with_error",
+        "engine_dead",
+        "RuntimeError: Worker failed with error 'CUDA out of memory', please check the stack trace above for the "
+        "root cause",
+        marker="worker_failed",
+    ),
+    case("executor_failed", "engine_dead", "RuntimeError: Executor failed.", marker="executor_failed"),
+    case(
+        "see_root_cause_above",
+        "engine_dead",
+        fixture_line("r015", 1)[:140],
+        marker="see_root_cause_above",
+    ),
 ]
 
 ALL_CASES = CONFIG + STARTUP + CHECKS + KV_CACHE + OOM + SCHEDULER + REQUESTS + ERRORS
@@ -1197,7 +1213,10 @@ def test_bfloat16_capability_number_without_the_full_stop():
 
 
 def test_keyboard_interrupt_is_an_exception_line():
-    assert_data(only("KeyboardInterrupt", "exception_line").data, {"exception": "KeyboardInterrupt", "message": ""})
+    assert_data(
+        only("KeyboardInterrupt", "exception_line").data,
+        {"exception": "KeyboardInterrupt", "message": "", "consequence": True},
+    )
 
 
 def test_vllm_pynccl_error_message():

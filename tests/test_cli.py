@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from conftest import fixture_path
 
 from vllm_doctor.cli import cli as main
-from vllm_doctor.diagnoses import MODULES
+from vllm_doctor.rules import RULES
 
 
 def run(*args, input=None):
@@ -29,6 +29,7 @@ def test_piped_input_gives_the_same_verdict_as_the_file():
         for r in d["runs"]:
             r.pop("source")
         d.pop("sources")
+        assert d.pop("primary_source") in (str(path), "<stdin>")
     assert by_file == piped
 
 
@@ -91,16 +92,31 @@ def test_output_file_written_and_terminal_gets_text(tmp_path):
 
 
 def test_rules_lists_every_class_with_its_code():
-    out = run("rules").output
-    for m in MODULES:
-        assert f"{m.CODE}  {m.CLASS}" in out
+    out = run("rules").output.splitlines()
+    assert len(out) == len(RULES)
+    for r, line in zip(RULES, out):
+        assert line.startswith(f"{r.code}  {r.name} ") and line.endswith(r.summary)
 
 
-@pytest.mark.parametrize("key", ["kv_cache_capacity", "VD200", "vd201"])
-def test_explain_prints_the_module_docs(key):
-    out = run("explain", key).output
+@pytest.mark.parametrize("rule", RULES, ids=[r.code for r in RULES])
+def test_every_code_has_a_page_of_its_own(rule):
+    out = run("explain", rule.code).output
+    assert out.startswith(f"{rule.code} {rule.name} ({rule.severity})")
     for heading in ("What it means:", "Why it happens:", "Remedies, in order:", "What does not help:", "Sources:"):
         assert heading in out
+    # The page is the rule's own: no other rule's page is the same text.
+    others = {r.explanation for r in RULES if r is not rule}
+    assert rule.explanation not in others
+
+
+@pytest.mark.parametrize("spelling", ["VD303", "vd303", "high-gpu-memory-utilization", "HIGH_GPU_MEMORY_UTILIZATION"])
+def test_explain_accepts_any_case_and_dash_or_underscore(spelling):
+    assert run("explain", spelling).output.startswith("VD303 high_gpu_memory_utilization (info)")
+
+
+def test_explain_suggests_the_nearest_names_on_a_miss():
+    result = CliRunner().invoke(main, ["explain", "kv_cache_capacty"])
+    assert result.exit_code == 2 and "did you mean kv_cache_capacity" in result.output
 
 
 def test_explain_unknown_is_a_usage_error():

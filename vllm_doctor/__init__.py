@@ -14,8 +14,7 @@ from __future__ import annotations
 import os
 from typing import Iterable, Union
 
-__version__ = "0.1.0"
-
+from ._version import __version__  # noqa: E402
 from .verdict import Evidence, Finding, Remedy, RunSummary, Verdict  # noqa: E402
 
 __all__ = ["diagnose", "Verdict", "Finding", "Evidence", "Remedy", "RunSummary", "__version__"]

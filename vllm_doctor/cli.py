@@ -9,7 +9,7 @@ from typing import List, Optional, Tuple
 
 import click
 
-from . import __version__
+from ._version import __version__
 
 EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, EXIT_UNRECOGNISED = 0, 1, 2, 3
 FORMAT_NAMES = ("auto", "plain", "journald", "journald-json", "docker", "compose", "kubectl", "kubectl-prefix")
@@ -168,9 +168,11 @@ def diagnose(
 
         click.echo(f"vllm-doctor: nothing recognisable as vLLM output (formats tried: {TRIED})", err=True)
     for s in verdict.sources:
-        if s.malformed:
+        if s.internal_errors:
             click.echo(
-                f"vllm-doctor: warning: {s.name}: {s.malformed} record(s) could not be read and were skipped", err=True
+                f"vllm-doctor: warning: {s.name}: {s.internal_errors} internal error(s), the first: "
+                f"{s.first_internal_error} (please report it)",
+                err=True,
             )
     sys.exit(EXIT_USAGE if errors else verdict.exit_code)
 
@@ -305,15 +307,12 @@ def _write_atomic(path: str, text: str) -> None:
 
 @cli.command()
 def rules() -> None:
-    """List every class with its code and a one-line summary."""
-    from .diagnoses import MODULES, notes
+    """List every class with its code and a one-line summary (`explain CODE` for its page)."""
+    from .rules import RULES
 
-    width = max([len(m.CLASS) for m in MODULES] + [len(n) + 2 for n in notes.CODES])
-    for m in MODULES:
-        click.echo(f"{m.CODE}  {m.CLASS:<{width}}  {m.SUMMARY}")
-        if m is notes:
-            for name, code in notes.CODES.items():
-                click.echo(f"{code}  {'  ' + name:<{width}}  {notes.SUMMARIES[name]}")
+    width = max(len(r.name) for r in RULES)
+    for r in RULES:
+        click.echo(f"{r.code}  {r.name:<{width}}  {r.summary}")
 
 
 @cli.command()
@@ -321,21 +320,17 @@ def rules() -> None:
 def explain(name: str) -> None:
     """Explain one class: meaning, causes, remedies, sources.
 
-    CLASS_OR_CODE is a class id (kv_cache_capacity) or a code (VD101). Prints what it
-    means, why it happens, the remedies in order, what does not help, and the vLLM
-    sources it rests on."""
-    import inspect
+    CLASS_OR_CODE is a class id (kv_cache_capacity) or a code (VD101), in any case, with - or _.
+    Prints what it means, why it happens, the remedies in order, what does not help, and the
+    vLLM sources it rests on."""
+    from .rules import lookup
 
-    from .diagnoses import BY_CLASS, BY_CODE, notes
-
-    key = name.strip()
-    mod = BY_CLASS.get(key) or BY_CODE.get(key.upper())
-    if mod is None and (key in notes.CODES or key.upper() in notes.CODES.values()):
-        mod = notes
-    if mod is None:
-        raise click.UsageError(f"unknown class or code {name!r}; `vllm-doctor rules` lists them")
-    click.echo(f"{mod.CODE} {mod.CLASS} ({mod.SEVERITY})\n")
-    click.echo(inspect.cleandoc(mod.__doc__ or "").replace("``", "`"))
+    try:
+        rule = lookup(name)
+    except KeyError as exc:
+        raise click.UsageError(f"{exc.args[0]}; `vllm-doctor rules` lists them") from None
+    click.echo(f"{rule.code} {rule.name} ({rule.severity})\n")
+    click.echo(rule.explanation)
 
 
 def main() -> None:

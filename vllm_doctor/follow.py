@@ -17,8 +17,8 @@ import sys
 import time
 from typing import Callable, List, Optional, Set, Tuple
 
-from .diagnoses import diagnose_run
 from .pipeline import _SourceReader, build_verdict
+from .rules import diagnose_run
 from .verdict import Finding
 
 IDLE = 0.3  # seconds without new input before findings are evaluated
@@ -109,7 +109,8 @@ class Follower:
         new = []
         for tracker in reader.trackers.values():
             for run in tracker.runs:
-                for f in diagnose_run(run):
+                # A rule that raises here raises again in finish(), which reports it.
+                for f in diagnose_run(run, reader.select, errors=[]):
                     key = (f.source, f.run, f.class_id)
                     if f.severity in ("critical", "warning") and key not in self.printed:
                         self.printed.add(key)

@@ -107,11 +107,14 @@ TAG_FUNCS = {
         "_validate_prompt",
     },
     "quant_check": {"_check_scheme_supported", "verify_quantization", "_verify_quantization"},
-    # a single request whose size drives the allocation (prompt logprobs, images, video)
+    # a single request whose size drives the allocation: prompt logprobs over a long prompt ...
     "oversized_input": {
         "_get_prompt_logprobs",
         "get_prompt_logprobs",
         "_get_prompt_logprobs_dict",
+    },
+    # ... or a large image or video through the multimodal encoder
+    "multimodal_input": {
         "_process_image_input",
         "_process_video_input",
         "get_multimodal_embeddings",

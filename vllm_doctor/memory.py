@@ -8,10 +8,7 @@ activation peak of a profiling run and non-torch memory; the rest becomes KV cac
 from __future__ import annotations
 
 import math
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
-
-#: A co-tenant holding at least this share of the GPU is worth blaming at startup.
-SIGNIFICANT_FOREIGN_SHARE = 0.05
+from typing import Iterable, List, Optional, Sequence, Tuple
 
 
 def split_processes(
@@ -79,31 +76,3 @@ def floor_tidy(value: float) -> int:
         if v >= threshold:
             return v - v % step
     return max(16, v - v % 16) if v >= 16 else v
-
-
-def floor_to(value: float, step: float) -> float:
-    """Round down to a multiple of ``step`` (for gpu_memory_utilization: 0.01)."""
-    return math.floor(value / step + 1e-9) * step
-
-
-def dtype_bytes(dtype: Optional[str]) -> Optional[float]:
-    """Bytes per element of a KV cache / weight dtype name as vLLM prints it."""
-    if not dtype:
-        return None
-    d = dtype.lower().replace("torch.", "")
-    if d in ("auto",):
-        return None
-    if d.startswith("fp8") or d in ("int8", "uint8", "float8"):
-        return 1.0
-    if d in ("float16", "half", "bfloat16", "fp16", "bf16"):
-        return 2.0
-    if d in ("float32", "float", "fp32"):
-        return 4.0
-    if d in ("nvfp4", "fp4", "int4"):
-        return 0.5
-    return None
-
-
-def summarise(values: Dict[str, float]) -> str:
-    """``a=1.0 GiB, b=2.0 GiB`` for evidence texts."""
-    return ", ".join(f"{k}={v:.2f} GiB" for k, v in values.items())

@@ -13,12 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable, List, Optional, Tuple
 
-from . import __version__
+from ._version import __version__
 from .catalog import Catalog
-from .diagnoses import BY_CLASS, diagnose_run
 from .envelopes import unwrap
 from .frames import code_tags
 from .reassemble import Reassembler
+from .rules import BY_NAME, diagnose_run, new_observers
 from .sources import ARCHIVE_ERRORS
 from .tracker import SourceTracker
 from .verdict import SEVERITY_RANK, Finding, RunSummary, SourceSummary, Verdict
@@ -29,9 +29,23 @@ if TYPE_CHECKING:
 
 @dataclass
 class SourceResult:
+    """One source's tracker (its runs), its summary for the verdict, and its findings."""
+
     tracker: SourceTracker
     summary: SourceSummary
     findings: List[Finding] = field(default_factory=list)
+
+
+#: Characters of an internal error's text kept in the verdict.
+MAX_ERROR_CHARS = 200
+
+
+def note_internal_error(summary: SourceSummary, where: str, exc: BaseException) -> None:
+    """Count an exception a stage raised on one record (or a rule on one run) and keep the
+    first one's text: reported in the verdict (``sources[].internal_errors``), never silent."""
+    summary.internal_errors += 1
+    if summary.first_internal_error is None:
+        summary.first_internal_error = f"{where}: {type(exc).__name__}: {str(exc)[:MAX_ERROR_CHARS]}"
 
 
 SNIFF_LINES = 200
@@ -46,10 +60,12 @@ class _SourceReader:
     and findings never mix. Lines without such a key stay with the last sub-source seen.
     """
 
-    def __init__(self, name: str, input_format: str = "auto") -> None:
+    def __init__(self, name: str, input_format: str = "auto", select: Optional[frozenset] = None) -> None:
         from .formats import allowed
 
         self.name = name
+        self.select = select
+        self.orphan_errors = SourceSummary(name=name)  # errors before any sub-source exists
         self.allowed = allowed(input_format)
         self.forced = input_format if input_format != "auto" else None
         self.catalog = Catalog()
@@ -81,7 +97,9 @@ class _SourceReader:
             key = "(more)"
         tracker = self.trackers.get(key)
         if tracker is None:
-            tracker = self.trackers[key] = SourceTracker(f"{self.name} [{key}]" if key else self.name)
+            tracker = self.trackers[key] = SourceTracker(
+                f"{self.name} [{key}]" if key else self.name, observers=new_observers
+            )
             summary = self.summaries[tracker.source] = SourceSummary(name=tracker.source, input=self.name)
             summary.wrappers_seen = set()
         self.current = tracker
@@ -108,16 +126,18 @@ class _SourceReader:
                 if events and rec.wrapper:  # wrappers of recognised records only: path-independent
                     summary.wrappers_seen.add(rec.wrapper)
                 tracker.feed(rec, events, tags)
-            except Exception:  # noqa: BLE001 - the last guard: one bad record never stops the rest
-                if self.current is not None:
-                    self.summaries[self.current.source].malformed += 1
+            except Exception as exc:  # noqa: BLE001 - one bad record never stops the rest; counted, reported
+                self._error(f"line {rec.lineno}", exc)
+
+    def _error(self, where: str, exc: BaseException) -> None:
+        summary = self.summaries[self.current.source] if self.current is not None else self.orphan_errors
+        note_internal_error(summary, where, exc)
 
     def line(self, lineno: int, text: str) -> None:
         try:
             records = unwrap(self.name, lineno, text, allowed=self.allowed)
-        except Exception:  # noqa: BLE001 - the last guard: one bad line never stops the rest
-            if self.current is not None:
-                self.summaries[self.current.source].malformed += 1
+        except Exception as exc:  # noqa: BLE001 - one bad line never stops the rest; counted, reported
+            self._error(f"line {lineno}", exc)
             return
         self.consume(self.reasm.feed(records))
 
@@ -127,6 +147,9 @@ class _SourceReader:
         self.consume(self.reasm.flush())
         if not self.trackers:
             self._tracker(unwrap(self.name, 0, "")[0])
+        first = self.summaries[next(iter(self.trackers.values())).source]
+        first.internal_errors += self.orphan_errors.internal_errors
+        first.first_internal_error = first.first_internal_error or self.orphan_errors.first_internal_error
         fmt = self.forced or detect(self.sniffed)
         results = []
         for tracker in self.trackers.values():
@@ -143,18 +166,28 @@ class _SourceReader:
             summary.timeouts = self.catalog.timeouts
             result = SourceResult(tracker, summary)
             for run in tracker.runs:
-                result.findings.extend(diagnose_run(run))
+                result.findings.extend(self.judge(run, summary))
             results.append(result)
         return results
 
+    def judge(self, run, summary: SourceSummary) -> List[Finding]:
+        """The run's findings; a rule that raises is reported as an internal error."""
+        errors: List[Tuple[str, BaseException]] = []
+        findings = diagnose_run(run, self.select, errors)
+        for code, exc in errors:
+            note_internal_error(summary, f"rule {code} on run {run.index}", exc)
+        return findings
 
-def diagnose_source(name: str, lines: Iterable[Tuple[int, str]], input_format: str = "auto") -> List[SourceResult]:
+
+def diagnose_source(
+    name: str, lines: Iterable[Tuple[int, str]], input_format: str = "auto", select: Optional[frozenset] = None
+) -> List[SourceResult]:
     """Read every line of one input in one pass and diagnose each of its runs.
 
     ``lines`` yields ``(line number, text)``. This is the plain path: every line is
     unwrapped and offered to the catalog. :func:`diagnose_input` gives the same verdict
     faster on large inputs. Returns one result per sub-source (see :class:`_SourceReader`)."""
-    reader = _SourceReader(name, input_format)
+    reader = _SourceReader(name, input_format, select)
     n = 0
     for n, text in lines:
         if n <= SNIFF_LINES:
@@ -181,7 +214,11 @@ def _peek(stream, size: int = 65536) -> bytes:
 
 
 def diagnose_input(
-    src: "Source", prefilter: bool = True, on_block=None, input_format: str = "auto"
+    src: "Source",
+    prefilter: bool = True,
+    on_block=None,
+    input_format: str = "auto",
+    select: Optional[frozenset] = None,
 ) -> List[SourceResult]:
     """Diagnose one opened input; with ``prefilter`` (and ``ahocorasick_rs`` installed)
     only lines holding a catalog literal are read (:mod:`vllm_doctor.prefilter`). A
@@ -198,8 +235,8 @@ def diagnose_input(
             prefilter = False
     scanner = scanner_for(src, on_block) if prefilter else None
     if scanner is None:
-        return diagnose_source(name, read_lines(src), input_format)
-    reader = _SourceReader(name, input_format)
+        return diagnose_source(name, read_lines(src), input_format, select)
+    reader = _SourceReader(name, input_format, select)
     scanner.on_head = reader.sniff
     reasm = reader.reasm
     allowed = reader.allowed
@@ -237,8 +274,8 @@ def _run_summary(run, findings: List[Finding]) -> RunSummary:
         facts["preemption_mode"] = "SWAP" if "SWAP" in run.preemption.modes else "RECOMPUTE"
     if run.engine:
         facts["engine"] = run.engine
-    if run.access_status:
-        facts["http_status"] = dict(sorted(run.access_status.items()))
+    if run.http.by_bucket:
+        facts["http_status"] = dict(sorted(run.http.by_bucket.items()))
     return RunSummary(
         source=run.source,
         index=run.index,
@@ -253,7 +290,7 @@ def _run_summary(run, findings: List[Finding]) -> RunSummary:
 
 
 def _primary(findings: List[Finding]) -> Optional[Finding]:
-    """Most severe finding of the newest failing run (ties: diagnosis order)."""
+    """Most severe finding of the newest failing run of one source (ties: diagnosis order)."""
     failing = [f for f in findings if SEVERITY_RANK.get(f.severity, 0) >= 2]
     if not failing:
         return None
@@ -262,18 +299,32 @@ def _primary(findings: List[Finding]) -> Optional[Finding]:
     return min(in_run, key=lambda f: (-SEVERITY_RANK[f.severity], findings.index(f)))
 
 
+def _headline(results: List[SourceResult], primaries: List[Finding]) -> Finding:
+    """The finding of all sources the verdict is about: most severe first; among sub-sources
+    of one input (journald restarts get a new PID, so a new source) the newest failure wins;
+    between inputs, the order given."""
+    inputs = list(dict.fromkeys(r.summary.input for r in results))
+    input_index = {r.summary.name: inputs.index(r.summary.input) for r in results}
+
+    def rank(f: Finding):
+        last = max((e.line for e in f.evidence), default=0)
+        return -SEVERITY_RANK[f.severity], input_index.get(f.source, 0), -last
+
+    return min(primaries, key=rank)
+
+
 def build_verdict(results: List[SourceResult], unreadable: Iterable[Tuple[str, str]] = ()) -> Verdict:
     """The verdict over all sources; ``unreadable`` lists ``(input, one-line error)`` for
-    inputs that could not be read, so they are accounted for in ``sources`` too."""
-    findings: List[Finding] = []
+    inputs that could not be read, so they are accounted for in ``sources`` too.
+
+    Findings are listed primary first, then the rest of its source's findings, then the
+    other sources' in the order given; ``Verdict.primary`` is the headline's own finding."""
     runs: List[RunSummary] = []
     primaries: List[Finding] = []
     for res in results:
-        src_findings = res.findings
-        findings.extend(src_findings)
         for run in reversed(res.tracker.runs):  # newest first
-            runs.append(_run_summary(run, [f for f in src_findings if f.run == run.index]))
-        p = _primary(src_findings)
+            runs.append(_run_summary(run, [f for f in res.findings if f.run == run.index]))
+        p = _primary(res.findings)
         res.summary.primary_class = p.class_id if p else ("healthy" if res.summary.vllm_output else "unknown")
         if p:
             primaries.append(p)
@@ -281,28 +332,24 @@ def build_verdict(results: List[SourceResult], unreadable: Iterable[Tuple[str, s
     sources += [
         SourceSummary(name=name, input=name, error=error, primary_class="unknown") for name, error in unreadable
     ]
-    if primaries:
-        # Most severe first; among sub-sources of one input (journald restarts get a new PID,
-        # so a new source) the newest failure wins; between inputs, the order given.
-        inputs = list(dict.fromkeys(r.summary.input for r in results))
-        input_index = {r.summary.name: inputs.index(r.summary.input) for r in results}
-
-        def rank(f: Finding):
-            last = max((e.line for e in f.evidence), default=0)
-            return -SEVERITY_RANK[f.severity], input_index.get(f.source, 0), -last
-
-        best = min(primaries, key=rank)
-        verdict = Verdict(best.class_id, best.code, best.severity, best.title)
+    best = _headline(results, primaries) if primaries else None
+    if best is not None:
+        verdict = Verdict(best.class_id, best.code, best.severity, best.title, primary_finding=best)
     elif any(s.vllm_output for s in sources):
-        h = BY_CLASS["healthy"]
-        verdict = Verdict("healthy", h.CODE, "ok", h.SUMMARY)
+        h = BY_NAME["healthy"]
+        verdict = Verdict("healthy", h.code, "ok", h.summary)
     else:
         from .formats import TRIED
 
-        u = BY_CLASS["unknown"]
+        u = BY_NAME["unknown"]
         verdict = Verdict(
-            "unknown", u.CODE, "unknown", f"Nothing recognisable as vLLM output in the input (formats tried: {TRIED})"
+            "unknown", u.code, "unknown", f"Nothing recognisable as vLLM output in the input (formats tried: {TRIED})"
         )
+    ordered = sorted(results, key=lambda r: best is None or r.summary.name != best.source)
+    findings = [f for r in ordered for f in r.findings]
+    if best is not None:
+        findings.remove(best)
+        findings.insert(0, best)
     verdict.findings = findings
     verdict.runs = runs
     verdict.sources = sources

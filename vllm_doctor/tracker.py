@@ -1,69 +1,49 @@
-"""Follow each source through its server runs, keeping bounded state and evidence.
+"""Follow each source through its server runs: record what the log says, judge nothing.
 
 A source (one file, stdin, one pod) may hold several server starts (systemd restarts):
-each start opens a new :class:`Run`. Within a run the tracker keeps the phase reached,
-the configuration and startup facts (each with the line that said it), the failures
-(root causes with the traceback frames around them), the "engine died" consequence
-markers, and online summaries of the stats lines and preemption warnings. Nothing grows
-with the size of the log: lists are capped, series are summarised as they stream by.
+each start opens a new :class:`~vllm_doctor.run.Run`. :class:`SourceTracker` takes the
+records of one source in order, with the events the catalog recognised in each, and keeps:
 
-The diagnoses (:mod:`vllm_doctor.diagnoses`) read this state; they never read the log.
+* runs: a start marker opens a new one once the current run got past its configuration;
+* per run: the phase reached, configuration and startup facts (each with its line), the
+  failures (root-cause candidates with their traceback frames, kept apart per process so a
+  chained traceback gives context), the "engine died" consequence markers, the stats lines
+  (maxima, recent samples, a bounded series, and the rules' observers), V0 preemption
+  warnings, HTTP error responses, notable markers.
+
+Nothing grows with the size of the log. There are no thresholds here: the rules
+(:mod:`vllm_doctor.rules`) judge what the runs hold.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
-from typing import Any, Deque, Dict, List, Optional, Set, Tuple
+from typing import Any, Callable, Deque, Dict, List, Optional, Set, Tuple
 
-from .envelopes import VLLM_PROCESS_NAMES, Record
+from .envelopes import Record
 from .events import Event, Phase
 from .frames import code_tags, frame_tags
+from .processes import engine_of_process, is_vllm_process
+from .run import Consequence, Failure, Line, Run, StatsSample
 
-MAX_FAILURES = 32
-MAX_EVIDENCE = 8
-MAX_CONSEQUENCES = 16
+#: Processes whose tracebacks are kept apart at once; the least recently seen is closed first.
 MAX_STREAMS = 64
 MAX_FRAMES = 64
 MAX_PIDS = 256
-MERGE_WINDOW = 60  # failures within which memory messages of one failure are merged
-MAX_TEXTS = 64  # distinct message texts remembered per failure (for de-duplication)
+#: Failures within which memory messages of one process are merged into one failure
+#: (a torch OOM and vLLM's sampler / loader wrapper of it), counted in failures seen.
+MERGE_WINDOW = 60
 
-#: Stats thresholds for KV saturation (a judgement, documented in diagnoses/preemption_storm.py).
-SATURATED_KV_PCT = 85.0
-
-#: Events whose pattern marks the start of a server process (a new run when the current
-#: one already got past its configuration).
-START_PATTERNS = {"api_server_version", "engine_config", "non_default_args", "args_namespace"}
-
-#: Exception names that report a failure elsewhere instead of being one.
-CONSEQUENCE_EXCEPTIONS = {
-    "EngineDeadError",
-    "MQEngineDeadError",
-    "AsyncEngineDeadError",
-    "EngineGenerateError",
-    "CancelledError",
-    "KeyboardInterrupt",
-    "SystemExit",
-    "BrokenPipeError",
-    "ConnectionResetError",
-}
-CONSEQUENCE_MESSAGES = (
-    "Engine core initialization failed",
-    "Engine process failed to start",
-    "Worker failed with error",
-    "Executor failed",
-    "Background loop has errored",
-    "see root cause above",
-    "See root cause above",
-    "Engine loop is not running",
-    "EngineCore encountered an issue",
-    "Inspect the stacktrace",
-)
-MEMORY_KINDS = {"oom", "sampler_oom", "load_oom"}
+#: Patterns that mark the start of a server process (a new run once the current one got past
+#: its configuration).
+START_PATTERNS = frozenset({"api_server_version", "engine_config", "non_default_args", "args_namespace"})
+MEMORY_KINDS = frozenset({"oom", "sampler_oom", "load_oom"})
+#: Configuration that error messages print (the utilization a startup check used, the
+#: max_model_len a length check used): kept with the run when no config line gave it.
 CONFIG_IN_ERRORS = ("gpu_memory_utilization", "max_model_len", "max_num_batched_tokens", "max_num_seqs")
 #: Event kinds any Python program prints: alone they do not prove the input is vLLM output.
-GENERIC_KINDS = {"tb_start", "tb_frame", "tb_chain", "exception", "access", "cuda_error"}
+GENERIC_KINDS = frozenset({"tb_start", "tb_frame", "tb_chain", "exception", "access", "cuda_error"})
 FAILURE_KINDS = MEMORY_KINDS | {
     "kv_error",
     "free_memory",
@@ -73,153 +53,20 @@ FAILURE_KINDS = MEMORY_KINDS | {
     "too_long",
     "cuda_error",
     "exception",
+    "host_oom",
 }
-
-
-@dataclass
-class Failure:
-    """One root-cause candidate: an error message with what surrounds it.
-
-    ``kind`` is the event kind (``oom``, ``kv_error``, ``exception`` ..., or ``traceback``
-    for frames whose exception line is not in the log); ``data`` the values recognised
-    (merged over the related messages); ``tags`` what its own traceback frames say,
-    ``context_tags`` what a chained traceback printed after it says; ``phase_at`` the
-    run's phase when it was seen; ``records`` bounded evidence; ``repeats`` how often the
-    same message was printed (TP ranks, re-raises).
-    """
-
-    kind: str
-    data: Dict[str, Any]
-    records: List[Record]
-    stream: str
-    phase_at: Phase
-    seq: int
-    tags: Set[str] = field(default_factory=set)
-    context_tags: Set[str] = field(default_factory=set)
-    kinds: Set[str] = field(default_factory=set)
-    exception: Optional[str] = None
-    repeats: int = 1
-    last_seq: int = 0
-    texts: Set[str] = field(default_factory=set)
-
-    def add_record(self, rec: Record) -> None:
-        if len(self.records) < MAX_EVIDENCE and all(r is not rec for r in self.records):
-            self.records.append(rec)
-
-    def add_text(self, text: str) -> None:
-        if len(self.texts) < MAX_TEXTS:  # bounded: a log may repeat one failure forever
-            self.texts.add(text)
-
-
-@dataclass
-class StatsSummary:
-    """Online summary of the periodic stats lines of one run (V0 and V1).
-
-    ``episode`` is the longest run of consecutive saturated intervals on one engine
-    (KV usage >= :data:`SATURATED_KV_PCT` with requests waiting, swapped or preempted).
-    """
-
-    count: int = 0
-    engine: Optional[str] = None
-    peak_kv_usage_pct: Optional[float] = None
-    peak_record: Optional[Record] = None
-    max_running: Optional[int] = None
-    max_waiting: Optional[int] = None
-    max_waiting_record: Optional[Record] = None
-    max_swapped: Optional[int] = None
-    preemptions_total: int = 0
-    intervals_with_preemptions: int = 0
-    prefix_hit_first: Optional[float] = None
-    prefix_hit_last: Optional[float] = None
-    prefix_hit_max: Optional[float] = None
-    backlog_intervals: int = 0  # waiting > 0 while KV usage < 70 %
-    backlog_record: Optional[Record] = None
-    first_record: Optional[Record] = None
-    last_record: Optional[Record] = None
-    streak: Dict[int, Dict[str, Any]] = field(default_factory=dict)
-    episode: Optional[Dict[str, Any]] = None
-
-    def add(self, ev: Event) -> None:
-        d = ev.data
-        rec = ev.record
-        self.count += 1
-        self.engine = self.engine or d.get("engine")
-        if self.first_record is None:
-            self.first_record = rec
-        self.last_record = rec
-        kv = d.get("kv_usage_pct")
-        running, waiting = d.get("running", 0), d.get("waiting", 0)
-        swapped, preempted = d.get("swapped", 0), d.get("preemptions", 0)
-        if kv is not None and (self.peak_kv_usage_pct is None or kv > self.peak_kv_usage_pct):
-            self.peak_kv_usage_pct, self.peak_record = kv, rec
-        self.max_running = max(self.max_running or 0, running)
-        if self.max_waiting is None or waiting > self.max_waiting:
-            self.max_waiting, self.max_waiting_record = waiting, rec
-        if "swapped" in d:
-            self.max_swapped = max(self.max_swapped or 0, swapped)
-        if preempted:
-            self.preemptions_total += preempted
-            self.intervals_with_preemptions += 1
-        hit = d.get("prefix_hit_pct")
-        if hit is not None:
-            self.add_prefix_hit(hit)
-        if kv is not None and waiting > 0 and kv < 70.0:
-            self.backlog_intervals += 1
-            self.backlog_record = self.backlog_record or rec
-        engine_index = d.get("engine_index", 0)
-        saturated = kv is not None and kv >= SATURATED_KV_PCT and (waiting > 0 or swapped > 0 or preempted > 0)
-        st = self.streak.get(engine_index)
-        if saturated:
-            if st is None:
-                st = self.streak[engine_index] = {
-                    "intervals": 0,
-                    "first": rec,
-                    "last": rec,
-                    "peak_kv_usage_pct": kv,
-                    "max_waiting": waiting,
-                    "max_running": running,
-                    "engine_index": engine_index,
-                }
-            st["intervals"] += 1
-            st["last"] = rec
-            st["peak_kv_usage_pct"] = max(st["peak_kv_usage_pct"], kv)
-            st["max_waiting"] = max(st["max_waiting"], waiting)
-            st["max_running"] = max(st["max_running"], running)
-            if self.episode is None or st["intervals"] > self.episode["intervals"] or self.episode is st:
-                self.episode = st
-        elif st is not None:
-            del self.streak[engine_index]
-
-    def add_prefix_hit(self, hit: float) -> None:
-        if self.prefix_hit_first is None:
-            self.prefix_hit_first = hit
-        self.prefix_hit_last = hit
-        self.prefix_hit_max = hit if self.prefix_hit_max is None else max(self.prefix_hit_max, hit)
-
-
-@dataclass
-class PreemptionSummary:
-    """V0 preemption warnings: the highest cumulative count printed, the mode, evidence."""
-
-    warnings: int = 0
-    max_cumulative: int = 0
-    modes: Set[str] = field(default_factory=set)
-    first: Optional[Record] = None
-    last: Optional[Record] = None
-
-    def add(self, ev: Event) -> None:
-        self.warnings += 1
-        self.modes.add(ev.data.get("mode", "RECOMPUTE"))
-        self.max_cumulative = max(self.max_cumulative, ev.data.get("cumulative", 0))
-        if self.first is None:
-            self.first = ev.record
-        self.last = ev.record
+#: Facts where TP ranks each print their own value: the smallest is what the engine can use.
+SMALLEST_WINS = ("kv_tokens", "max_concurrency", "gpu_blocks", "kv_available_gib")
+#: Request paths whose access lines prove the server was serving (not only health checks).
+SERVING_PATHS = ("/v1/", "/generate", "/worker_generate", "/openai/", "/pooling", "/score", "/rerank")
 
 
 @dataclass
 class _Stream:
+    """The traceback a process is printing: its frames (function, path, tags) and first lines."""
+
     frames: Deque[Tuple[str, str, Set[str]]] = field(default_factory=lambda: deque(maxlen=MAX_FRAMES))
-    records: Deque[Record] = field(default_factory=lambda: deque(maxlen=4))
+    lines: Deque[Line] = field(default_factory=lambda: deque(maxlen=4))
     open: bool = False
     chained: bool = False
     last_failure: Optional[Failure] = None
@@ -230,69 +77,35 @@ class _Stream:
             out |= t
         return out
 
+    def add_frame(self, func: str, path: str, tags: Set[str], line: Line) -> None:
+        self.open = True
+        self.frames.append((func, path, tags))
+        if len(self.lines) < self.lines.maxlen:
+            self.lines.append(line)
+        if self.chained and self.last_failure is not None:
+            self.last_failure.context_tags |= tags
 
-@dataclass
-class Run:
-    """One server start within a source, and everything the log showed about it."""
-
-    source: str
-    index: int
-    start_line: int
-    end_line: int = 0
-    phase: Phase = Phase.NONE
-    phase_records: Dict[str, Record] = field(default_factory=dict)
-    config: Dict[str, Any] = field(default_factory=dict)
-    config_records: Dict[str, Record] = field(default_factory=dict)
-    facts: Dict[str, Any] = field(default_factory=dict)
-    fact_records: Dict[str, Record] = field(default_factory=dict)
-    failures: List[Failure] = field(default_factory=list)
-    dropped_failures: int = 0
-    consequences: List[Event] = field(default_factory=list)
-    stats: StatsSummary = field(default_factory=StatsSummary)
-    preemption: PreemptionSummary = field(default_factory=PreemptionSummary)
-    access_status: Dict[str, int] = field(default_factory=dict)
-    vllm_pids: Set[int] = field(default_factory=set)
-    engine_hints: Set[str] = field(default_factory=set)
-    start_patterns: Set[Tuple[str, str]] = field(default_factory=set)
-    recognised: int = 0
-    records: int = 0
-
-    # -- helpers used by the diagnoses ------------------------------------------------
-    @property
-    def engine(self) -> Optional[str]:
-        if "v1" in self.engine_hints:
-            return "v1"
-        if "v0" in self.engine_hints:
-            return "v0"
-        return None
-
-    def value(self, key: str) -> Any:
-        """A configuration value or startup fact, configuration first."""
-        if key in self.config:
-            return self.config[key]
-        return self.facts.get(key)
-
-    def record_for(self, key: str) -> Optional[Record]:
-        return self.config_records.get(key) or self.fact_records.get(key)
-
-    def reached(self, phase: Phase, rec: Record) -> None:
-        if phase > self.phase:
-            self.phase = phase
-        self.phase_records.setdefault(phase.label, rec)
+    def reset(self) -> None:
+        self.open = False
+        self.frames.clear()
+        self.lines.clear()
 
 
 class SourceTracker:
     """Consumes the records of one source, in order; holds its runs.
 
     ``feed(record, events)`` updates the current run; ``finish()`` closes the input
-    (tracebacks still open become failures). ``runs`` lists the runs, oldest first;
-    only the newest :data:`MAX_RUNS` are kept, ``dropped_runs`` counts the others.
+    (tracebacks still open become failures). ``runs`` lists the runs, oldest first; only the
+    newest :data:`MAX_RUNS` are kept, ``dropped_runs`` counts the others. ``observers`` is a
+    callable returning a fresh ``{name: observer}`` dict for each run: every stats sample of
+    the run is fed to each observer (the rules own them; see :mod:`vllm_doctor.run`).
     """
 
     MAX_RUNS = 64
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, observers: Optional[Callable[[], Dict[str, Any]]] = None) -> None:
         self.source = source
+        self.observers = observers
         self.runs: List[Run] = []
         self.dropped_runs = 0
         self.seq = 0
@@ -307,15 +120,31 @@ class SourceTracker:
     def run(self) -> Run:
         return self.runs[-1]
 
-    def _new_run(self, line: int) -> Run:
+    def _new_run(self, lineno: int) -> Run:
         if self.runs:
             self._close_streams()  # what the old run left open belongs to the old run
         index = (self.runs[-1].index + 1) if self.runs else 1
-        run = Run(source=self.source, index=index, start_line=line, end_line=line)
+        run = Run(source=self.source, index=index, start_line=lineno, end_line=lineno)
+        if self.observers is not None:
+            run.stats.observers = self.observers()
         self.runs.append(run)
         if len(self.runs) > self.MAX_RUNS:
             self.runs.pop(0)
             self.dropped_runs += 1
+        return run
+
+    def _run_for(self, rec: Record, events: List[Event]) -> Run:
+        """The run this record belongs to: a start marker opens a new one once the current run
+        got past its configuration, or when the same process prints the same marker again."""
+        run = self.run
+        for ev in events:
+            if ev.pattern in START_PATTERNS:
+                key = (ev.pattern, rec.stream)
+                if run.phase >= Phase.LOADING_WEIGHTS or key in run.start_patterns:
+                    run = self._new_run(rec.lineno)
+                if len(run.start_patterns) < MAX_STREAMS:
+                    run.start_patterns.add(key)
+                break
         return run
 
     # -- streams (tracebacks per process) ------------------------------------------------
@@ -324,23 +153,21 @@ class SourceTracker:
         if st is None:
             st = self.streams[key] = _Stream()
             if len(self.streams) > MAX_STREAMS:
-                old_key, old = self.streams.popitem(last=False)
+                _, old = self.streams.popitem(last=False)
                 self._end_traceback(old)
         else:
             self.streams.move_to_end(key)
         return st
 
     def _end_traceback(self, st: _Stream) -> None:
-        """A traceback whose exception line never came: keep it as a 'traceback' failure."""
-        if st.open and st.frames and st.records:
-            tags = st.tags()
-            rec = st.records[0]
-            f = self._add_failure("traceback", {"frames": [fn for fn, _, _ in st.frames][-12:]}, rec, st, tags)
-            for r in list(st.records)[1:]:
-                f.add_record(r)
-        st.open = False
-        st.frames.clear()
-        st.records.clear()
+        """A traceback whose exception line never came: keep it as a ``traceback`` failure."""
+        if st.open and st.frames and st.lines:
+            lines = list(st.lines)
+            frames = [fn for fn, _, _ in st.frames][-12:]
+            f = self._add_failure("traceback", {"frames": frames}, lines[0], st.tags(), "traceback")
+            for line in lines[1:]:
+                f.add_line(line)
+        st.reset()
 
     def _close_streams(self) -> None:
         for st in self.streams.values():
@@ -349,60 +176,58 @@ class SourceTracker:
             st.chained = False
 
     # -- failures -----------------------------------------------------------------------
-    def _add_failure(
-        self, kind: str, data: Dict[str, Any], rec: Record, st: Optional[_Stream], tags: Set[str]
-    ) -> Failure:
+    def _add_failure(self, kind: str, data: Dict[str, Any], line: Line, tags: Set[str], pattern: str) -> Failure:
         run = self.run
         self.seq += 1
-        text = rec.text.strip()
+        text = line.text.strip()
         # The same message again (every TP rank, re-raised by the engine): count it once.
         for f in run.failures:
-            if f.kind == kind and text in f.texts:
-                f.repeats += rec.repeated
+            if f.kind == kind and f.has_text(text):
+                f.repeats += line.repeated
                 f.tags |= tags
-                f.add_record(rec)
+                f.add_line(line)
                 f.last_seq = self.seq
                 return f
-        # Memory messages that belong together (torch OOM + the sampler/loader wrapper): from
-        # the same process (or an unprefixed line), close together, and not two full OOM
-        # messages (those are two failures, e.g. two ranks on two GPUs).
         if kind in MEMORY_KINDS:
-            for f in reversed(run.failures):
-                same_process = f.stream == rec.stream or "-" in (f.stream, rec.stream)
-                two_full_ooms = kind == "oom" and bool(data.get("gpu_total_gib")) and bool(f.data.get("gpu_total_gib"))
-                if (
-                    f.kinds & MEMORY_KINDS
-                    and self.seq - f.last_seq <= MERGE_WINDOW
-                    and same_process
-                    and not two_full_ooms
-                ):
-                    for k, v in data.items():
-                        f.data.setdefault(k, v)
-                    f.kinds.add(kind)
-                    f.tags |= tags
-                    f.add_text(text)
-                    f.add_record(rec)
-                    f.repeats = max(f.repeats, rec.repeated)
-                    f.last_seq = self.seq
-                    return f
+            merged = self._merge_memory(run, kind, data, line, tags, pattern, text)
+            if merged is not None:
+                return merged
         f = Failure(
             kind=kind,
             data=dict(data),
-            records=[rec],
-            stream=rec.stream,
+            lines=[line],
+            stream=line.stream,
             phase_at=run.phase,
             seq=self.seq,
             last_seq=self.seq,
             tags=set(tags),
             kinds={kind},
-            repeats=rec.repeated,
+            patterns={pattern},
+            repeats=line.repeated,
         )
-        f.texts.add(text)
-        if len(run.failures) < MAX_FAILURES:
-            run.failures.append(f)
-        else:
-            run.dropped_failures += 1
+        f.add_text(text)
+        run.add_failure(f)
         return f
+
+    def _merge_memory(self, run, kind, data, line, tags, pattern, text) -> Optional[Failure]:
+        """Memory messages that belong together (a torch OOM and the sampler / loader wrapper
+        of it): from the same process (or an unprefixed line), close together, and not two
+        full OOM messages (those are two failures, e.g. two ranks on two GPUs)."""
+        for f in reversed(run.failures):
+            same_process = f.stream == line.stream or "-" in (f.stream, line.stream)
+            two_full_ooms = kind == "oom" and bool(data.get("gpu_total_gib")) and bool(f.data.get("gpu_total_gib"))
+            if f.kinds & MEMORY_KINDS and self.seq - f.last_seq <= MERGE_WINDOW and same_process and not two_full_ooms:
+                for k, v in data.items():
+                    f.data.setdefault(k, v)
+                f.kinds.add(kind)
+                f.patterns.add(pattern)
+                f.tags |= tags
+                f.add_text(text)
+                f.add_line(line)
+                f.repeats = max(f.repeats, line.repeated)
+                f.last_seq = self.seq
+                return f
+        return None
 
     # -- the main entry -----------------------------------------------------------------
     def feed(self, rec: Record, events: List[Event], code_line_tags: Optional[Set[str]] = None) -> None:
@@ -420,35 +245,51 @@ class SourceTracker:
         if not events and not code_line_tags:
             self.run.records += 1
             return
-        run = self.run
-        # A start marker opens a new run once the current one got past its configuration.
-        for ev in events:
-            if ev.pattern in START_PATTERNS:
-                key = (ev.pattern, rec.stream)
-                if run.phase >= Phase.LOADING_WEIGHTS or key in run.start_patterns:
-                    run = self._new_run(rec.lineno)
-                if len(run.start_patterns) < MAX_STREAMS:
-                    run.start_patterns.add(key)
-                break
+        run = self._run_for(rec, events)
         run.records += 1
         run.end_line = max(run.end_line, rec.lineno)
-        vllm_proc = rec.proc is not None and rec.proc.startswith(VLLM_PROCESS_NAMES)
-        vllmish = rec.vllm_header or vllm_proc or any(ev.kind not in GENERIC_KINDS for ev in events)
+        line = Line.of(rec)
+        vllmish = self._note_process(run, rec, events)
+        if rec.level in ("ERROR", "CRITICAL"):
+            run.errors_seen += 1
+            if run.first_error is None:
+                run.first_error = line
+        st = self._stream(rec.stream)
+        if self._traceback(run, st, events, code_line_tags, line):
+            vllmish = True
+        if events:
+            self.recognised += 1
+            run.recognised += 1
+            run.stats.records_after_last += 1
+        if vllmish:
+            self.vllm_seen = True
+        failure_made = False
+        for ev in events:
+            if ev.phase is not None:
+                run.reached(ev.phase, line)
+            handler = _HANDLERS.get(ev.kind)
+            if handler is not None:
+                handler(self, run, ev, line)
+            elif ev.kind in FAILURE_KINDS and not failure_made:
+                failure_made = self._failure(run, st, ev, events, line)
+
+    def _note_process(self, run: Run, rec: Record, events: List[Event]) -> bool:
+        """Record vLLM's own PIDs and what the process name tells of the engine; return True
+        when the record is surely vLLM output."""
+        vllm_proc = is_vllm_process(rec.proc)
         if rec.pid is not None and vllm_proc and len(run.vllm_pids) < MAX_PIDS:
             run.vllm_pids.add(rec.pid)
         if rec.unit and rec.pids and len(run.vllm_pids) < MAX_PIDS:
             run.vllm_pids.add(rec.pids[0])
-        if rec.proc:
-            if rec.proc.startswith(("EngineCore", "APIServer", "ApiServer", "Worker_TP")) or (
-                rec.rank is not None and rec.proc.startswith("VllmWorker")
-            ):
-                run.engine_hints.add("v1")
-            elif rec.proc == "VllmWorkerProcess":
-                run.engine_hints.add("v0")
+        engine = engine_of_process(rec.proc, rec.rank)
+        if engine:
+            run.engine_hints.add(engine)
+        return rec.vllm_header or vllm_proc or any(ev.kind not in GENERIC_KINDS for ev in events)
 
-        st = self._stream(rec.stream)
+    def _traceback(self, run: Run, st: _Stream, events: List[Event], code_line_tags, line: Line) -> bool:
+        """Traceback bookkeeping (frames belong to the process that printed them). Returns
+        True when a frame names a file of vLLM itself."""
         kinds = {ev.kind for ev in events}
-        # Traceback bookkeeping (frames belong to the process that printed them).
         if "tb_start" in kinds:
             self._end_traceback(st)
             st.open = True
@@ -456,145 +297,128 @@ class SourceTracker:
             self._end_traceback(st)
             st.chained = True
         elif "tb_frame" in kinds:
-            ev = next(e for e in events if e.kind == "tb_frame")
-            tags = frame_tags(ev.data["func"], ev.data["path"])
-            if "/vllm/" in ev.data["path"]:
-                vllmish = True
-                if "/vllm/v1/" in ev.data["path"]:
+            d = next(e for e in events if e.kind == "tb_frame").data
+            path = d["path"]
+            st.add_frame(d["func"], path, frame_tags(d["func"], path), line)
+            if "/vllm/" in path:
+                if "/vllm/v1/" in path:
                     run.engine_hints.add("v1")
-                elif "/vllm/engine/" in ev.data["path"] or "/vllm/worker/worker.py" in ev.data["path"]:
+                elif "/vllm/engine/" in path or "/vllm/worker/worker.py" in path:
                     run.engine_hints.add("v0")
-            st.open = True
-            st.frames.append((ev.data["func"], ev.data["path"], tags))
-            if len(st.records) < st.records.maxlen:
-                st.records.append(rec)
-            if st.chained and st.last_failure is not None:
-                st.last_failure.context_tags |= tags
+                return True
         elif code_line_tags:
             # A source line printed under a frame (or the tail of one cut from the paste).
-            st.frames.append(("<code>", "", code_line_tags))
-            st.open = True
-            if len(st.records) < st.records.maxlen:
-                st.records.append(rec)
-            if st.chained and st.last_failure is not None:
-                st.last_failure.context_tags |= code_line_tags
+            st.add_frame("<code>", "", code_line_tags, line)
         elif st.open and events and not kinds & (FAILURE_KINDS | {"engine_dead"}):
             self._end_traceback(st)
+        return False
 
-        if events:
-            self.recognised += 1
-            run.recognised += 1
-        if vllmish:
-            self.vllm_seen = True
+    def _failure(self, run: Run, st: _Stream, ev: Event, events: List[Event], line: Line) -> bool:
+        """A root-cause candidate (or a consequence marker in an exception's clothes).
+        Returns True when a failure was recorded (one per record)."""
+        if ev.kind == "exception" and ev.data.get("consequence"):
+            if not any(e.kind == "engine_dead" for e in events):
+                run.add_consequence(Consequence(line, "exception", exception=ev.data.get("exception")))
+            st.reset()  # the traceback it ends reports a failure elsewhere: it is no failure itself
+            return False
+        if ev.data.get("warning_only"):
+            return False
+        for key in CONFIG_IN_ERRORS:
+            if key in ev.data and key not in run.config:
+                run.config[key] = ev.data[key]
+                run.config_lines[key] = line
+        f = self._add_failure(ev.kind, ev.data, line, st.tags(), ev.pattern)
+        exc = next((e.data["exception"] for e in events if e.kind == "exception"), None)
+        if exc and not f.exception:
+            f.exception = exc
+        st.last_failure = f
+        st.chained = False
+        st.reset()
+        return True
 
-        failure_made = False
-        for ev in events:
-            k = ev.kind
-            if ev.phase is not None:
-                run.reached(ev.phase, rec)
-            if k in ("config", "run_start"):
-                self._set_config(run, ev)
-            elif k == "facts":
-                self._set_facts(run, ev)
-                # A KV budget of zero or less is itself the failure, whether or not the
-                # ValueError that follows made it into the log.
-                if (ev.data.get("kv_available_gib", 1) <= 0 or ev.data.get("gpu_blocks", 1) == 0) and not failure_made:
-                    self._add_failure("kv_error", dict(ev.data, variant="no_budget"), rec, st, st.tags())
-                    failure_made = True
-            elif k == "stats":
-                run.stats.add(ev)
-                run.reached(Phase.SERVING, rec)
-                run.engine_hints.add(ev.data.get("engine", ""))
-            elif k == "prefix_hit":
-                run.stats.add_prefix_hit(ev.data["prefix_hit_pct"])
-            elif k == "preemption":
-                run.preemption.add(ev)
-                run.engine_hints.add("v0")
-                run.reached(Phase.SERVING, rec)
-            elif k == "access":
-                status = str(ev.data.get("status", ""))
-                if status:
-                    bucket = status[0] + "xx"
-                    run.access_status[bucket] = run.access_status.get(bucket, 0) + 1
-                    if ev.data.get("path", "").startswith(("/v1/", "/generate", "/worker_generate", "/openai/")):
-                        run.reached(Phase.SERVING, rec)
-            elif k == "engine_dead":
-                if len(run.consequences) < MAX_CONSEQUENCES:
-                    run.consequences.append(ev)
-            elif k in FAILURE_KINDS and not failure_made:
-                if k == "exception" and self._is_consequence(ev):
-                    if len(run.consequences) < MAX_CONSEQUENCES:
-                        run.consequences.append(ev)
-                    # The traceback it ends reports a failure elsewhere: it is no failure itself.
-                    st.open = False
-                    st.frames.clear()
-                    st.records.clear()
-                    continue
-                if ev.data.get("warning_only"):
-                    continue
-                tags = st.tags()
-                # Error messages print configuration too (the utilization a startup check
-                # used, the max_model_len a length check used): keep it with the run.
-                for key in CONFIG_IN_ERRORS:
-                    if key in ev.data and key not in run.config:
-                        run.config[key] = ev.data[key]
-                        run.config_records[key] = rec
-                f = self._add_failure(k, ev.data, rec, st, tags)
-                exc = next((e.data["exception"] for e in events if e.kind == "exception"), None)
-                if exc and not f.exception:
-                    f.exception = exc
-                if k == "exception" and not f.exception:
-                    f.exception = ev.data.get("exception")
-                st.last_failure = f
-                st.chained = False
-                st.open = False
-                st.frames.clear()
-                st.records.clear()
-                failure_made = True
-
-    @staticmethod
-    def _is_consequence(ev: Event) -> bool:
-        name = ev.data.get("exception", "").rsplit(".", 1)[-1]
-        if name in CONSEQUENCE_EXCEPTIONS:
-            return True
-        msg = ev.data.get("message", "")
-        return any(m in msg for m in CONSEQUENCE_MESSAGES)
-
-    def _set_config(self, run: Run, ev: Event) -> None:
+    # -- event handlers (kinds that are not failures) ------------------------------------
+    def _on_config(self, run: Run, ev: Event, line: Line) -> None:
         for key, val in ev.data.items():
             if key == "vllm_version":
                 run.facts.setdefault("vllm_version", val)
-                run.fact_records.setdefault("vllm_version", ev.record)
+                run.fact_lines.setdefault("vllm_version", line)
             elif key == "engine":
                 run.engine_hints.add(val)
             elif key not in run.config:
                 run.config[key] = val
-                run.config_records[key] = ev.record
+                run.config_lines[key] = line
 
-    def _set_facts(self, run: Run, ev: Event) -> None:
+    def _on_facts(self, run: Run, ev: Event, line: Line) -> None:
         for key, val in ev.data.items():
             if key == "concurrency_tokens":
                 # "Maximum concurrency for N tokens per request": N is the run's max_model_len.
-                if "max_model_len" not in run.config:
-                    run.config["max_model_len"] = val
-                    run.config_records["max_model_len"] = ev.record
-                continue
-            if key == "gpu_memory_utilization":
+                key = "max_model_len"
+            if key in ("gpu_memory_utilization", "max_model_len"):
                 if key not in run.config:
                     run.config[key] = val
-                    run.config_records[key] = ev.record
+                    run.config_lines[key] = line
                 continue
             old = run.facts.get(key)
-            # TP ranks each print their KV sizing: the smallest is what the engine can use.
-            if key in ("kv_tokens", "max_concurrency", "gpu_blocks", "kv_available_gib") and old is not None:
-                if val < old:
-                    run.facts[key] = val
-                    run.fact_records[key] = ev.record
-                continue
-            if old is None:
+            if old is None or (key in SMALLEST_WINS and val < old):
                 run.facts[key] = val
-                run.fact_records[key] = ev.record
+                run.fact_lines[key] = line
+
+    def _on_stats(self, run: Run, ev: Event, line: Line) -> None:
+        d = ev.data
+        sample = StatsSample(
+            line=line,
+            engine_index=d.get("engine_index", 0),
+            running=d.get("running", 0),
+            waiting=d.get("waiting", 0),
+            swapped=d.get("swapped"),
+            preemptions=d.get("preemptions", 0),
+            kv_usage_pct=d.get("kv_usage_pct"),
+            generation_tps=d.get("generation_tps"),
+            prompt_tps=d.get("prompt_tps"),
+            prefix_hit_pct=d.get("prefix_hit_pct"),
+        )
+        run.stats.add(sample, d.get("engine"))
+        run.reached(Phase.SERVING, line)
+        if d.get("engine"):
+            run.engine_hints.add(d["engine"])
+
+    def _on_prefix_hit(self, run: Run, ev: Event, line: Line) -> None:
+        run.stats.add_prefix_hit(ev.data["prefix_hit_pct"])
+
+    def _on_preemption(self, run: Run, ev: Event, line: Line) -> None:
+        run.preemption.add(ev.data.get("mode", "RECOMPUTE"), ev.data.get("cumulative", 0), line)
+        run.engine_hints.add("v0")
+        run.reached(Phase.SERVING, line)
+
+    def _on_access(self, run: Run, ev: Event, line: Line) -> None:
+        status = ev.data.get("status")
+        if isinstance(status, int):
+            run.http.add(status, line)
+            run.stats.access_after_last += 1
+            if str(ev.data.get("path", "")).startswith(SERVING_PATHS):
+                run.reached(Phase.SERVING, line)
+
+    def _on_engine_dead(self, run: Run, ev: Event, line: Line) -> None:
+        d = ev.data
+        run.add_consequence(Consequence(line, d.get("marker", "engine_dead"), d.get("phase_hint"), d.get("who")))
+
+    def _on_marker(self, run: Run, ev: Event, line: Line) -> None:
+        name = ev.data.get("marker") or ev.pattern
+        run.markers.setdefault(name, line)
 
     def finish(self) -> None:
         """End of input: open tracebacks become failures."""
         self._close_streams()
+
+
+_HANDLERS: Dict[str, Callable[[SourceTracker, Run, Event, Line], None]] = {
+    "config": SourceTracker._on_config,
+    "run_start": SourceTracker._on_config,
+    "facts": SourceTracker._on_facts,
+    "stats": SourceTracker._on_stats,
+    "prefix_hit": SourceTracker._on_prefix_hit,
+    "preemption": SourceTracker._on_preemption,
+    "access": SourceTracker._on_access,
+    "engine_dead": SourceTracker._on_engine_dead,
+    "marker": SourceTracker._on_marker,
+}

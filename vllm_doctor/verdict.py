@@ -3,20 +3,24 @@
 Shapes (also in ``vllm_doctor/verdict.schema.json``, the published contract):
 
 * :class:`Evidence` - a log line that supports a finding: ``source``, 1-based ``line``,
-  ``text`` (the line as printed, wrappers removed), optional ``note``;
+  ``text`` (the line as printed, wrappers removed), optional ``note``, the log's own ``time``
+  (``MM-DD HH:MM:SS`` as vLLM prints it, no year) where the line carries one;
 * :class:`Remedy` - one change, in the tuning order of ``shared/domain.md``: ``order``,
   ``action`` (what to do, one sentence), ``flag`` (the concrete ``vllm serve`` flag with
   the number filled in, when the log gives the number), ``why`` (the arithmetic, naming
   the evidence it used), ``side`` (``server``, ``client`` or ``host``);
 * :class:`Finding` - one diagnosed problem: ``class_id`` and ``code`` (see ``vllm-doctor
   rules``), ``severity`` (``critical`` the server failed, ``warning`` degraded or requests
-  rejected, ``info`` a note), ``phase`` (``startup`` / ``runtime``), ``title``, ``facts``
+  rejected, ``info`` a note), ``confidence`` (``high`` the error line itself says it,
+  ``medium`` traceback frames or the phase decide, ``low`` a judgement from stats lines),
+  ``phase`` (``startup`` / ``runtime``), ``title``, ``facts``
   (vocabulary of ``shared/corpus/README.md``; memory in GiB), ``evidence``, ``remedies``,
   ``does_not_help``;
 * :class:`RunSummary` - one server start in one source, with its ``config`` and ``facts``;
 * :class:`Verdict` - the whole answer: ``primary_class`` (the most severe finding of the
   newest failing run; ``healthy`` when nothing is wrong; ``unknown`` when nothing is
-  recognisable or the root cause is not in the log) and everything above.
+  recognisable or the root cause is not in the log), ``primary`` (that finding itself, so
+  its facts and remedies are the headline's own) and everything above.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 SEVERITY_RANK = {"critical": 3, "warning": 2, "info": 1, "ok": 0}
 
 
@@ -34,6 +38,7 @@ class Evidence:
     line: int
     text: str
     note: Optional[str] = None
+    time: Optional[str] = None
 
 
 @dataclass
@@ -54,6 +59,7 @@ class Finding:
     title: str
     source: str = ""
     run: int = 0
+    confidence: str = "high"
     facts: Dict[str, Any] = field(default_factory=dict)
     evidence: List[Evidence] = field(default_factory=list)
     remedies: List[Remedy] = field(default_factory=list)
@@ -93,7 +99,8 @@ class SourceSummary:
     wrappers: List[str] = field(default_factory=list)
     error: Optional[str] = None
     timeouts: int = 0
-    malformed: int = 0  # records the tracker could not take (counted, skipped)
+    internal_errors: int = 0  # records (or rules) a stage raised on: counted, skipped, reported
+    first_internal_error: Optional[str] = None
     truncated: bool = False  # a compressed input ended early
     primary_class: Optional[str] = None
 
@@ -109,6 +116,7 @@ class Verdict:
     sources: List[SourceSummary] = field(default_factory=list)
     tool_version: str = ""
     schema_version: str = SCHEMA_VERSION
+    primary_finding: Optional[Finding] = None
 
     @property
     def exit_code(self) -> int:
@@ -121,9 +129,15 @@ class Verdict:
 
     @property
     def primary(self) -> Optional[Finding]:
-        for f in self.findings:
-            if f.class_id == self.primary_class and SEVERITY_RANK.get(f.severity, 0) >= 2:
-                return f
+        """The finding the headline is about (None for healthy / nothing recognised)."""
+        return self.primary_finding
+
+    @property
+    def primary_index(self) -> Optional[int]:
+        """Index of :attr:`primary` in ``findings`` (None when there is none)."""
+        for i, f in enumerate(self.findings):
+            if f is self.primary_finding:
+                return i
         return None
 
     def to_dict(self) -> Dict[str, Any]:
@@ -135,6 +149,8 @@ class Verdict:
             "severity": self.severity,
             "title": self.title,
             "exit_code": self.exit_code,
+            "primary_finding": self.primary_index,
+            "primary_source": self.primary_finding.source if self.primary_finding else None,
             "findings": [f.to_dict() for f in self.findings],
             "runs": [asdict(r) for r in self.runs],
             "sources": [asdict(s) for s in self.sources],

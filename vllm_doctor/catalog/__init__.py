@@ -185,6 +185,12 @@ class Catalog:
             if data is None:
                 continue
             events.append(Event(kind=p.kind, record=rec, data=data, phase=p.phase, pattern=p.name))
+        if len(events) > 1 and any(e.kind == "engine_dead" for e in events):
+            # "RuntimeError: Engine core initialization failed. See root cause above." is an
+            # exception line that reports a failure elsewhere: it is no root cause itself.
+            for e in events:
+                if e.kind == "exception":
+                    e.data["consequence"] = True
         return events
 
 

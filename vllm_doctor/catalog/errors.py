@@ -32,13 +32,34 @@ from . import Pattern
 
 _STARTUP, _RUNTIME = "startup", "runtime"
 
+#: Exceptions that report a failure elsewhere (the engine died, a request was cancelled, the
+#: process was stopped) instead of being one: vllm/v1/engine/exceptions.py (EngineDeadError,
+#: EngineGenerateError), vllm/engine/multiprocessing (MQEngineDeadError),
+#: vllm/engine/async_llm_engine.py (AsyncEngineDeadError), asyncio and the interpreter.
+CONSEQUENCE_EXCEPTIONS = frozenset(
+    {
+        "EngineDeadError",
+        "MQEngineDeadError",
+        "AsyncEngineDeadError",
+        "EngineGenerateError",
+        "CancelledError",
+        "KeyboardInterrupt",
+        "SystemExit",
+        "BrokenPipeError",
+        "ConnectionResetError",
+    }
+)
+
 
 def _exception(m, rec) -> Optional[Dict[str, Any]]:
     name = m["exc"]
     msg = (m["msg"] or "").strip()
     if msg[:1] in "'\"" and msg.endswith((msg[:1] + ")", msg[:1] + ").")):  # Name('message') repr
         msg = msg[1:].rstrip(".").rstrip(")")[:-1]
-    return {"exception": name, "message": msg[:500]}
+    data: Dict[str, Any] = {"exception": name, "message": msg[:500]}
+    if name.rsplit(".", 1)[-1] in CONSEQUENCE_EXCEPTIONS:
+        data["consequence"] = True
+    return data
 
 
 def _dead(marker: str, phase: Optional[str]):
@@ -213,6 +234,33 @@ PATTERNS = [
         "vllm/worker/model_runner_base.py _wrapper (V0)",
         None,
         _dead("model_execution_failed", _RUNTIME),
+    ),
+    Pattern(
+        "worker_failed_with_error",
+        "engine_dead",
+        ("Worker failed with error",),
+        r"Worker failed with error",
+        "vllm/v1/executor/multiproc_executor.py get_response",
+        None,
+        _dead("worker_failed", None),
+    ),
+    Pattern(
+        "executor_failed",
+        "engine_dead",
+        ("Executor failed",),
+        r"\bExecutor failed\.",
+        "vllm/v1/executor (RuntimeError: Executor failed.)",
+        None,
+        _dead("executor_failed", None),
+    ),
+    Pattern(
+        "see_root_cause_above",
+        "engine_dead",
+        ("root cause above", "Inspect the stacktrace"),
+        r"[Ss]ee root cause above|Inspect the stacktrace",
+        "vllm/v1/engine/utils.py wait_for_engine_startup; vllm/engine/multiprocessing (MQEngineDeadError)",
+        None,
+        _dead("see_root_cause_above", None),
     ),
     Pattern(
         "ray_worker_died",

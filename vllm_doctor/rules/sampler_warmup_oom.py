@@ -25,42 +25,52 @@ Sources:
 
 from __future__ import annotations
 
-import sys
-from typing import Any, Sequence
+from typing import List, Sequence
 
-from ..tracker import Failure, Run
-from .base import R, consequence_evidence, failure_evidence, make_finding, merged_data, oom_facts, remedies
-
-CLASS = "sampler_warmup_oom"
-CODE = "VD104"
-SEVERITY = "critical"
-SUMMARY = "Startup failed: out of GPU memory warming up the sampler with max_num_seqs dummy requests."
+from .. import thresholds
+from ..run import Failure, Run
+from ..verdict import Finding
+from .oom import oom_facts
+from .rule import Rule, consequence_evidence, failure_evidence, finding, merged_data, remedy
 
 
-def build(failures: Sequence[Failure], run: Run, phase: str) -> Any:
-    mod = sys.modules[__name__]
+def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List[Finding]:
+    if not failures:
+        return []
     data = merged_data(failures)
     facts = oom_facts(failures, run)
     n = data.get("dummy_requests") or run.value("max_num_seqs")
     if data.get("dummy_requests"):
         facts["dummy_requests"] = data["dummy_requests"]
     U = run.value("gpu_memory_utilization")
-    title = (
-        f"Out of GPU memory warming up the sampler with {n} dummy requests"
-        if n
-        else "Out of GPU memory warming up the sampler (dummy sampler run)"
-    )
-    rem = remedies(
-        R(
+    if n:
+        title = f"Out of GPU memory warming up the sampler with {n} dummy requests"
+    else:
+        title = "Out of GPU memory warming up the sampler (dummy sampler run)"
+    rem = [
+        remedy(
             "Lower max_num_seqs: the warm-up samples for that many requests at once",
             f"--max-num-seqs {max(1, n // 2)}" if n else "--max-num-seqs 128",
             f"{n} dummy requests did not fit; half as many need half the logits buffer" if n else None,
         ),
-        R("Leave headroom outside the KV cache", f"--gpu-memory-utilization {U - 0.05:.2f}" if U else None),
-    )
+        remedy(
+            "Leave headroom outside the KV cache",
+            f"--gpu-memory-utilization {U - thresholds.WARMUP_UTILIZATION_STEP:.2f}" if U else None,
+        ),
+    ]
     evidence = failure_evidence(failures, "sampler warm-up") + consequence_evidence(run, 1)
     dont = [
         "Raising gpu_memory_utilization: less memory stays outside the KV cache",
         "Lowering max_model_len: the buffer depends on batch size and vocabulary",
     ]
-    return make_finding(mod, run, "startup", title, facts, evidence, rem, dont)
+    return [finding(RULE, run, "startup", title, facts, evidence, rem, dont)]
+
+
+RULE = Rule(
+    code="VD104",
+    name="sampler_warmup_oom",
+    severity="critical",
+    summary="Startup failed: out of GPU memory warming up the sampler with max_num_seqs dummy requests.",
+    doc=__doc__,
+    check=check,
+)

@@ -28,47 +28,54 @@ Sources:
 
 from __future__ import annotations
 
-import sys
-from typing import Any, Sequence
+from typing import List, Sequence
 
-from ..tracker import Failure, Run
-from .base import R, consequence_evidence, ev, failure_evidence, make_finding, oom_facts, remedies
-
-CLASS = "cuda_graph_capture_oom"
-CODE = "VD103"
-SEVERITY = "critical"
-SUMMARY = "Startup failed: out of GPU memory while capturing CUDA graphs."
+from .. import thresholds
+from ..events import Phase
+from ..run import Failure, Run
+from ..verdict import Finding
+from .oom import oom_facts
+from .rule import Rule, consequence_evidence, ev, failure_evidence, finding, remedy
 
 
-def build(failures: Sequence[Failure], run: Run, phase: str) -> Any:
-    mod = sys.modules[__name__]
+def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List[Finding]:
+    if not failures:
+        return []
     facts = oom_facts(failures, run)
     for k in ("max_num_seqs", "gpu_memory_utilization", "enforce_eager"):
         if run.value(k) is not None:
             facts[k] = run.value(k)
     seqs = run.value("max_num_seqs")
     U = run.value("gpu_memory_utilization")
-    rem = remedies(
-        R("Run without CUDA graphs (slower decode) or capture fewer sizes", "--enforce-eager"),
-        R(
+    rem = [
+        remedy("Run without CUDA graphs (slower decode) or capture fewer sizes", "--enforce-eager"),
+        remedy(
             "Capture fewer and smaller graphs by lowering max_num_seqs",
             f"--max-num-seqs {max(8, seqs // 2)}" if seqs else None,
         ),
-        R(
+        remedy(
             "Leave headroom outside the KV cache for the graph pools",
-            f"--gpu-memory-utilization {U - 0.05:.2f}" if U else None,
+            f"--gpu-memory-utilization {U - thresholds.WARMUP_UTILIZATION_STEP:.2f}" if U else None,
             "graph memory comes out of what the KV cache left",
         ),
-    )
+    ]
     evidence = (
         failure_evidence(failures, "out of memory")
-        + [ev(run.phase_records.get("CUDA graph capture"), "phase: CUDA graph capture")]
+        + [ev(run.phase_lines.get(Phase.GRAPH_CAPTURE), "phase: CUDA graph capture")]
         + consequence_evidence(run, 1)
     )
     dont = [
         "Raising gpu_memory_utilization: even less memory stays outside the KV cache",
         "Lowering max_model_len alone: graphs are sized by batch size, not length",
     ]
-    return make_finding(
-        mod, run, "startup", "Out of GPU memory while capturing CUDA graphs", facts, evidence, rem, dont
-    )
+    return [finding(RULE, run, "startup", "Out of GPU memory while capturing CUDA graphs", facts, evidence, rem, dont)]
+
+
+RULE = Rule(
+    code="VD103",
+    name="cuda_graph_capture_oom",
+    severity="critical",
+    summary="Startup failed: out of GPU memory while capturing CUDA graphs.",
+    doc=__doc__,
+    check=check,
+)

@@ -26,27 +26,34 @@ Sources:
 
 from __future__ import annotations
 
-import sys
-from typing import Any, Sequence
+from typing import List, Sequence
 
-from ..tracker import Failure, Run
-from .base import R, consequence_evidence, failure_evidence, make_finding, remedies
-
-CLASS = "unknown"
-CODE = "VD901"
-SEVERITY = "critical"
-SUMMARY = "Something failed but the root cause is not in this log; or nothing is vLLM output."
+from ..events import Phase
+from ..run import Failure, Run
+from ..verdict import Finding
+from .rule import Rule, consequence_evidence, failure_evidence, finding, remedy
 
 
-def build(failures: Sequence[Failure], run: Run, phase: str) -> Any:
-    mod = sys.modules[__name__]
-    markers = [c.data.get("marker") or c.data.get("exception") for c in run.consequences]
+def _phase_of_consequences(run: Run) -> str:
+    hints = {c.phase_hint for c in run.consequences}
+    if "startup" in hints or (run.phase < Phase.READY and "runtime" not in hints):
+        return "startup"
+    return "runtime"
+
+
+def check(run: Run, failures: Sequence[Failure], phase: str = "") -> List[Finding]:
+    if not failures:
+        # Something died and nothing in the run says why.
+        if run.failures or not any(c.marker != "ray_worker_died" for c in run.consequences):
+            return []
+        phase = _phase_of_consequences(run)
+    markers = [c.marker if c.marker != "exception" else c.exception for c in run.consequences]
     facts = {"consequence_markers": [m for m in markers if m][:6]}
     frames = [fr for f in failures for fr in f.data.get("frames", [])][-6:]
     if frames:
         facts["last_frames"] = frames
     if run.consequences and not failures:
-        first = run.consequences[0].record.text.strip()
+        first = run.consequences[0].line.text.strip()
         if len(first) > 110:
             first = first[:107] + "..."
         title = f"{phase.capitalize()} failure, root cause not in this log: {first}"
@@ -54,28 +61,35 @@ def build(failures: Sequence[Failure], run: Run, phase: str) -> Any:
         title = (
             f"{phase.capitalize()} failure: a traceback without its exception line; the root cause is not in this log"
         )
-    rem = remedies(
-        R(
+    rem = [
+        remedy(
             "Collect the lines printed above by the engine and worker processes (journalctl -u UNIT, "
             "kubectl logs --all-containers, docker logs) and diagnose again",
             None,
             None,
             "host",
         ),
-        R(
-            "If the engine died without a traceback: look for the host OOM killer or a segfault (dmesg | grep -i -e oom -e segfault)",
+        remedy(
+            "If the engine died without a traceback: look for the host OOM killer or a segfault "
+            "(dmesg | grep -i -e oom -e segfault)",
             None,
             None,
             "host",
         ),
-    )
-    return make_finding(
-        mod,
-        run,
-        phase,
-        title,
-        facts,
-        consequence_evidence(run, 3) + failure_evidence(failures),
-        rem,
-        ["Guessing a memory class: the evidence is not in this log"],
-    )
+    ]
+    evidence = consequence_evidence(run, 3) + failure_evidence(failures)
+    return [
+        finding(
+            RULE, run, phase, title, facts, evidence, rem, ["Guessing a memory class: the evidence is not in this log"]
+        )
+    ]
+
+
+RULE = Rule(
+    code="VD901",
+    name="unknown",
+    severity="critical",
+    summary="Something failed but the root cause is not in this log; or nothing is vLLM output.",
+    doc=__doc__,
+    check=check,
+)

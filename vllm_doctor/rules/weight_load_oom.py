@@ -35,17 +35,15 @@ from __future__ import annotations
 
 import math
 import re
-import sys
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
-from ..tracker import Failure, Run
+from .. import thresholds
+from ..events import Phase
+from ..run import Failure, Run
 from ..units import tidy
-from .base import R, config_evidence, consequence_evidence, ev, failure_evidence, make_finding, oom_facts, remedies
-
-CLASS = "weight_load_oom"
-CODE = "VD100"
-SEVERITY = "critical"
-SUMMARY = "Startup failed: out of GPU memory while loading the model weights."
+from ..verdict import Finding
+from .oom import oom_facts
+from .rule import Rule, config_evidence, consequence_evidence, ev, failure_evidence, finding, remedy
 
 _PARAMS = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)\s?[Bb](?![a-zA-Z])")
 _BITS = (
@@ -88,8 +86,36 @@ def model_weights_estimate(
     return {"params_billion": params, "bits": bits, "weights_gib_estimate": tidy(gib, 2)}
 
 
-def build(failures: Sequence[Failure], run: Run, phase: str) -> Any:
-    mod = sys.modules[__name__]
+def _sizing(facts: Dict[str, Any], est: Dict[str, Any], G: float, tp: int, notes: List[str]) -> Dict[str, Any]:
+    """TP and bits that fit, from the estimated weights and the GPU total. Adds the facts
+    ``smallest_tensor_parallel_size`` and ``weight_bits_that_fit_one_gpu``; returns
+    ``{"tp_flag", "why_tp", "suspect_bug"}``."""
+    W = est["weights_gib_estimate"]
+    usable = G * thresholds.WEIGHTS_USABLE_SHARE
+    need_tp = max(1, math.ceil(W * thresholds.WEIGHTS_OVERHEAD / usable))
+    need_tp = 1 << (need_tp - 1).bit_length()
+    facts["smallest_tensor_parallel_size"] = need_tp
+    out: Dict[str, Any] = {
+        "tp_flag": f"--tensor-parallel-size {need_tp}" if need_tp > tp else None,
+        "why_tp": f"weights about {W:.1f} GiB ({est['params_billion']:g}B params x {est['bits']} bits) vs {G:.2f} GiB per GPU",
+        "suspect_bug": False,
+    }
+    if W / tp * thresholds.WEIGHTS_OVERHEAD < G * thresholds.WEIGHTS_CLEARLY_FIT_SHARE:  # each share clearly fits
+        out["suspect_bug"] = True
+        notes.append(
+            f"The weights (about {W:.1f} GiB) should fit {G:.2f} GiB per GPU at TP {tp}: "
+            "the OOM points at something else (a fallback implementation, a quantized path "
+            "materialising full-precision weights, a version regression)."
+        )
+    bits_fit = [b for b in (8, 4) if est["params_billion"] * 1e9 * b / 8 / 2**30 * thresholds.WEIGHTS_OVERHEAD < usable]
+    if bits_fit and est["bits"] > bits_fit[0]:
+        facts["weight_bits_that_fit_one_gpu"] = bits_fit[0]
+    return out
+
+
+def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List[Finding]:
+    if not failures:
+        return []
     facts: Dict[str, Any] = oom_facts(failures, run)
     for key in ("model", "tensor_parallel_size", "pipeline_parallel_size", "quantization", "gpu_memory_utilization"):
         if run.value(key) is not None:
@@ -97,65 +123,40 @@ def build(failures: Sequence[Failure], run: Run, phase: str) -> Any:
     G = facts.get("gpu_total_gib")
     tp = run.value("tensor_parallel_size") or 1
     est = model_weights_estimate(run.value("model"), run.value("quantization"), run.value("dtype"))
-    notes = []
-    tp_flag = None
-    why_tp = "each GPU holds 1/TP of the weights"
-    suspect_bug = False
+    notes: List[str] = []
+    sizing = {"tp_flag": None, "why_tp": "each GPU holds 1/TP of the weights", "suspect_bug": False}
     if est:
         facts.update(est)
-        W = est["weights_gib_estimate"]
         if G:
-            usable = G * 0.9
-            need_tp = max(1, math.ceil(W * 1.1 / usable))
-            need_tp = 1 << (need_tp - 1).bit_length()
-            facts["smallest_tensor_parallel_size"] = need_tp
-            why_tp = (
-                f"weights about {W:.1f} GiB ({est['params_billion']:g}B params x {est['bits']} bits) vs "
-                f"{G:.2f} GiB per GPU"
-            )
-            if need_tp > tp:
-                tp_flag = f"--tensor-parallel-size {need_tp}"
-            if W / tp * 1.1 < G * 0.6:  # each GPU's share clearly fits
-                suspect_bug = True
-                notes.append(
-                    f"The weights (about {W:.1f} GiB) should fit {G:.2f} GiB per GPU at TP {tp}: "
-                    "the OOM points at something else (a fallback implementation, a quantized path "
-                    "materialising full-precision weights, a version regression)."
-                )
-            bits_fit = [b for b in (8, 4) if est["params_billion"] * 1e9 * b / 8 / 2**30 * 1.1 < usable]
-            if bits_fit and est["bits"] > bits_fit[0]:
-                facts["weight_bits_that_fit_one_gpu"] = bits_fit[0]
-    if tp_flag is None and not suspect_bug:
+            sizing = _sizing(facts, est, G, tp, notes)
+    tp_flag = sizing["tp_flag"]
+    if tp_flag is None and not sizing["suspect_bug"]:
         tp_flag = f"--tensor-parallel-size {2 * tp}"
-    phase_note = "while building the model / loading weights"
-    title = f"Out of GPU memory {phase_note}"
+    title = "Out of GPU memory while building the model / loading weights"
     if G:
         title += f" ({facts.get('gpu_total_gib')} GiB GPU)"
-    if suspect_bug:
+    if sizing["suspect_bug"]:
         title += ": the weights should fit, suspect a bug or regression"
-    rem = remedies(
+    bits = facts.get("weight_bits_that_fit_one_gpu")
+    rem = [
         # When the weights clearly fit, the size remedies are not the first thing to try.
-        R(
+        remedy(
             "The weights should fit: try another vLLM version (or the model's native implementation) and report "
             "the regression"
         )
-        if suspect_bug
+        if sizing["suspect_bug"]
         else None,
-        R(
+        remedy(
             "Serve a quantized checkpoint (fewer bits per weight), one the GPU generation supports",
             None,
-            (
-                f"{facts['weight_bits_that_fit_one_gpu']}-bit weights would fit one GPU"
-                if facts.get("weight_bits_that_fit_one_gpu")
-                else None
-            ),
+            f"{bits}-bit weights would fit one GPU" if bits else None,
         ),
-        R("Split the weights over more GPUs of the node with tensor parallelism", tp_flag, why_tp),
-        R("Or serve a smaller model"),
-    )
+        remedy("Split the weights over more GPUs of the node with tensor parallelism", tp_flag, sizing["why_tp"]),
+        remedy("Or serve a smaller model"),
+    ]
     evidence = (
         failure_evidence(failures, "out of memory")
-        + [ev(run.phase_records.get("loading weights"), "phase: loading weights")]
+        + [ev(run.phase_lines.get(Phase.LOADING_WEIGHTS), "phase: loading weights")]
         + config_evidence(run, ("model", "tensor_parallel_size", "quantization"))
         + consequence_evidence(run, 1)
     )
@@ -163,4 +164,14 @@ def build(failures: Sequence[Failure], run: Run, phase: str) -> Any:
         "Raising gpu_memory_utilization: the weights need the memory before the budget matters",
         "Lowering max_model_len or max_num_seqs: the KV cache is not allocated yet",
     ]
-    return make_finding(mod, run, phase, title, facts, evidence, rem, dont, notes)
+    return [finding(RULE, run, "startup", title, facts, evidence, rem, dont, notes)]
+
+
+RULE = Rule(
+    code="VD100",
+    name="weight_load_oom",
+    severity="critical",
+    summary="Startup failed: out of GPU memory while loading the model weights.",
+    doc=__doc__,
+    check=check,
+)

@@ -19,7 +19,24 @@ Sources:
     shared/domain.md "The diagnosis order".
 """
 
-CLASS = "healthy"
-CODE = "VD000"
-SEVERITY = "ok"
-SUMMARY = "No memory or slowdown problem found in the log."
+from __future__ import annotations
+
+from typing import List, Sequence
+
+from ..run import Failure, Run
+from ..verdict import Finding
+from .rule import Rule
+
+
+def check(run: Run, failures: Sequence[Failure], phase: str = "") -> List[Finding]:
+    return []  # healthy is what the verdict says when no rule finds anything
+
+
+RULE = Rule(
+    code="VD000",
+    name="healthy",
+    severity="ok",
+    summary="No memory or slowdown problem found in the log.",
+    doc=__doc__,
+    check=check,
+)

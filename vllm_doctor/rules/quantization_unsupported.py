@@ -27,20 +27,16 @@ Sources:
 
 from __future__ import annotations
 
-import sys
-from typing import Any, Sequence
+from typing import List, Sequence
 
-from ..tracker import Failure, Run
-from .base import R, config_evidence, failure_evidence, make_finding, merged_data, remedies
-
-CLASS = "quantization_unsupported"
-CODE = "VD105"
-SEVERITY = "critical"
-SUMMARY = "Startup failed: the quantization method (or dtype) is not supported on this GPU generation."
+from ..run import Failure, Run
+from ..verdict import Finding
+from .rule import Rule, config_evidence, failure_evidence, finding, merged_data, remedy
 
 
-def build(failures: Sequence[Failure], run: Run, phase: str) -> Any:
-    mod = sys.modules[__name__]
+def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List[Finding]:
+    if not failures:
+        return []
     data = merged_data(failures)
     facts = {k: data[k] for k in ("quantization", "min_capability", "current_capability") if k in data}
     if "quantization" not in facts and run.value("quantization"):
@@ -54,12 +50,12 @@ def build(failures: Sequence[Failure], run: Run, phase: str) -> Any:
         title = "Quantization scheme rejected by the GPU capability check (the error line itself is not in the log)"
     else:
         title = "Quantization or dtype not supported on this GPU"
-    rem = remedies(
-        R(
+    rem = [
+        remedy(
             "Use a checkpoint format this GPU generation supports (e.g. AWQ/GPTQ on Turing/Ampere), "
             "or --dtype half where bfloat16 is refused"
         ),
-        R(
+        remedy(
             "Or run on a GPU with at least the minimum compute capability",
             None,
             f"minimum {facts['min_capability']}, current {facts['current_capability']}"
@@ -67,15 +63,17 @@ def build(failures: Sequence[Failure], run: Run, phase: str) -> Any:
             else None,
             "host",
         ),
-    )
+    ]
     evidence = failure_evidence(failures, "capability check") + config_evidence(run, ("quantization", "model"))
-    return make_finding(
-        mod,
-        run,
-        "startup",
-        title,
-        facts,
-        evidence,
-        rem,
-        ["Memory settings (gpu_memory_utilization, max_model_len): not a memory problem"],
-    )
+    dont = ["Memory settings (gpu_memory_utilization, max_model_len): not a memory problem"]
+    return [finding(RULE, run, "startup", title, facts, evidence, rem, dont)]
+
+
+RULE = Rule(
+    code="VD105",
+    name="quantization_unsupported",
+    severity="critical",
+    summary="Startup failed: the quantization method (or dtype) is not supported on this GPU generation.",
+    doc=__doc__,
+    check=check,
+)

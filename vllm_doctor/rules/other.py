@@ -25,44 +25,42 @@ Sources:
 
 from __future__ import annotations
 
-import sys
-from typing import Any, Sequence
+from typing import List, Sequence
 
-from ..tracker import Failure, Run
-from .base import R, consequence_evidence, failure_evidence, make_finding, remedies
-
-CLASS = "other"
-CODE = "VD900"
-SEVERITY = "critical"
-SUMMARY = "A failure that is not a memory or slowdown problem; the exception is named."
+from ..run import Failure, Run
+from ..verdict import Finding
+from .rule import Rule, consequence_evidence, failure_evidence, finding, remedy
 
 
-def build(failures: Sequence[Failure], run: Run, phase: str) -> Any:
-    mod = sys.modules[__name__]
+def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List[Finding]:
+    if not failures:
+        return []
     f = failures[0]
     name = f.data.get("exception") or f.exception or "error"
     msg = f.data.get("message", "")
     facts = {"exception": name, "message": msg[:300]}
     cuda = name in ("CUDA error", "NCCL error")
-    rem = remedies(
-        R(f"Look up '{name}: {msg[:80]}' for your vLLM, PyTorch and driver versions"),
-        R(
+    rem = [
+        remedy(f"Look up '{name}: {msg[:80]}' for your vLLM, PyTorch and driver versions"),
+        remedy(
             "Rerun with CUDA_LAUNCH_BLOCKING=1 to find the failing kernel; try --enforce-eager to rule out CUDA graphs",
             "--enforce-eager",
-            None,
-            "server",
         )
         if cuda
         else None,
-    )
+    ]
     title = f"{phase.capitalize()} failure: {name}" + (f": {msg[:100]}" if msg else "")
-    return make_finding(
-        mod,
-        run,
-        phase,
-        title,
-        facts,
-        failure_evidence(failures, "the error") + consequence_evidence(run, 2),
-        rem,
-        ["Memory tuning: this failure is not about capacity"],
-    )
+    evidence = failure_evidence(failures, "the error") + consequence_evidence(run, 2)
+    return [
+        finding(RULE, run, phase, title, facts, evidence, rem, ["Memory tuning: this failure is not about capacity"])
+    ]
+
+
+RULE = Rule(
+    code="VD900",
+    name="other",
+    severity="critical",
+    summary="A failure that is not a memory or slowdown problem; the exception is named.",
+    doc=__doc__,
+    check=check,
+)

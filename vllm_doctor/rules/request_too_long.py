@@ -26,20 +26,16 @@ Sources:
 
 from __future__ import annotations
 
-import sys
-from typing import Any, Sequence
+from typing import List, Sequence
 
-from ..tracker import Failure, Run
-from .base import R, failure_evidence, make_finding, merged_data, remedies
-
-CLASS = "request_too_long"
-CODE = "VD202"
-SEVERITY = "warning"
-SUMMARY = "Requests rejected: prompt + max_tokens exceed max_model_len (client-side fix first)."
+from ..run import Failure, Run
+from ..verdict import Finding
+from .rule import Rule, failure_evidence, finding, merged_data, remedy
 
 
-def build(failures: Sequence[Failure], run: Run, phase: str) -> Any:
-    mod = sys.modules[__name__]
+def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List[Finding]:
+    if not failures:
+        return []
     d = merged_data(failures)
     facts = {k: d[k] for k in ("max_model_len", "requested_tokens", "prompt_tokens", "max_tokens") if k in d}
     facts["rejected_requests"] = sum(f.repeats for f in failures)
@@ -53,31 +49,31 @@ def build(failures: Sequence[Failure], run: Run, phase: str) -> Any:
     else:
         title = "Requests rejected by the length check (_validate_input; the error text is not in the log)"
     kv_tokens = run.value("kv_tokens")
-    rem = remedies(
-        R(
+    rem = [
+        remedy(
             "Cap max_tokens in the client at max_model_len minus the prompt length",
             None,
             f"this request could ask for at most {L - P} output tokens ({L} - {P})" if L and P is not None else None,
             "client",
         ),
-        R("Trim or summarise long conversations in the client", None, None, "client"),
-        R(
+        remedy("Trim or summarise long conversations in the client", None, None, "client"),
+        remedy(
             "Only if the KV cache has room: raise max_model_len on the server",
             None,
-            (
-                f"the KV cache holds {kv_tokens} tokens"
-                if kv_tokens
-                else "check 'GPU KV cache size' / 'Maximum concurrency' at startup before raising it"
-            ),
+            f"the KV cache holds {kv_tokens} tokens"
+            if kv_tokens
+            else "check 'GPU KV cache size' / 'Maximum concurrency' at startup before raising it",
         ),
-    )
-    return make_finding(
-        mod,
-        run,
-        "runtime",
-        title,
-        facts,
-        failure_evidence(failures, "rejected request"),
-        rem,
-        ["Memory settings or restarting the server: nothing failed on the server"],
-    )
+    ]
+    dont = ["Memory settings or restarting the server: nothing failed on the server"]
+    return [finding(RULE, run, "runtime", title, facts, failure_evidence(failures, "rejected request"), rem, dont)]
+
+
+RULE = Rule(
+    code="VD202",
+    name="request_too_long",
+    severity="warning",
+    summary="Requests rejected: prompt + max_tokens exceed max_model_len (client-side fix first).",
+    doc=__doc__,
+    check=check,
+)

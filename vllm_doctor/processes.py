@@ -1,0 +1,58 @@
+"""The names vLLM gives its processes, and what each name tells: one place for all of them.
+
+vLLM prefixes every line a child process writes with ``(NAME pid=N)`` (``_add_prefix`` /
+``decorate_logs`` in ``vllm/utils``; ``shared/vllm-messages.md`` section 0, item 4). The
+names changed over time:
+
+* V0: ``VllmWorkerProcess`` (multiprocessing workers), Ray's ``RayWorkerWrapper`` /
+  ``RayWorkerVllm``;
+* V1 about v0.8-v0.10.1: ``VllmWorker rank=N`` (EngineCore had no prefix then);
+* V1 about v0.10.1: ``EngineCore_0``, ``APIServer``; from about v0.10.2: ``EngineCore_DP0``,
+  ``Worker_TP0``, ``Worker_TP1_EP1``, ``Worker``, ``ApiServer_0``; newest: ``EngineCore``;
+* ``WorkerProc`` and ``WorkerDict`` appear in Ray-based launchers.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+#: Name prefixes of vLLM's own processes.
+VLLM_PROCESS_NAMES = (
+    "APIServer",
+    "ApiServer",
+    "EngineCore",
+    "VllmWorker",
+    "Worker",
+    "RayWorkerWrapper",
+    "RayWorkerVllm",
+    "RayWorkerProc",
+    "WorkerProc",
+    "WorkerDict",
+)
+#: Processes whose failure takes the engine down (not the API server's request handling).
+ENGINE_PROCESS_NAMES = ("EngineCore", "Worker", "VllmWorker", "RayWorker", "WorkerDict", "WorkerProc")
+_V1_NAMES = ("EngineCore", "APIServer", "ApiServer", "Worker_TP")
+
+
+def is_vllm_process(name: Optional[str]) -> bool:
+    """True when ``name`` (a process prefix's name) is one of vLLM's own processes."""
+    return bool(name) and name.startswith(VLLM_PROCESS_NAMES)
+
+
+def is_engine_process(name: Optional[str]) -> bool:
+    """True for the engine and its workers, whose errors are fatal to the server."""
+    return bool(name) and name.startswith(ENGINE_PROCESS_NAMES)
+
+
+def engine_of_process(name: Optional[str], rank: Optional[int]) -> Optional[str]:
+    """``v1`` / ``v0`` when the process name alone tells which engine printed it, else None.
+
+    ``VllmWorker`` with a ``rank=`` is V1 (about v0.8-v0.10.1); ``VllmWorkerProcess`` is V0.
+    """
+    if not name:
+        return None
+    if name.startswith(_V1_NAMES) or (rank is not None and name.startswith("VllmWorker")):
+        return "v1"
+    if name == "VllmWorkerProcess":
+        return "v0"
+    return None

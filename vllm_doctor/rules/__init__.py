@@ -1,0 +1,160 @@
+"""The rules: one module per code, a registry, and how a run is judged.
+
+Each module holds one :class:`~vllm_doctor.rules.rule.Rule` (code, class id, severity,
+summary, its documentation, ``check``); :data:`RULES` lists them in the diagnosis order
+(startup classes first, then runtime, then notes), which is the order ``vllm-doctor rules``
+prints and the tie-break between findings of one severity.
+
+:func:`diagnose_run` judges one run: the decision tree (:mod:`~vllm_doctor.rules.tree`)
+routes each failure to the rule that explains it; each rule checks the run with the failures
+routed to it (rules that judge the whole run, like ``preemption_storm``, check it with none);
+"root cause not in the log" gives way when another finding names a root cause.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any, Dict, Iterable, List, Optional, Tuple
+
+from ..run import Failure, Run
+from ..verdict import Finding
+from . import (
+    config_limit_error,
+    cuda_graph_capture_oom,
+    healthy,
+    high_gpu_memory_utilization,
+    kv_cache_capacity,
+    kv_pressure,
+    long_default_max_model_len,
+    low_prefix_cache_hit,
+    other,
+    preemption_storm,
+    quantization_unsupported,
+    queue_backlog,
+    request_too_long,
+    runtime_oom,
+    sampler_warmup_oom,
+    startup_memory_contention,
+    tp1_multi_gpu,
+    unknown,
+    weight_load_oom,
+)
+from .rule import CONFIDENCE, Rule
+from .tree import route
+
+#: Every rule, in the diagnosis order.
+RULES: Tuple[Rule, ...] = tuple(
+    m.RULE
+    for m in (
+        weight_load_oom,
+        kv_cache_capacity,
+        startup_memory_contention,
+        cuda_graph_capture_oom,
+        sampler_warmup_oom,
+        quantization_unsupported,
+        config_limit_error,
+        runtime_oom,
+        preemption_storm,
+        request_too_long,
+        kv_pressure,
+        queue_backlog,
+        high_gpu_memory_utilization,
+        low_prefix_cache_hit,
+        long_default_max_model_len,
+        tp1_multi_gpu,
+        other,
+        unknown,
+        healthy,
+    )
+)
+BY_NAME: Dict[str, Rule] = {r.name: r for r in RULES}
+BY_CODE: Dict[str, Rule] = {r.code: r for r in RULES}
+ORDER: Dict[str, int] = {r.name: i for i, r in enumerate(RULES)}
+SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2, "ok": 3}
+
+
+def _key(text: str) -> str:
+    return text.strip().lower().replace("-", "_")
+
+
+def lookup(name: str) -> Rule:
+    """The rule named by a class id or code, in any case, with ``-`` or ``_``
+    (``VD303``, ``vd303``, ``high-gpu-memory-utilization``). Raises KeyError with the
+    nearest names in its message when there is none."""
+    key = _key(name)
+    for r in RULES:
+        if key in (r.code.lower(), r.name):
+            return r
+    names = [r.name for r in RULES] + [r.code.lower() for r in RULES]
+    near = difflib.get_close_matches(key, names, n=3, cutoff=0.5)
+    hint = f"; did you mean {', '.join(near)}?" if near else ""
+    raise KeyError(f"unknown class or code {name!r}{hint}")
+
+
+def select_rules(select: Optional[Iterable[str]]) -> Optional[frozenset]:
+    """Class ids of the rules a ``select`` list names: codes, class ids, or code prefixes
+    (``VD1`` for every startup rule, as ruff selects by prefix). None selects all. Raises
+    KeyError (with the nearest names) for an entry that names nothing."""
+    if select is None:
+        return None
+    chosen = set()
+    for item in select:
+        key = _key(item)
+        if not key:
+            continue
+        by_prefix = [r.name for r in RULES if r.code.lower().startswith(key) and key.startswith("vd")]
+        chosen.update(by_prefix or [lookup(item).name])
+    return frozenset(chosen)
+
+
+def new_observers() -> Dict[str, Any]:
+    """A fresh stats observer of every rule that declares one, for one run (see
+    :mod:`vllm_doctor.run`), keyed by the rule's class id."""
+    return {r.name: r.observer() for r in RULES if r.observer is not None}
+
+
+def diagnose_run(
+    run: Run, select: Optional[frozenset] = None, errors: Optional[List[Tuple[str, BaseException]]] = None
+) -> List[Finding]:
+    """All findings of one run, most severe first (ties: the diagnosis order).
+
+    ``select`` (from :func:`select_rules`) keeps only the named rules' findings; the tree
+    still routes every failure, so a failure routed to an unselected rule is not re-judged
+    by another. With ``errors`` given, a rule that raises is isolated: ``(code, exception)``
+    is appended there and the other rules still run; without it the exception propagates.
+    """
+    groups: Dict[Tuple[str, str], List[Failure]] = {}
+    confidence: Dict[Tuple[str, str], str] = {}
+    for f in run.failures:
+        r = route(f, run)
+        if r.name is None:
+            continue
+        key = (r.name, r.phase)
+        groups.setdefault(key, []).append(f)
+        best = confidence.get(key)
+        if best is None or CONFIDENCE.index(r.confidence) < CONFIDENCE.index(best):
+            confidence[key] = r.confidence
+    findings: List[Finding] = []
+    for rule in RULES:
+        if select is not None and rule.name not in select:
+            continue
+        routed = [(phase, fs) for (name, phase), fs in groups.items() if name == rule.name]
+        for phase, failures in routed or [("", [])]:
+            try:
+                found_here = rule.check(run, failures, phase)
+            except Exception as exc:  # noqa: BLE001 - isolated and reported when the caller asks
+                if errors is None:
+                    raise
+                errors.append((rule.code, exc))
+                continue
+            for found in found_here:
+                if failures:
+                    found.confidence = confidence[(rule.name, phase)]
+                findings.append(found)
+    if any(f.class_id != "unknown" and f.severity in ("critical", "warning") for f in findings):
+        findings = [f for f in findings if f.class_id != "unknown"]
+    findings.sort(key=lambda f: (SEVERITY_ORDER.get(f.severity, 9), ORDER.get(f.class_id, 99)))
+    return findings
+
+
+__all__ = ["RULES", "BY_NAME", "BY_CODE", "Rule", "lookup", "select_rules", "new_observers", "diagnose_run"]

@@ -1,0 +1,310 @@
+"""KV cache too small: the server cannot hold one request of ``max_model_len`` tokens.
+
+What it means:
+    vLLM reserves its KV cache once, at startup, from what is left of
+    ``gpu_memory_utilization x total`` after the weights and the activation peak. When
+    that cannot hold even one sequence of ``max_model_len`` tokens, startup fails (V0:
+    "The model's max seq len (L) is larger than the maximum number of tokens that can be
+    stored in KV cache (T)"; V1: "To serve at least one request with the model's max seq
+    len (L), (N GiB KV cache is needed, which is larger than the available KV cache memory
+    (A GiB)"; both: "No available memory for the cache blocks"). A negative or zero budget
+    ("Available KV cache memory: -2.14 GiB", "# GPU blocks: 0") means the weights and
+    activations alone already exceed the budget.
+
+Why it happens:
+    ``max_model_len`` left at the model's default (often 128k or 1M tokens) while the GPU
+    has room for far fewer; ``gpu_memory_utilization`` set low (or shared between several
+    engines); a model whose weights nearly fill the GPU.
+
+Remedies, in order:
+    1. Lower ``--max-model-len`` to what the workload needs and the cache holds (vLLM's
+       own estimate when printed, else the KV token capacity, rounded down).
+    2. Raise ``--gpu-memory-utilization`` to the value that fits the current length (only
+       where the GPU has that memory to give).
+    3. Shrink KV per token: ``--kv-cache-dtype fp8`` (halves it for a 16-bit model; a
+       precision trade-off to evaluate), or spread it: ``--tensor-parallel-size 2``.
+    Negative/zero budget: raise ``--gpu-memory-utilization`` if the GPU has headroom,
+    else more tensor parallelism, a quantized or a smaller model.
+
+What does not help:
+    Lowering ``max_model_len`` when the KV budget is negative or zero (nothing fits at any
+    length); lowering ``gpu_memory_utilization`` (shrinks the cache further);
+    ``max_num_seqs`` (concurrency does not change what one request needs).
+
+Sources:
+    vllm/worker/worker.py raise_if_cache_size_invalid (V0);
+    vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory (V1);
+    vllm/v1/worker/gpu_worker.py determine_available_memory; docs.vllm.ai
+    configuration/conserving_memory; shared/domain.md "KV cache too small".
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Dict, List, Optional, Sequence
+
+from .. import thresholds
+from ..memory import floor_tidy
+from ..run import Failure, Run
+from ..units import tidy
+from ..verdict import Finding
+from .oom import oom_facts
+from .rule import (
+    Rule,
+    config_evidence,
+    consequence_evidence,
+    ev,
+    failure_evidence,
+    finding,
+    merged_data,
+    remedy,
+)
+
+DEFAULT_BLOCK_SIZE = 16  # CacheConfig block_size on CUDA (shared/vllm-messages.md section 14)
+NO_BUDGET_PATTERNS = ("kv_no_cache_blocks", "kv_cannot_auto_fit")
+
+
+def _round_up(u: float) -> float:
+    return tidy(math.ceil(u * 100 - 1e-9) / 100, 2)
+
+
+def _exhausted(A: Optional[float], blocks: Optional[int], data: Dict[str, Any]) -> bool:
+    return (A is not None and A <= 0) or blocks == 0 or data.get("variant") in ("no_blocks", "profile_oom")
+
+
+def _no_budget(f: Dict[str, Any], G, U, A) -> Dict[str, Any]:
+    """A zero or negative budget: the utilization that covers the deficit plus a KV floor."""
+    if G and U is not None and A is not None and A <= 0:
+        need = U + (-A + thresholds.KV_FLOOR_GIB) / G
+        f["gpu_memory_utilization_needed"] = _round_up(need)
+        f["utilization_possible"] = need <= thresholds.MAX_ADVISED_UTILIZATION
+    return f
+
+
+def _utilization_fit(f: Dict[str, Any], L, T, N, A, G, U, per_token) -> None:
+    """The utilization that would fit the current max_model_len on this GPU."""
+    needed = N if N else L * per_token
+    have = A if A is not None else (T * per_token if T else None)
+    if have is None:
+        return
+    extra = max(0.0, needed - have)
+    f["kv_extra_needed_gib"] = tidy(extra, 4)
+    if G and U is not None:
+        u_needed = U + extra / G
+        f["gpu_memory_utilization_needed"] = _round_up(u_needed)
+        f["utilization_possible"] = u_needed <= thresholds.MAX_ADVISED_UTILIZATION
+
+
+def capacity(run: Run, data: Dict[str, Any]) -> Dict[str, Any]:
+    """Work out what fits, from whatever the log printed. All values traceable to ``facts``.
+
+    Returns facts: ``max_model_len``, ``kv_tokens`` (tokens the cache holds), ``kv_needed_gib``
+    and ``kv_available_gib``, ``kv_gib_per_token``, ``fitting_max_model_len`` (tidy value
+    <= vLLM's estimate or the token capacity), ``gpu_memory_utilization_needed`` (None when
+    the GPU total is not in the log; ``utilization_possible`` False above
+    :data:`~vllm_doctor.thresholds.MAX_ADVISED_UTILIZATION`), and what fp8 KV cache and TP 2
+    would give.
+    """
+    f: Dict[str, Any] = {}
+    L = data.get("max_model_len") or run.value("max_model_len")
+    T = data.get("kv_tokens") or run.value("kv_tokens")
+    blocks = run.value("gpu_blocks")
+    if T is None and blocks:
+        T = blocks * (run.value("block_size") or DEFAULT_BLOCK_SIZE)
+        f["kv_tokens_from_blocks"] = True
+    N = data.get("kv_needed_gib")
+    A = data.get("kv_available_gib", run.value("kv_available_gib"))
+    E = data.get("estimated_max_model_len")
+    G = run.value("gpu_total_gib")
+    U = run.value("gpu_memory_utilization")
+    W = run.value("weights_gib")
+    f.update(
+        max_model_len=L,
+        kv_tokens=T,
+        kv_needed_gib=N,
+        kv_available_gib=A,
+        estimated_max_model_len=E,
+        gpu_total_gib=G,
+        gpu_memory_utilization=U,
+        weights_gib=W,
+        gpu_blocks=blocks,
+    )
+    per_token = N / L if N and L else (A / T if A and T and A > 0 else None)
+    if per_token:
+        f["kv_gib_per_token"] = tidy(per_token, 9)
+    f["kv_budget_exhausted"] = _exhausted(A, blocks, data)
+    if f["kv_budget_exhausted"]:
+        return _no_budget(f, G, U, A)
+    fits = E or T or (A / per_token if per_token and A else None)
+    if fits:
+        f["fitting_max_model_len"] = floor_tidy(fits)
+    if L and per_token:
+        _utilization_fit(f, L, T, N, A, G, U, per_token)
+    dtype = run.value("kv_cache_dtype") or "auto"
+    if str(dtype).startswith("fp8"):
+        f["kv_cache_dtype_already_fp8"] = True
+    elif T or (A and per_token):
+        cap = T if T else A / per_token
+        f["fp8_kv_tokens"] = int(cap * 2)
+        f["fp8_fits_max_model_len"] = bool(L) and cap * 2 >= L
+    tp = run.value("tensor_parallel_size") or 1
+    if W and per_token and A is not None and tp == 1:
+        # TP 2 halves weights and KV per token on each GPU: A + W/2 of KV, at half the cost per token.
+        f["tp2_kv_tokens_estimate"] = int((A + W / 2) / (per_token / 2))
+    return f
+
+
+def _exhausted_remedies(run: Run, c: Dict[str, Any]) -> List[Any]:
+    u_need = c.get("gpu_memory_utilization_needed")
+    why = "the budget left for the KV cache is zero or negative"
+    if u_need:
+        why = (
+            f"available KV memory {c['kv_available_gib']:.2f} GiB on a {c['gpu_total_gib']:.2f} GiB GPU at "
+            f"{c['gpu_memory_utilization']}: {u_need:.2f} covers the deficit plus ~1 GiB of KV cache"
+        )
+    return [
+        remedy(
+            "Raise gpu_memory_utilization so weights, activations and some KV cache fit in the budget",
+            f"--gpu-memory-utilization {u_need:.2f}" if u_need and c.get("utilization_possible") else None,
+            why,
+        ),
+        remedy(
+            "If the GPU cannot give more: spread the model over more GPUs",
+            f"--tensor-parallel-size {2 * (run.value('tensor_parallel_size') or 1)}",
+            "halves the weights held by each GPU, freeing room for the KV cache",
+        ),
+        remedy("Or serve a quantized or smaller model (fewer bytes of weights leave room for KV cache)"),
+        remedy(
+            "Shrink the profiling activation peak: lower --max-num-batched-tokens (and --max-num-seqs)",
+            None,
+            "the profiling run's activation peak is subtracted from the budget",
+        ),
+    ]
+
+
+def _basis(c: Dict[str, Any], L) -> str:
+    if c.get("estimated_max_model_len"):
+        return f"vLLM's own estimate is {c['estimated_max_model_len']} tokens"
+    if c.get("kv_tokens"):
+        return f"the KV cache capacity is {c['kv_tokens']} tokens"
+    if c.get("kv_available_gib") is not None and c.get("kv_needed_gib"):
+        return (
+            f"{c['kv_available_gib']} GiB available / {c['kv_needed_gib']} GiB needed x {L} tokens = "
+            f"{int(L * c['kv_available_gib'] / c['kv_needed_gib'])} tokens"
+        )
+    return "the KV cache capacity"
+
+
+def _utilization_why(c: Dict[str, Any]) -> Optional[str]:
+    u_need = c.get("gpu_memory_utilization_needed")
+    if u_need:
+        return (
+            f"needs {c.get('kv_extra_needed_gib', 0):.2f} GiB more KV cache on a {c.get('gpu_total_gib')} GiB GPU: "
+            f"{c.get('gpu_memory_utilization')} -> {u_need:.2f}"
+            + ("" if c.get("utilization_possible") else " (not possible: above what the GPU can safely give)")
+        )
+    if c.get("kv_extra_needed_gib") is not None:
+        return f"about {c['kv_extra_needed_gib']:.2f} GiB more KV cache is needed; the GPU total is not in the log"
+    return None
+
+
+def _fp8_why(c: Dict[str, Any]) -> Optional[str]:
+    if not c.get("fp8_kv_tokens"):
+        return None
+    before = c.get("kv_tokens") or int(c["fp8_kv_tokens"] / 2)
+    enough = " - enough for the current max_model_len" if c.get("fp8_fits_max_model_len") else ""
+    return f"about {c['fp8_kv_tokens']} tokens instead of {before}{enough}"
+
+
+def _too_small_remedies(c: Dict[str, Any], L) -> List[Any]:
+    fit = c.get("fitting_max_model_len")
+    u_need = c.get("gpu_memory_utilization_needed")
+    tp2 = c.get("tp2_kv_tokens_estimate")
+    return [
+        remedy(
+            "Lower max_model_len to what the workload needs and the KV cache holds",
+            f"--max-model-len {fit}" if fit else None,
+            f"{_basis(c, L)}; {fit} is that rounded down" if fit else "the log does not print the KV capacity",
+        ),
+        remedy(
+            "Or raise gpu_memory_utilization so the current max_model_len fits",
+            f"--gpu-memory-utilization {u_need:.2f}" if u_need and c.get("utilization_possible") else None,
+            _utilization_why(c),
+        ),
+        None
+        if c.get("kv_cache_dtype_already_fp8")
+        else remedy(
+            "Or halve KV cache per token with an fp8 KV cache (a precision trade-off to evaluate)",
+            "--kv-cache-dtype fp8",
+            _fp8_why(c),
+        ),
+        remedy(
+            "Or spread the KV cache over two GPUs",
+            "--tensor-parallel-size 2",
+            f"about {tp2} tokens of KV cache per engine, an estimate" if tp2 else None,
+        ),
+    ]
+
+
+def _budget_failure_from_facts(run: Run) -> bool:
+    """A KV budget of zero or less printed as a fact ("Available KV cache memory: -2.14 GiB",
+    "# GPU blocks: 0") is the failure itself, whether or not the error after it was logged."""
+    A, blocks = run.facts.get("kv_available_gib"), run.facts.get("gpu_blocks")
+    return (A is not None and A <= 0) or blocks == 0
+
+
+def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List[Finding]:
+    from_facts = _budget_failure_from_facts(run)
+    if not failures and not from_facts:
+        return []
+    data = merged_data(failures)
+    if any(f.kinds & {"oom", "sampler_oom"} for f in failures):
+        # An OOM in the profiling run: weights plus activation peak do not fit the GPU.
+        data.update({k: v for k, v in oom_facts(failures, run).items() if k not in data})
+        data["variant"] = "profile_oom"
+    if any(f.patterns & set(NO_BUDGET_PATTERNS) for f in failures):
+        data["variant"] = "no_blocks"
+    c = capacity(run, data)
+    facts = {k: v for k, v in c.items() if v is not None}
+    facts.update({k: v for k, v in data.items() if k in ("tried_to_allocate_gib", "gpu_free_gib", "co_tenant_pids")})
+    L, fit = c.get("max_model_len"), c.get("fitting_max_model_len")
+    budget = (
+        run.line_for("kv_available_gib") if run.facts.get("kv_available_gib", 1) <= 0 else run.line_for("gpu_blocks")
+    )
+    evidence = (
+        ([ev(budget, "the error")] if from_facts else [])
+        + failure_evidence(failures, "the error")
+        + config_evidence(run, ("max_model_len", "gpu_memory_utilization", "kv_cache_dtype"))
+        + [
+            ev(run.line_for(k), k)
+            for k in ("kv_available_gib", "kv_tokens", "gpu_blocks", "weights_gib", "gpu_total_gib")
+        ]
+        + consequence_evidence(run, 1)
+    )
+    if c.get("kv_budget_exhausted"):
+        title = "KV cache budget exhausted: weights and activations already fill gpu_memory_utilization"
+        rem = _exhausted_remedies(run, c)
+        dont = [
+            "Lowering max_model_len: the budget is negative or zero, no length fits",
+            "Lowering gpu_memory_utilization: it shrinks the budget further",
+        ]
+    else:
+        title = f"KV cache too small for max_model_len {L}" if L else "KV cache too small for one max-length request"
+        if fit is not None and L:
+            title += f": about {fit} tokens fit"
+        rem = _too_small_remedies(c, L)
+        dont = [
+            "Lowering gpu_memory_utilization: it shrinks the KV cache further",
+            "Changing max_num_seqs: one max-length request alone does not fit",
+        ]
+    return [finding(RULE, run, "startup", title, facts, evidence, rem, dont)]
+
+
+RULE = Rule(
+    code="VD101",
+    name="kv_cache_capacity",
+    severity="critical",
+    summary="Startup failed: the KV cache cannot hold one request of max_model_len tokens.",
+    doc=__doc__,
+    check=check,
+)

@@ -1,0 +1,82 @@
+"""What an out-of-memory message says, for every rule that explains one.
+
+PyTorch's caching-allocator message (``c10/cuda/CUDACachingAllocator.cpp``) gives the failed
+allocation, the GPU's total and free memory, the processes holding it (via NVML), and what
+PyTorch itself allocated and reserved; the catalog (:mod:`vllm_doctor.catalog.oom`) reads
+those into a failure's data. Who of the listed processes is vLLM and who is a co-tenant is
+decided here, with what the whole run says about vLLM's own PIDs
+(:func:`vllm_doctor.memory.split_processes`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Sequence, Tuple
+
+from ..memory import foreign_gib, split_processes
+from ..run import Failure, Run
+from ..units import tidy
+
+OOM_FACT_KEYS = (
+    "tried_to_allocate_gib",
+    "gpu_total_gib",
+    "gpu_free_gib",
+    "gpu_index",
+    "pytorch_allocated_gib",
+    "reserved_unallocated_gib",
+    "private_pools_gib",
+)
+
+
+def _split(f: Failure, run: Run):
+    d = f.data
+    reserved = None
+    if "pytorch_allocated_gib" in d:
+        reserved = d["pytorch_allocated_gib"] + d.get("reserved_unallocated_gib", 0.0)
+    return split_processes(d["processes"], run.vllm_pids, reserved)
+
+
+def co_tenants_of(f: Failure, run: Run) -> List[Tuple[int, float]]:
+    """``[(pid, GiB)]`` of other processes the OOM message of ``f`` lists on its GPU."""
+    if "processes" not in f.data:
+        return []
+    return _split(f, run)[1]
+
+
+def oom_facts(failures: Sequence[Failure], run: Run) -> Dict[str, Any]:
+    """Numbers of the first OOM message with numbers, and who holds the GPU.
+
+    Returns facts in the corpus vocabulary (GiB): the keys of :data:`OOM_FACT_KEYS` that were
+    printed, ``oom_form``; ``co_tenant_pids`` (PIDs of other processes on that GPU; ``[]``
+    when the message lists only vLLM's own process; absent when it lists none at all),
+    ``co_tenant_gib`` and ``co_tenant_total_gib``, ``vllm_process_gib`` / ``vllm_pid``;
+    ``ranks`` that printed it and ``times_printed``.
+    """
+    facts: Dict[str, Any] = {}
+    source = next((f for f in failures if f.data.get("gpu_total_gib")), failures[0] if failures else None)
+    if source is None:
+        return facts
+    d = source.data
+    for key in OOM_FACT_KEYS:
+        if key in d:
+            facts[key] = tidy(d[key]) if isinstance(d[key], float) else d[key]
+    if d.get("form"):
+        facts["oom_form"] = d["form"]
+    if d.get("backend"):
+        facts["oom_backend"] = d["backend"]
+    if "processes" in d:
+        own, others = _split(source, run)
+        facts["co_tenant_pids"] = [pid for pid, _ in others]
+        if others:
+            facts["co_tenant_gib"] = {str(pid): tidy(g, 4) for pid, g in others}
+            facts["co_tenant_total_gib"] = tidy(foreign_gib(others), 4)
+        if own is not None:
+            facts["vllm_process_gib"] = tidy(own[1], 4)
+            if own[0] is not None:
+                facts["vllm_pid"] = own[0]
+    ranks = sorted({line.rank for f in failures for line in f.lines if line.rank is not None})
+    if ranks:
+        facts["ranks"] = ranks
+    repeats = sum(f.repeats for f in failures)
+    if repeats > 1:
+        facts["times_printed"] = repeats
+    return facts

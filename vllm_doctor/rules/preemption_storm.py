@@ -1,0 +1,243 @@
+"""Repeated preemption: the KV cache is full and requests are being pushed back (slow, not broken).
+
+What it means:
+    When the KV cache is full the scheduler preempts running requests (recompute, or V0's
+    swap to CPU) and re-queues them. Throughput collapses while GPU compute looks idle. V0
+    prints a warning for the 1st, 51st, 101st ... preemption
+    (``total_num_cumulative_preemption=N``); V1 prints none, so saturation is judged from
+    the stats lines: KV cache usage >= 85 % *with* requests waiting (or swapped, or a
+    ``Preemptions:`` count), for at least 3 consecutive intervals - never from one line.
+
+Why it happens:
+    More concurrent demand (``max_num_seqs`` x sequence length) than the KV cache holds:
+    long ``max_model_len`` contexts, ``n > 1`` sampling, a small ``gpu_memory_utilization``.
+
+Remedies, in order:
+    1. More KV cache: raise ``--gpu-memory-utilization`` (where the GPU has room),
+       ``--kv-cache-dtype fp8``, more tensor parallelism, quantized weights.
+    2. Less demand: lower ``--max-num-seqs`` (fewer requests share the cache) or
+       ``--max-model-len``.
+
+What does not help:
+    Treating it as a compute or kernel problem; raising ``max_num_seqs`` (more requests
+    compete for the same cache).
+
+Sources:
+    vllm/core/scheduler.py Scheduler._preempt (V0 warning); vllm/v1/core/sched/scheduler.py
+    _preempt_request (no log); vllm/engine/metrics.py and vllm/v1/metrics/loggers.py (stats);
+    shared/domain.md "Slow but no OOM".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Dict, List, Optional, Sequence
+
+from .. import thresholds
+from ..run import Failure, Line, Run, StatsSample
+from ..verdict import Finding
+from .rule import Rule, ev, finding, remedy
+
+
+@dataclass
+class Episode:
+    """A run of consecutive saturated stats intervals on one engine."""
+
+    engine_index: int
+    first: Line
+    last: Line
+    intervals: int = 0
+    peak_kv_usage_pct: float = 0.0
+    max_waiting: int = 0
+    max_running: int = 0
+
+
+@dataclass
+class Saturation:
+    """Stats observer: the longest episode of saturated intervals (KV usage at or above
+    :data:`~vllm_doctor.thresholds.SATURATED_KV_PCT` with requests waiting, swapped or
+    preempted), per engine. Fed every stats sample of a run by the tracker."""
+
+    episode: Optional[Episode] = None
+    streak: Dict[int, Episode] = field(default_factory=dict)
+
+    def add(self, s: StatsSample) -> None:
+        kv = s.kv_usage_pct
+        pressed = s.waiting > 0 or (s.swapped or 0) > 0 or s.preemptions > 0
+        saturated = kv is not None and kv >= thresholds.SATURATED_KV_PCT and pressed
+        st = self.streak.get(s.engine_index)
+        if not saturated:
+            if st is not None:
+                del self.streak[s.engine_index]
+            return
+        if st is None:
+            st = self.streak[s.engine_index] = Episode(s.engine_index, s.line, s.line, peak_kv_usage_pct=kv)
+        st.intervals += 1
+        st.last = s.line
+        st.peak_kv_usage_pct = max(st.peak_kv_usage_pct, kv)
+        st.max_waiting = max(st.max_waiting, s.waiting)
+        st.max_running = max(st.max_running, s.running)
+        if self.episode is None or st.intervals > self.episode.intervals or self.episode is st:
+            self.episode = st
+
+
+def episode_of(run: Run) -> Optional[Episode]:
+    """The run's longest saturation episode (None when no interval was saturated)."""
+    obs = run.stats.observers.get("preemption_storm")
+    return obs.episode if obs is not None else None
+
+
+def seconds_between(a: Optional[Line], b: Optional[Line]) -> Optional[int]:
+    """Seconds from line a to b using vLLM's ``MM-DD HH:MM:SS`` stamps (no year printed)."""
+    if not a or not b or not a.time or not b.time:
+        return None
+    try:
+        t0 = datetime.strptime("2000-" + a.time, "%Y-%m-%d %H:%M:%S")
+        t1 = datetime.strptime("2000-" + b.time, "%Y-%m-%d %H:%M:%S")
+    except ValueError:
+        return None
+    delta = int((t1 - t0).total_seconds())
+    return delta if delta >= 0 else None
+
+
+def is_storm(run: Run) -> bool:
+    """A sustained capacity problem: V0's cumulative count, a saturation episode, or V1
+    preemption counts in several intervals."""
+    ep = episode_of(run)
+    return (
+        run.preemption.max_cumulative >= thresholds.V0_STORM_CUMULATIVE
+        or (ep is not None and ep.intervals >= thresholds.MIN_SATURATED_INTERVALS)
+        or run.stats.intervals_with_preemptions >= thresholds.V1_STORM_PREEMPTION_INTERVALS
+    )
+
+
+def _facts(run: Run, ep: Optional[Episode]) -> Dict[str, Any]:
+    p, s = run.preemption, run.stats
+    facts: Dict[str, Any] = {}
+    if p.warnings:
+        facts["max_preemptions"] = p.max_cumulative
+        facts["preemption_mode"] = "SWAP" if "SWAP" in p.modes else "RECOMPUTE"
+        facts["preemption_warnings"] = p.warnings
+    if s.preemptions_total:
+        facts["preemptions_in_stats"] = s.preemptions_total
+    if s.count:
+        facts.update(peak_kv_usage_pct=s.peak_kv_usage_pct, max_waiting=s.max_waiting, max_running=s.max_running)
+        if s.max_swapped is not None:
+            facts["max_swapped"] = s.max_swapped
+    if ep:
+        facts["saturated_intervals"] = ep.intervals
+        secs = seconds_between(ep.first, ep.last)
+        if secs is not None:
+            facts["saturated_seconds"] = secs
+    for k in (
+        "kv_tokens",
+        "max_concurrency",
+        "max_model_len",
+        "max_num_seqs",
+        "gpu_memory_utilization",
+        "kv_cache_dtype",
+    ):
+        if run.value(k) is not None:
+            facts[k] = run.value(k)
+    return facts
+
+
+def _title(run: Run, ep: Optional[Episode], facts: Dict[str, Any]) -> str:
+    p, s = run.preemption, run.stats
+    bits = []
+    if p.warnings:
+        bits.append(f"{p.max_cumulative} cumulative preemptions ({facts['preemption_mode']})")
+    if ep:
+        dur = f" for {facts['saturated_seconds']} s" if facts.get("saturated_seconds") else ""
+        bits.append(
+            f"KV cache {ep.peak_kv_usage_pct:.1f}% full with up to {ep.max_waiting} waiting over "
+            f"{ep.intervals} intervals{dur}"
+        )
+    if p.warnings or s.preemptions_total:
+        return "KV cache saturated, requests preempted: " + "; ".join(bits)
+    why = "V0 logs only every 50th preemption" if (s.engine or run.engine) == "v0" else "V1 logs no preemptions"
+    return f"KV cache saturated with requests waiting ({why}; judged from the stats lines): " + "; ".join(bits)
+
+
+def _remedies(run: Run, facts: Dict[str, Any]) -> List[Any]:
+    U = run.value("gpu_memory_utilization")
+    seqs = run.value("max_num_seqs")
+    dtype = str(run.value("kv_cache_dtype") or "auto")
+    L = run.value("max_model_len")
+    kv_tokens = run.value("kv_tokens")
+    cap = thresholds.MAX_ADVISED_UTILIZATION
+    raised = min(cap, (U or 0.9) + 0.03)
+    if facts.get("max_running"):
+        seqs_why = f"up to {facts.get('max_running')} ran at once"
+    elif seqs:
+        seqs_why = f"half the configured {seqs}"
+    else:
+        seqs_why = "half of V0's default 256 (the value is not in the log)"
+    return [
+        remedy(
+            "Give the KV cache more memory",
+            f"--gpu-memory-utilization {raised:.2f}" if (U or 0.9) < cap else None,
+            "every extra GiB becomes KV cache blocks"
+            + ("" if U else "; the current value is not in the log, 0.9 (the default) assumed"),
+        ),
+        None
+        if dtype.startswith("fp8")
+        else remedy(
+            "Halve KV per token (a precision trade-off to evaluate)",
+            "--kv-cache-dtype fp8",
+            f"about {2 * kv_tokens} tokens instead of {kv_tokens}" if kv_tokens else None,
+        ),
+        remedy("Or more tensor parallelism / quantized weights (more room left for KV cache)"),
+        remedy(
+            "Lower demand: fewer concurrent sequences",
+            f"--max-num-seqs {max(1, (seqs or (facts.get('max_running') or 256)) // 2)}",
+            seqs_why,
+        ),
+        remedy("Or a shorter max_model_len, if the workload allows", None, f"currently {L}" if L else None),
+    ]
+
+
+def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List[Finding]:
+    if not is_storm(run):
+        return []
+    p, s = run.preemption, run.stats
+    ep = episode_of(run)
+    facts = _facts(run, ep)
+    if p.first is p.last:
+        evidence = [ev(p.first, f"preemption warning ({p.max_cumulative} so far)")]
+    else:
+        evidence = [ev(p.first, "first preemption warning"), ev(p.last, f"last ({p.max_cumulative} so far)")]
+    if ep:
+        evidence += [ev(ep.first, "saturation starts"), ev(ep.last, "still saturated")]
+    evidence.append(ev(s.peak_line, "peak KV usage"))
+    evidence += [ev(run.line_for(k), k) for k in ("kv_tokens", "max_concurrency")]
+    dont = [
+        "Treating it as a compute/kernel problem: the scheduler is waiting for KV cache",
+        "Raising max_num_seqs: more requests compete for the same cache",
+    ]
+    confidence = "high" if p.max_cumulative >= thresholds.V0_STORM_CUMULATIVE else "low"
+    return [
+        finding(
+            RULE,
+            run,
+            "runtime",
+            _title(run, ep, facts),
+            facts,
+            evidence,
+            _remedies(run, facts),
+            dont,
+            confidence=confidence,
+        )
+    ]
+
+
+RULE = Rule(
+    code="VD201",
+    name="preemption_storm",
+    severity="warning",
+    summary="Slow, not broken: the KV cache is full and requests are preempted over and over.",
+    doc=__doc__,
+    check=check,
+    observer=Saturation,
+)

@@ -1,0 +1,80 @@
+"""Requests wait while the KV cache has room: the batch budget limits admission, not memory.
+
+What it means:
+    Several stats intervals show requests waiting while the KV cache is far from full. The
+    scheduler admits at most ``max_num_seqs`` requests and ``max_num_batched_tokens`` tokens
+    per step; the rest wait even though memory is free.
+
+Why it happens:
+    ``max_num_seqs`` / ``max_num_batched_tokens`` set low (or left at a small default) for
+    the load; a burst of arrivals.
+
+Remedies, in order:
+    1. Raise ``--max-num-seqs`` / ``--max-num-batched-tokens`` (batch limits come last in the
+       tuning order, and memory is not the limit here), or add replicas.
+
+What does not help:
+    More KV cache memory (``gpu_memory_utilization``, fp8 KV cache): it is not full.
+
+Sources:
+    vllm/v1/core/sched/scheduler.py (admission by max_num_seqs / token budget);
+    vllm/v1/metrics/loggers.py (stats lines); shared/domain.md "The tuning order".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import List, Optional, Sequence
+
+from .. import thresholds
+from ..run import Failure, Line, Run, StatsSample
+from ..verdict import Finding
+from .rule import Rule, ev, finding, remedy
+
+
+@dataclass
+class Backlog:
+    """Stats observer: intervals with requests waiting while KV usage is below
+    :data:`~vllm_doctor.thresholds.BACKLOG_MAX_KV_PCT`, and the first such line."""
+
+    intervals: int = 0
+    first: Optional[Line] = None
+
+    def add(self, s: StatsSample) -> None:
+        if s.kv_usage_pct is not None and s.waiting > 0 and s.kv_usage_pct < thresholds.BACKLOG_MAX_KV_PCT:
+            self.intervals += 1
+            if self.first is None:
+                self.first = s.line
+
+
+def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List[Finding]:
+    s = run.stats
+    b = s.observers.get("queue_backlog")
+    if b is None or b.intervals < thresholds.BACKLOG_MIN_INTERVALS:
+        return []
+    if (s.peak_kv_usage_pct or 0) >= thresholds.SATURATED_KV_PCT:
+        return []  # the cache did fill up at some point: that is pressure, not a batch limit
+    title = (
+        f"Requests wait while the KV cache is at most {s.peak_kv_usage_pct:.1f}% full: the batch "
+        "budget limits admission, not memory"
+    )
+    facts = {"max_waiting": s.max_waiting, "peak_kv_usage_pct": s.peak_kv_usage_pct, "backlog_intervals": b.intervals}
+    rem = [
+        remedy(
+            "Raise max_num_seqs / max_num_batched_tokens (batch limits come last in the tuning order, "
+            "and memory is not the limit here), or add replicas"
+        )
+    ]
+    evidence = [ev(b.first, "waiting with KV cache room left")]
+    return [finding(RULE, run, "runtime", title, facts, evidence, rem, confidence="low")]
+
+
+RULE = Rule(
+    code="VD302",
+    name="queue_backlog",
+    severity="info",
+    summary="Requests wait while the KV cache has room: the batch budget limits admission.",
+    doc=__doc__,
+    check=check,
+    observer=Backlog,
+)

@@ -1,0 +1,145 @@
+"""What every rule is, and the pieces rules build findings from.
+
+A rule (the way ruff keeps one rule per file) is a module holding its documentation as the
+module docstring (What it means / Why it happens / Remedies, in order / What does not help /
+Sources: ``vllm-doctor explain CODE`` prints it) and one :class:`Rule`: its code, class id,
+severity, one-line summary and ``check(run, failures, phase) -> findings``. ``failures`` are
+the run's failures the decision tree (:mod:`vllm_doctor.rules.tree`) routed to the rule, in
+``phase`` (``startup`` / ``runtime``); empty for rules that judge the whole run. The tree's
+confidence becomes the finding's, for findings made from routed failures. A rule may also name a stats ``observer`` factory: the
+tracker then feeds it every stats sample of each run (see :mod:`vllm_doctor.run`).
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
+
+from ..run import Failure, Line, Run
+from ..verdict import Evidence, Finding, Remedy
+
+#: Evidence lines one finding quotes at most.
+MAX_FINDING_EVIDENCE = 10
+#: Characters of a line an evidence entry keeps (the renderers clip further for a terminal).
+MAX_EVIDENCE_CHARS = 600
+
+CONFIDENCE = ("high", "medium", "low")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One diagnosis: ``code`` (``VD101``), ``name`` (the class id, ``kv_cache_capacity``),
+    ``severity`` (``critical`` the server failed, ``warning`` degraded or requests rejected,
+    ``info`` a note, ``ok``), ``summary`` (one line for ``rules``), ``doc`` (the module
+    docstring), ``check``; ``observer`` builds a stats observer for each run, or None."""
+
+    code: str
+    name: str
+    severity: str
+    summary: str
+    doc: str
+    check: Callable[[Run, Sequence[Failure], str], List[Finding]]
+    observer: Optional[Callable[[], Any]] = None
+
+    @property
+    def explanation(self) -> str:
+        """The documentation page ``explain`` prints."""
+        return inspect.cleandoc(self.doc or "").replace("``", "`")
+
+
+def ev(line: Optional[Line], note: Optional[str] = None) -> Optional[Evidence]:
+    """Evidence from a kept :class:`~vllm_doctor.run.Line` (None passes through)."""
+    if line is None:
+        return None
+    text = line.text.strip()
+    if len(text) > MAX_EVIDENCE_CHARS:
+        text = text[: MAX_EVIDENCE_CHARS - 3] + "..."
+    return Evidence(source=line.source, line=line.lineno, text=text, note=note, time=line.time)
+
+
+def evidence_list(items: Iterable[Optional[Evidence]]) -> List[Evidence]:
+    """Drop Nones and repeats (same line and text), keep order, at most MAX_FINDING_EVIDENCE."""
+    out: List[Evidence] = []
+    seen = set()
+    for item in items:
+        if item is None:
+            continue
+        key = (item.source, item.line, item.text)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(item)
+        if len(out) >= MAX_FINDING_EVIDENCE:
+            break
+    return out
+
+
+def failure_evidence(failures: Sequence[Failure], note: Optional[str] = None) -> List[Optional[Evidence]]:
+    """The first lines of each failure; ``note`` on the first line of each."""
+    out: List[Optional[Evidence]] = []
+    for f in failures:
+        for i, line in enumerate(f.lines[:4]):
+            out.append(ev(line, note if i == 0 else None))
+    return out
+
+
+def config_evidence(run: Run, keys: Iterable[str]) -> List[Optional[Evidence]]:
+    """The lines that printed each configuration value or fact, noted ``key = value``."""
+    return [ev(run.line_for(k), f"{k} = {run.value(k)}") for k in keys if run.line_for(k) is not None]
+
+
+def consequence_evidence(run: Run, limit: int = 2) -> List[Optional[Evidence]]:
+    return [ev(c.line, "consequence, not the cause") for c in run.consequences[:limit]]
+
+
+def merged_data(failures: Sequence[Failure]) -> Dict[str, Any]:
+    """The failures' data merged, first value of each key wins."""
+    data: Dict[str, Any] = {}
+    for f in failures:
+        for k, v in f.data.items():
+            data.setdefault(k, v)
+    return data
+
+
+def finding(
+    rule: Rule,
+    run: Run,
+    phase: str,
+    title: str,
+    facts: Dict[str, Any],
+    evidence: Iterable[Optional[Evidence]],
+    remedies: Sequence[Optional[Remedy]] = (),
+    does_not_help: Sequence[str] = (),
+    notes: Sequence[str] = (),
+    confidence: str = "high",
+    severity: Optional[str] = None,
+) -> Finding:
+    """Assemble a :class:`~vllm_doctor.verdict.Finding` of ``rule`` for ``run``: facts without
+    None values, evidence de-duplicated, remedies numbered in the order given (None skipped)."""
+    assert confidence in CONFIDENCE, confidence
+    kept = [r for r in remedies if r is not None]
+    for i, r in enumerate(kept, 1):
+        r.order = i
+    return Finding(
+        class_id=rule.name,
+        code=rule.code,
+        severity=severity or rule.severity,
+        confidence=confidence,
+        phase=phase,
+        title=title,
+        source=run.source,
+        run=run.index,
+        facts={k: v for k, v in facts.items() if v is not None},
+        evidence=evidence_list(evidence),
+        remedies=kept,
+        does_not_help=list(does_not_help),
+        notes=list(notes),
+    )
+
+
+def remedy(action: str, flag: Optional[str] = None, why: Optional[str] = None, side: str = "server") -> Remedy:
+    """One remedy: ``action`` (one sentence), the concrete ``flag`` with its value where the log
+    gives the number, ``why`` (the arithmetic, naming the evidence), ``side`` (server, client,
+    host). Numbered later, in the order the rule lists them."""
+    return Remedy(order=0, action=action, flag=flag, why=why, side=side)

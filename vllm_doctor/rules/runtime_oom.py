@@ -1,0 +1,185 @@
+"""Out of memory while serving: something took the headroom vLLM counted on.
+
+What it means:
+    The server had started (its KV cache was reserved at startup) and then a request's
+    activations, or a sampler/logits buffer, could not be allocated. Since the KV cache does
+    not grow at runtime, the cause usually lies outside vLLM's own accounting.
+
+Why it happens:
+    * a co-tenant: another process on the same GPU (a second vLLM, a notebook, a training
+      job) - the PyTorch message lists it as ``Process N has X GiB memory in use``;
+    * ``gpu_memory_utilization`` set above what was really free, leaving no headroom for
+      activations and fragmentation;
+    * an input of unusual size: prompt logprobs over a long prompt (``echo``), a huge image
+      or video, a long LoRA request.
+
+Remedies, in order:
+    1. Move the co-tenant processes off this GPU (``nvidia-smi``; the PIDs are in the OOM
+       message).
+    2. Lower ``--gpu-memory-utilization`` to leave headroom (or to what is really free).
+    3. Bound request size: ``--max-num-batched-tokens`` (the per-step activation budget),
+       cap prompt logprobs / multimodal input sizes (``--limit-mm-per-prompt``).
+    4. Against fragmentation (large "reserved but unallocated"): set
+       ``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True``.
+
+What does not help:
+    Lowering ``max_model_len`` or raising ``gpu_memory_utilization`` (more KV cache leaves
+    less headroom for activations); killing a "Process N" that is vLLM itself (inside a
+    container the message names vLLM's own process by its host PID).
+
+Sources:
+    pytorch c10/cuda/CUDACachingAllocator.cpp (message, process list); shared/domain.md
+    "Runtime failures"; shared/vllm-messages.md 13a (co-tenant caveats).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from .. import thresholds
+from ..run import Failure, Run
+from ..verdict import Finding
+from .oom import oom_facts
+from .rule import Rule, config_evidence, consequence_evidence, failure_evidence, finding, remedy
+
+
+def _oversized(failures: Sequence[Failure], facts: Dict[str, Any]) -> Tuple[bool, Optional[str]]:
+    """Was one request's size behind the allocation? Frames that process a single input
+    (prompt logprobs, an image or video) say so, and so does an allocation that is a large
+    share of the GPU."""
+    G, free, tried = facts.get("gpu_total_gib"), facts.get("gpu_free_gib"), facts.get("tried_to_allocate_gib")
+    oversized = bool(
+        any(f.data.get("in_model_execution") for f in failures)
+        and tried
+        and free
+        and tried > thresholds.OVERSIZED_ALLOCATION_GIB
+    )
+    tags = set().union(*(f.all_tags for f in failures))
+    input_kind = None
+    if "multimodal_input" in tags:
+        oversized, input_kind = True, "multimodal input"
+    elif "oversized_input" in tags:
+        oversized, input_kind = True, "prompt logprobs / input"
+    if tried and G and tried >= thresholds.OVERSIZED_ALLOCATION_SHARE * G:
+        oversized = True
+    return oversized, input_kind
+
+
+def _title(facts: Dict[str, Any], co: List[int], oversized: bool) -> str:
+    if co:
+        return (
+            f"Out of GPU memory while serving: co-tenant process(es) {', '.join(map(str, co))} hold "
+            f"{facts.get('co_tenant_total_gib', 0):.2f} GiB of the GPU"
+        )
+    if oversized:
+        return (
+            f"Out of GPU memory while serving: one allocation of {facts['tried_to_allocate_gib']:.2f} GiB "
+            "(an oversized request)"
+        )
+    if "co_tenant_pids" in facts:
+        return "Out of GPU memory while serving: vLLM itself used the headroom (no co-tenant listed)"
+    return "Out of GPU memory while serving (the message names no processes: check nvidia-smi for co-tenants)"
+
+
+def _lower_utilization(run: Run, facts: Dict[str, Any]) -> Tuple[Optional[float], Optional[str]]:
+    """A gpu_memory_utilization that leaves the failed allocation (at least MIN_HEADROOM_GIB)
+    of headroom below what vLLM held, with the arithmetic."""
+    U = run.value("gpu_memory_utilization")
+    G, tried = facts.get("gpu_total_gib"), facts.get("tried_to_allocate_gib")
+    if not (G and tried):
+        return None, None
+    headroom = max(tried, thresholds.MIN_HEADROOM_GIB)
+    if U is not None:
+        target = math.floor((U - headroom / G) * 100) / 100
+        why = f"{U} x {G:.2f} GiB, less {headroom:.2f} GiB of headroom for the failed allocation"
+    elif facts.get("vllm_process_gib"):
+        own = facts["vllm_process_gib"]
+        target = math.floor((own - headroom) / G * 100) / 100
+        why = (
+            f"vLLM held {own:.2f} of {G:.2f} GiB ({own / G:.2f} of the GPU; gpu_memory_utilization is not "
+            f"in the log); {headroom:.2f} GiB less leaves room for the failed allocation"
+        )
+    else:
+        return None, None
+    if target > thresholds.MAX_ADVISED_UTILIZATION:
+        target = thresholds.MAX_ADVISED_UTILIZATION
+        why += f"; capped at {thresholds.MAX_ADVISED_UTILIZATION} to keep a margin"
+    return target, why
+
+
+def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List[Finding]:
+    if not failures:
+        return []
+    facts: Dict[str, Any] = oom_facts(failures, run)
+    U = run.value("gpu_memory_utilization")
+    if U is not None:
+        facts["gpu_memory_utilization"] = U
+    co = facts.get("co_tenant_pids") or []
+    G, free, tried = facts.get("gpu_total_gib"), facts.get("gpu_free_gib"), facts.get("tried_to_allocate_gib")
+    frag = facts.get("reserved_unallocated_gib")
+    oversized, input_kind = _oversized(failures, facts)
+    facts["oversized_allocation"] = oversized
+    if input_kind:
+        facts["oversized_input"] = input_kind
+    target_u, why_u = _lower_utilization(run, facts)
+    advised = target_u is not None and target_u > thresholds.MIN_ADVISED_UTILIZATION
+    if advised:
+        facts["gpu_memory_utilization_suggested"] = target_u
+    if why_u is None and tried is not None and free is not None and G:
+        why_u = f"the failed allocation was {tried:.2f} GiB with {free:.3f} GiB free of {G:.2f} GiB"
+    fragmented = bool(frag and frag >= thresholds.FRAGMENTATION_GIB)
+    rem = [
+        remedy(
+            f"Move the co-tenant process(es) {', '.join(map(str, co))} off this GPU (check with nvidia-smi)",
+            None,
+            f"they hold {facts.get('co_tenant_total_gib', 0):.2f} GiB vLLM did not account for",
+            "host",
+        )
+        if co
+        else None,
+        remedy(
+            "Lower gpu_memory_utilization to leave headroom for activations",
+            f"--gpu-memory-utilization {target_u:.2f}" if advised else None,
+            why_u,
+        ),
+        remedy(
+            "Bound the work per step and the size of single requests",
+            "--max-num-batched-tokens 2048" if oversized else None,
+            "prompt logprobs / long prompts / large images need activation memory proportional to their size",
+        ),
+        remedy(
+            "Reduce fragmentation: set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+            None,
+            f"{frag:.2f} GiB is reserved by PyTorch but unallocated",
+            "host",
+        )
+        if fragmented
+        else None,
+    ]
+    evidence = (
+        failure_evidence(failures, "out of memory")
+        + config_evidence(run, ("gpu_memory_utilization", "max_num_batched_tokens"))
+        + consequence_evidence(run, 2)
+    )
+    dont = [
+        "Raising gpu_memory_utilization: a larger KV cache leaves less headroom",
+        "Lowering max_model_len: the KV cache was already reserved at startup",
+    ]
+    notes = []
+    if facts.get("co_tenant_pids") == [] and facts.get("vllm_pid"):
+        notes.append(
+            f"Process {facts['vllm_pid']} in the message is vLLM itself (seen across a container PID namespace), "
+            "not a co-tenant."
+        )
+    return [finding(RULE, run, "runtime", _title(facts, co, oversized), facts, evidence, rem, dont, notes)]
+
+
+RULE = Rule(
+    code="VD200",
+    name="runtime_oom",
+    severity="critical",
+    summary="Out of GPU memory while serving: a co-tenant, too little headroom, or an oversized input.",
+    doc=__doc__,
+    check=check,
+)

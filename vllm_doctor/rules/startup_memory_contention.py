@@ -1,0 +1,146 @@
+"""Another process holds GPU memory at startup (co-tenant), so vLLM's budget does not fit.
+
+What it means:
+    ``gpu_memory_utilization`` is a share of the whole GPU. When other processes already
+    hold memory, vLLM's request (``utilization x total``) exceeds what is free: "Free memory
+    on device (F/T GiB) on startup is less than desired GPU memory utilization (U, R GiB)";
+    or free memory changed under vLLM while it profiled ("Error in memory profiling"); or a
+    startup OOM message lists other processes holding the GPU.
+
+Why it happens:
+    A second vLLM or another stage of the same pipeline, a notebook, a training job, the
+    desktop, a leftover process; several engines whose utilizations add up to more than 1.
+
+Remedies, in order:
+    1. Free the GPU: stop or move the co-tenant processes (``nvidia-smi``).
+    2. Or lower ``--gpu-memory-utilization`` to what is free now (the largest value that
+       fits is computed from the log: free / total, rounded down).
+    3. For several engines on one GPU: split the utilizations so they sum below 1, or
+       give each its own GPU.
+
+What does not help:
+    Raising ``gpu_memory_utilization`` (asks for more of what is not free); lowering
+    ``max_model_len`` (the failure is before any KV sizing).
+
+Sources:
+    vllm/v1/worker/gpu_worker.py init_device; vllm/v1/worker/utils.py request_memory;
+    gpu_worker.determine_available_memory ("Error in memory profiling");
+    shared/vllm-messages.md section 2.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Dict, List, Sequence
+
+from .. import thresholds
+from ..run import Failure, Run
+from ..units import tidy
+from ..verdict import Finding
+from .oom import oom_facts
+from .rule import Rule, consequence_evidence, failure_evidence, finding, merged_data, remedy
+
+_FREE_CHECK_KEYS = ("device", "gpu_free_gib", "gpu_total_gib", "gpu_memory_utilization", "requested_gib")
+_PROFILING_KEYS = ("initial_free_gib", "current_free_gib", "initial_used_gib", "current_used_gib")
+
+
+def _free_check(data: Dict[str, Any], facts: Dict[str, Any]) -> str:
+    for k in _FREE_CHECK_KEYS:
+        if k in data:
+            facts[k] = data[k]
+    F, T = data.get("gpu_free_gib"), data.get("gpu_total_gib")
+    if F is not None and T and 0 <= F <= T:
+        facts["held_by_others_gib"] = tidy(T - F, 2)
+        fit = math.floor(F / T * 100 - 1e-9) / 100
+        if fit >= thresholds.SIGNIFICANT_FOREIGN_SHARE:
+            facts["gpu_memory_utilization_that_fits"] = fit
+    return (
+        f"GPU memory held by other processes at startup: {facts.get('gpu_free_gib')} of "
+        f"{facts.get('gpu_total_gib')} GiB free, {facts.get('requested_gib')} GiB requested"
+    )
+
+
+def _profiling(data: Dict[str, Any], facts: Dict[str, Any], notes: List[str]) -> str:
+    for k in _PROFILING_KEYS:
+        if k in data:
+            facts[k] = tidy(data[k], 4)
+    i, c = data.get("initial_free_gib"), data.get("current_free_gib")
+    if i is not None and c is not None and abs(i - c) < thresholds.UNCHANGED_FREE_GIB:
+        facts["free_memory_unchanged"] = True
+        notes.append(
+            f"Initial and current free memory are equal ({i} GiB): no other process released memory; "
+            "this is the strict '>' check of some vLLM versions (seen on Intel XPU), not contention."
+        )
+        return "'Error in memory profiling' with free memory unchanged: a false positive of the check"
+    return "Free GPU memory changed while vLLM profiled it (another process released memory)"
+
+
+def _crowded_oom(failures, run: Run, facts: Dict[str, Any]) -> str:
+    facts.update(oom_facts(failures, run))
+    T, held = facts.get("gpu_total_gib"), facts.get("co_tenant_total_gib")
+    if T and held is not None and held < T:
+        facts["held_by_others_gib"] = tidy(held, 2)
+        fit = math.floor((T - held) / T * 100 * thresholds.FREE_SHARE_TAKEN) / 100
+        if fit >= thresholds.SIGNIFICANT_FOREIGN_SHARE:
+            facts["gpu_memory_utilization_that_fits"] = fit
+    return (
+        f"Startup OOM with co-tenant process(es) {', '.join(map(str, facts.get('co_tenant_pids', [])))} "
+        f"holding {facts.get('co_tenant_total_gib', 0):.2f} GiB of the GPU"
+    )
+
+
+def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List[Finding]:
+    if not failures:
+        return []
+    data = merged_data(failures)
+    facts: Dict[str, Any] = {}
+    notes: List[str] = []
+    kinds = set().union(*(f.kinds for f in failures))
+    if "free_memory" in kinds:
+        title = _free_check(data, facts)
+    elif "profiling_error" in kinds:
+        title = _profiling(data, facts, notes)
+    else:
+        title = _crowded_oom(failures, run, facts)
+    U = run.value("gpu_memory_utilization")
+    if U is not None:
+        facts.setdefault("gpu_memory_utilization", U)
+    fit = facts.get("gpu_memory_utilization_that_fits")
+    pids = facts.get("co_tenant_pids")
+    if pids:
+        held_why = f"PIDs {', '.join(map(str, pids))}"
+    elif facts.get("held_by_others_gib"):
+        held_why = f"{facts['held_by_others_gib']:.2f} GiB is held by others"
+    else:
+        held_why = None
+    rem = [
+        remedy(
+            "Free the GPU: stop or move the other processes using it (nvidia-smi shows them)", None, held_why, "host"
+        ),
+        remedy(
+            "Or lower gpu_memory_utilization to what is free now",
+            f"--gpu-memory-utilization {fit:.2f}" if fit else None,
+            f"{facts.get('gpu_free_gib')} GiB free of {facts.get('gpu_total_gib')} GiB"
+            if "gpu_free_gib" in facts and fit
+            else None,
+        ),
+        remedy("Several engines on one GPU: split their utilizations so they sum below 1, or give each its own GPU"),
+    ]
+    if facts.get("free_memory_unchanged"):
+        rem = [remedy("Upgrade vLLM (the check's strict comparison was fixed) or retry; nothing else holds memory")]
+    evidence = failure_evidence(failures, "the startup check") + consequence_evidence(run, 1)
+    dont = [
+        "Raising gpu_memory_utilization: it asks for more of what is not free",
+        "Lowering max_model_len: the failure happens before KV cache sizing",
+    ]
+    return [finding(RULE, run, "startup", title, facts, evidence, rem, dont, notes)]
+
+
+RULE = Rule(
+    code="VD102",
+    name="startup_memory_contention",
+    severity="critical",
+    summary="Startup failed: other processes hold GPU memory vLLM's gpu_memory_utilization counted on.",
+    doc=__doc__,
+    check=check,
+)

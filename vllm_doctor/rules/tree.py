@@ -1,0 +1,145 @@
+"""The decision tree of ``shared/domain.md``: startup or runtime first, then the class.
+
+:func:`route` takes one failure of a run and says which rule explains it, in which phase,
+and how sure that is: ``high`` when the error line itself names the problem (a KV capacity
+error, the free-memory check), ``medium`` when traceback frames or the phase the run had
+reached decide (a bare torch OOM inside ``capture_model``), ``low`` when only the run's
+progress decides.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from .. import thresholds
+from ..events import Phase
+from ..frames import phase_of
+from ..processes import is_engine_process
+from ..run import Failure, Run
+from ..tracker import MEMORY_KINDS
+from .oom import co_tenants_of
+
+#: Failure kinds whose own message names the problem (and so its class and phase).
+SELF_EVIDENT = {
+    "kv_error": ("kv_cache_capacity", "startup"),
+    "free_memory": ("startup_memory_contention", "startup"),
+    "profiling_error": ("startup_memory_contention", "startup"),
+    "quant_error": ("quantization_unsupported", "startup"),
+    "config_error": ("config_limit_error", "startup"),
+    "too_long": ("request_too_long", "runtime"),
+}
+
+
+@dataclass(frozen=True)
+class Route:
+    """Where a failure goes: the rule ``name`` (a class id, or None for a request error that
+    did not hurt the server), ``phase`` (``startup`` / ``runtime``), ``confidence``."""
+
+    name: Optional[str]
+    phase: str
+    confidence: str
+
+
+def failure_phase(f: Failure, run: Run) -> Optional[Phase]:
+    """Where a failure happened: its frames, its kind, the run's progress, the markers around it."""
+    p = phase_of(f.tags) or phase_of(f.context_tags)
+    if p is not None:
+        return p
+    if "sampler_oom" in f.kinds:
+        return Phase.WARMUP
+    if "load_oom" in f.kinds:
+        return Phase.LOADING_WEIGHTS
+    if f.kind == "kv_error":
+        return Phase.KV_SIZING
+    if f.kind in ("free_memory", "quant_error", "config_error"):
+        return Phase.CONFIG
+    if f.kind == "profiling_error":
+        return Phase.WEIGHTS_LOADED
+    if f.kind == "too_long" or f.data.get("in_model_execution"):
+        return Phase.SERVING
+    if f.phase_at >= Phase.READY:
+        return Phase.SERVING
+    hints = {c.phase_hint for c in run.consequences}
+    if "runtime" in hints and "startup" not in hints:
+        return Phase.SERVING
+    # A startup failure: the run died where it got to (stderr may print the last progress
+    # bar after the traceback, so take the furthest phase the run reached).
+    if Phase.CONFIG <= run.phase < Phase.READY:
+        return run.phase
+    if "startup" in hints:
+        return Phase.CONFIG
+    return None
+
+
+def _decided_by_frames(f: Failure) -> bool:
+    return phase_of(f.tags) is not None or phase_of(f.context_tags) is not None or bool(f.kinds - {"oom"})
+
+
+def _fatal(f: Failure, run: Run, phase: Optional[Phase]) -> bool:
+    """Did this error take the server down (not a request error the API server survived)?"""
+    if f.kind == "cuda_error":
+        return True
+    if phase is not None and phase < Phase.READY:
+        return True
+    line = f.lines[0]
+    if is_engine_process(line.proc) or line.rank is not None:
+        return True
+    return bool(run.consequences)
+
+
+def _memory(f: Failure, run: Run, phase: Optional[Phase], startup: bool) -> Route:
+    confidence = "medium" if _decided_by_frames(f) else "low"
+    if "sampler_oom" in f.kinds or "load_oom" in f.kinds:
+        confidence = "high"
+    crowded = _crowded(f, run)
+    if phase is None:
+        return (
+            Route("startup_memory_contention", "startup", "medium")
+            if crowded
+            else Route("runtime_oom", "runtime", "low")
+        )
+    if not startup:
+        return Route("runtime_oom", "runtime", confidence if confidence != "low" else "medium")
+    if crowded and "load_oom" not in f.kinds:
+        return Route("startup_memory_contention", "startup", "medium")
+    if "sampler_oom" in f.kinds or phase == Phase.WARMUP:
+        return Route("sampler_warmup_oom", "startup", confidence)
+    if phase == Phase.GRAPH_CAPTURE:
+        return Route("cuda_graph_capture_oom", "startup", confidence)
+    if phase in (Phase.WEIGHTS_LOADED, Phase.KV_SIZING):
+        return Route("kv_cache_capacity", "startup", confidence)
+    return Route("weight_load_oom", "startup", confidence)
+
+
+def _crowded(f: Failure, run: Run) -> bool:
+    """Other processes hold a significant share of the GPU, as the OOM message lists them."""
+    total = f.data.get("gpu_total_gib")
+    if not total or "processes" not in f.data:
+        return False
+    others = co_tenants_of(f, run)
+    return sum(g for _, g in others) >= thresholds.SIGNIFICANT_FOREIGN_SHARE * total
+
+
+def route(f: Failure, run: Run) -> Route:
+    """The rule that explains failure ``f`` of ``run`` (see the module docstring)."""
+    if f.kind in SELF_EVIDENT:
+        name, phase = SELF_EVIDENT[f.kind]
+        return Route(name, phase, "high")
+    phase = failure_phase(f, run)
+    startup = phase is not None and phase < Phase.READY
+    label = "startup" if startup else "runtime"
+    tags = f.all_tags
+    if "quant_check" in tags:
+        return Route("quantization_unsupported", "startup", "medium")
+    if "too_long" in f.tags:
+        return Route("request_too_long", "runtime", "medium")
+    if f.kinds & MEMORY_KINDS:
+        return _memory(f, run, phase, startup)
+    if f.kind in ("cuda_error", "exception"):
+        if _fatal(f, run, phase):
+            return Route("other", label, "high")
+        return Route(None, label, "high")
+    if f.kind == "traceback":
+        return Route("unknown", label, "medium")
+    return Route(None, label, "low")

@@ -1,0 +1,385 @@
+"""The run view: what the log said about one server start, each value with the line that said it.
+
+A source (one file, stdin, one pod) holds one or more server starts; each is a :class:`Run`.
+The tracker (:mod:`vllm_doctor.tracker`) fills runs as records stream by; the rules
+(:mod:`vllm_doctor.rules`) read them when the input ends (or, in follow mode, whenever it
+goes quiet). Nothing here judges: there are no thresholds in this module. Everything is
+bounded: lists are capped, series are summarised as they stream by, and the lines kept as
+evidence are :class:`Line` copies clipped to :data:`MAX_LINE_CHARS`.
+
+Stats judgements that need every interval (a sustained saturation episode, a backlog) cannot
+be made from maxima alone, and the whole series cannot be kept. So a rule may declare a
+*stats observer*: an object with ``add(sample)`` that the tracker feeds every
+:class:`StatsSample` of the run, in order. The observer belongs to the rule and holds its
+thresholds; the tracker only feeds it (see :attr:`StatsSeries.observers`).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Deque, Dict, List, Optional, Set, Tuple
+
+from .envelopes import Record
+from .events import Phase
+
+#: Characters of a line kept as evidence: the longest real vLLM message (a torch OOM naming
+#: a dozen processes, a config line) fits; a 64 KiB paste does not stay in memory.
+MAX_LINE_CHARS = 4096
+#: Stats samples kept verbatim at the end of a run (the last intervals: a wedge, a stall).
+RECENT_SAMPLES = 16
+#: Points of the whole-run stats series kept for a sparkline (merged pairwise when full).
+SERIES_POINTS = 256
+
+
+@dataclass(frozen=True)
+class Line:
+    """An evidence-grade copy of a :class:`~vllm_doctor.envelopes.Record`.
+
+    ``source`` and 1-based ``lineno`` locate it; ``text`` is the message clipped to
+    :data:`MAX_LINE_CHARS`; ``time`` is vLLM's ``MM-DD HH:MM:SS`` (no year) when printed;
+    ``proc``/``pid``/``rank`` name the process prefix; ``stream`` keys the process (see
+    :attr:`Record.stream`); ``repeated`` is Ray's ``[repeated Nx]`` count.
+    """
+
+    source: str
+    lineno: int
+    text: str
+    time: Optional[str] = None
+    proc: Optional[str] = None
+    pid: Optional[int] = None
+    rank: Optional[int] = None
+    stream: str = "-"
+    repeated: int = 1
+    host: Optional[str] = None
+    unit: Optional[str] = None
+
+    @classmethod
+    def of(cls, rec: Record) -> "Line":
+        return cls(
+            source=rec.source,
+            lineno=rec.lineno,
+            text=rec.text[:MAX_LINE_CHARS],
+            time=rec.time,
+            proc=rec.proc,
+            pid=rec.pid,
+            rank=rec.rank,
+            stream=rec.stream,
+            repeated=rec.repeated,
+            host=rec.host,
+            unit=rec.unit,
+        )
+
+
+@dataclass
+class Failure:
+    """One root-cause candidate: an error message with what surrounds it.
+
+    ``kind`` is the event kind that opened it (``oom``, ``kv_error``, ``exception`` ..., or
+    ``traceback`` for frames whose exception line is not in the log) and ``kinds`` every kind
+    merged into it (a torch OOM and vLLM's sampler wrapper of it are one failure); ``data``
+    the values recognised (merged over its messages, first value wins); ``pattern`` the
+    catalog pattern names seen; ``tags`` what its own traceback frames say, ``context_tags``
+    what a chained traceback printed after it says (:mod:`vllm_doctor.frames`);
+    ``phase_at`` the run's phase when it was seen; ``lines`` bounded evidence; ``repeats`` how
+    often the same message was printed (TP ranks, re-raises); ``seq``/``last_seq`` its order
+    among the run's failures.
+    """
+
+    kind: str
+    data: Dict[str, Any]
+    lines: List[Line]
+    stream: str
+    phase_at: Phase
+    seq: int
+    tags: Set[str] = field(default_factory=set)
+    context_tags: Set[str] = field(default_factory=set)
+    kinds: Set[str] = field(default_factory=set)
+    patterns: Set[str] = field(default_factory=set)
+    exception: Optional[str] = None
+    repeats: int = 1
+    last_seq: int = 0
+    text_hashes: Set[int] = field(default_factory=set)
+
+    MAX_LINES = 8
+    MAX_TEXTS = 64
+
+    def add_line(self, line: Line) -> None:
+        if len(self.lines) < self.MAX_LINES and all(x.lineno != line.lineno or x.text != line.text for x in self.lines):
+            self.lines.append(line)
+
+    def add_text(self, text: str) -> None:
+        if len(self.text_hashes) < self.MAX_TEXTS:  # bounded: a log may repeat one failure forever
+            self.text_hashes.add(hash(text))
+
+    def has_text(self, text: str) -> bool:
+        return hash(text) in self.text_hashes
+
+    @property
+    def all_tags(self) -> Set[str]:
+        return self.tags | self.context_tags
+
+
+@dataclass(frozen=True)
+class Consequence:
+    """A marker that reports a failure elsewhere ("Engine core initialization failed. See root
+    cause above", ``EngineDeadError`` ...): ``marker`` names it, ``phase_hint`` is
+    ``startup`` / ``runtime`` where the message itself says which, ``who`` the process it names."""
+
+    line: Line
+    marker: str
+    phase_hint: Optional[str] = None
+    who: Optional[str] = None
+    exception: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class StatsSample:
+    """One periodic stats line: counts of requests, KV cache usage (%), throughputs (tokens/s).
+
+    V0 prints ``Pending`` for what V1 calls ``Waiting`` (both are ``waiting``); ``swapped``
+    is V0 only; ``preemptions`` is V1's per-interval field where printed; ``engine_index``
+    is V1's ``Engine 000`` (0 when not printed).
+    """
+
+    line: Line
+    engine_index: int = 0
+    running: int = 0
+    waiting: int = 0
+    swapped: Optional[int] = None
+    preemptions: int = 0
+    kv_usage_pct: Optional[float] = None
+    generation_tps: Optional[float] = None
+    prompt_tps: Optional[float] = None
+    prefix_hit_pct: Optional[float] = None
+
+
+@dataclass
+class SeriesPoint:
+    """One point of the downsampled whole-run series: maxima over the intervals it covers."""
+
+    first_lineno: int
+    time: Optional[str]
+    intervals: int
+    kv_usage_pct: Optional[float]
+    running: int
+    waiting: int
+    generation_tps: Optional[float]
+
+
+@dataclass
+class StatsSeries:
+    """The stats lines of one run: maxima with the line that printed them, the last few samples,
+    a bounded whole-run series for pictures, and the rules' observers (fed every sample)."""
+
+    count: int = 0
+    engine: Optional[str] = None
+    first: Optional[Line] = None
+    last: Optional[Line] = None
+    peak_kv_usage_pct: Optional[float] = None
+    peak_line: Optional[Line] = None
+    max_running: Optional[int] = None
+    max_waiting: Optional[int] = None
+    max_waiting_line: Optional[Line] = None
+    max_swapped: Optional[int] = None
+    max_generation_tps: Optional[float] = None
+    preemptions_total: int = 0
+    intervals_with_preemptions: int = 0
+    prefix_hit_first: Optional[float] = None
+    prefix_hit_last: Optional[float] = None
+    prefix_hit_max: Optional[float] = None
+    recent: Deque[StatsSample] = field(default_factory=lambda: deque(maxlen=RECENT_SAMPLES))
+    series: List[SeriesPoint] = field(default_factory=list)
+    series_stride: int = 1
+    observers: Dict[str, Any] = field(default_factory=dict)
+    records_after_last: int = 0  # recognised records of the run after the last stats line
+    access_after_last: int = 0  # HTTP access lines after it (the API server still answers)
+
+    def add(self, s: StatsSample, engine: Optional[str]) -> None:
+        self.count += 1
+        self.engine = self.engine or engine
+        if self.first is None:
+            self.first = s.line
+        self.last = s.line
+        self.records_after_last = 0
+        self.access_after_last = 0
+        kv = s.kv_usage_pct
+        if kv is not None and (self.peak_kv_usage_pct is None or kv > self.peak_kv_usage_pct):
+            self.peak_kv_usage_pct, self.peak_line = kv, s.line
+        self.max_running = max(self.max_running or 0, s.running)
+        if self.max_waiting is None or s.waiting > self.max_waiting:
+            self.max_waiting, self.max_waiting_line = s.waiting, s.line
+        if s.swapped is not None:
+            self.max_swapped = max(self.max_swapped or 0, s.swapped)
+        if s.generation_tps is not None:
+            self.max_generation_tps = max(self.max_generation_tps or 0.0, s.generation_tps)
+        if s.preemptions:
+            self.preemptions_total += s.preemptions
+            self.intervals_with_preemptions += 1
+        if s.prefix_hit_pct is not None:
+            self.add_prefix_hit(s.prefix_hit_pct)
+        self.recent.append(s)
+        self._add_point(s)
+        for obs in self.observers.values():
+            obs.add(s)
+
+    def add_prefix_hit(self, hit: float) -> None:
+        if self.prefix_hit_first is None:
+            self.prefix_hit_first = hit
+        self.prefix_hit_last = hit
+        self.prefix_hit_max = hit if self.prefix_hit_max is None else max(self.prefix_hit_max, hit)
+
+    def _add_point(self, s: StatsSample) -> None:
+        last = self.series[-1] if self.series else None
+        if last is not None and last.intervals < self.series_stride:
+            _merge_into(last, s.kv_usage_pct, s.running, s.waiting, s.generation_tps, 1)
+            return
+        self.series.append(
+            SeriesPoint(s.line.lineno, s.line.time, 1, s.kv_usage_pct, s.running, s.waiting, s.generation_tps)
+        )
+        if len(self.series) > SERIES_POINTS:
+            merged = []
+            for i in range(0, len(self.series) - 1, 2):
+                a, b = self.series[i], self.series[i + 1]
+                _merge_into(a, b.kv_usage_pct, b.running, b.waiting, b.generation_tps, b.intervals)
+                merged.append(a)
+            if len(self.series) % 2:
+                merged.append(self.series[-1])
+            self.series = merged
+            self.series_stride *= 2
+
+
+def _max(a, b):
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return max(a, b)
+
+
+def _merge_into(p: SeriesPoint, kv, running, waiting, gen, intervals) -> None:
+    p.kv_usage_pct = _max(p.kv_usage_pct, kv)
+    p.running = max(p.running, running)
+    p.waiting = max(p.waiting, waiting)
+    p.generation_tps = _max(p.generation_tps, gen)
+    p.intervals += intervals
+
+
+@dataclass
+class PreemptionSummary:
+    """V0 preemption warnings (printed for the 1st, 51st, 101st ... preemption): how many
+    warnings, the highest cumulative count printed, the modes, the first and last line."""
+
+    warnings: int = 0
+    max_cumulative: int = 0
+    modes: Set[str] = field(default_factory=set)
+    first: Optional[Line] = None
+    last: Optional[Line] = None
+
+    def add(self, mode: str, cumulative: int, line: Line) -> None:
+        self.warnings += 1
+        self.modes.add(mode)
+        self.max_cumulative = max(self.max_cumulative, cumulative)
+        if self.first is None:
+            self.first = line
+        self.last = line
+
+
+@dataclass
+class HttpSummary:
+    """Error responses in the access log: a count per status class (``4xx``, ``5xx``) and per
+    status, the first and last 5xx line."""
+
+    by_bucket: Dict[str, int] = field(default_factory=dict)
+    by_status: Dict[int, int] = field(default_factory=dict)
+    first_5xx: Optional[Line] = None
+    last_5xx: Optional[Line] = None
+
+    MAX_STATUSES = 32
+
+    def add(self, status: int, line: Line) -> None:
+        bucket = f"{status // 100}xx"
+        self.by_bucket[bucket] = self.by_bucket.get(bucket, 0) + 1
+        if status in self.by_status or len(self.by_status) < self.MAX_STATUSES:
+            self.by_status[status] = self.by_status.get(status, 0) + 1
+        if status >= 500:
+            if self.first_5xx is None:
+                self.first_5xx = line
+            self.last_5xx = line
+
+
+@dataclass
+class Run:
+    """One server start within a source, and everything the log showed about it.
+
+    ``config`` holds the run's configuration (``max_model_len``, ``gpu_memory_utilization``
+    ...) as vLLM printed it, ``facts`` what startup measured (``kv_tokens``, ``weights_gib``
+    ...; memory in GiB), each with the :class:`Line` that said it in ``config_lines`` /
+    ``fact_lines``. ``phase`` is the furthest startup phase reached and ``phase_lines`` the
+    first line that proved each; ``markers`` notable one-off lines by name (e.g.
+    ``stats_logging_disabled``, ``offline_batch``).
+    """
+
+    source: str
+    index: int
+    start_line: int
+    end_line: int = 0
+    phase: Phase = Phase.NONE
+    phase_lines: Dict[Phase, Line] = field(default_factory=dict)
+    config: Dict[str, Any] = field(default_factory=dict)
+    config_lines: Dict[str, Line] = field(default_factory=dict)
+    facts: Dict[str, Any] = field(default_factory=dict)
+    fact_lines: Dict[str, Line] = field(default_factory=dict)
+    failures: List[Failure] = field(default_factory=list)
+    dropped_failures: int = 0
+    consequences: List[Consequence] = field(default_factory=list)
+    stats: StatsSeries = field(default_factory=StatsSeries)
+    preemption: PreemptionSummary = field(default_factory=PreemptionSummary)
+    http: HttpSummary = field(default_factory=HttpSummary)
+    markers: Dict[str, Line] = field(default_factory=dict)
+    vllm_pids: Set[int] = field(default_factory=set)
+    engine_hints: Set[str] = field(default_factory=set)
+    start_patterns: Set[Tuple[str, str]] = field(default_factory=set)
+    recognised: int = 0
+    records: int = 0
+    errors_seen: int = 0  # ERROR / CRITICAL records, recognised or not
+    first_error: Optional[Line] = None
+
+    MAX_FAILURES = 32
+    MAX_CONSEQUENCES = 16
+
+    @property
+    def engine(self) -> Optional[str]:
+        """``v1`` or ``v0`` as the log shows it (process names, file paths, stats shape), else None."""
+        if "v1" in self.engine_hints:
+            return "v1"
+        if "v0" in self.engine_hints:
+            return "v0"
+        return None
+
+    def value(self, key: str) -> Any:
+        """A configuration value or startup fact, configuration first (None when not printed)."""
+        if key in self.config:
+            return self.config[key]
+        return self.facts.get(key)
+
+    def line_for(self, key: str) -> Optional[Line]:
+        """The line that printed a configuration value or fact."""
+        return self.config_lines.get(key) or self.fact_lines.get(key)
+
+    def reached(self, phase: Phase, line: Line) -> None:
+        if phase > self.phase:
+            self.phase = phase
+        self.phase_lines.setdefault(phase, line)
+
+    def add_failure(self, f: Failure) -> bool:
+        """Keep ``f`` if the cap allows (False and counted in ``dropped_failures`` otherwise)."""
+        if len(self.failures) < self.MAX_FAILURES:
+            self.failures.append(f)
+            return True
+        self.dropped_failures += 1
+        return False
+
+    def add_consequence(self, c: Consequence) -> None:
+        if len(self.consequences) < self.MAX_CONSEQUENCES:
+            self.consequences.append(c)

@@ -1,0 +1,91 @@
+"""Every judgement number of the rules, in one place, each with its reason or source.
+
+Rules read these as ``thresholds.NAME`` at call time (never ``from ... import NAME``), so
+``tools/mutation_check.py`` can move each one and prove a test notices: every constant here
+is pinned by at least one case of ``tests/rules/cases`` or a corpus log, in both directions
+(half and one and a half times its value).
+
+Shares are fractions of the GPU's total memory; percentages are as vLLM prints them (0-100);
+memory is GiB.
+"""
+
+from __future__ import annotations
+
+# -- KV cache saturation and preemption (VD201 preemption_storm, VD301 kv_pressure) -----------
+#: KV cache usage (%) from which an interval with requests waiting, swapped or preempted counts
+#: as saturated: the scheduler preempts when it cannot allocate a block, which happens well
+#: before 100 % once blocks are fragmented across sequences (vllm/v1/core/sched/scheduler.py).
+SATURATED_KV_PCT = 85.0
+#: Consecutive saturated stats intervals that make a storm; fewer is a passing peak (VD301).
+#: V1 logs stats every 10 s (VLLM_LOG_STATS_INTERVAL), V0 every 5 s: 3 intervals is 15-30 s.
+MIN_SATURATED_INTERVALS = 3
+#: V0 logs the 1st, 51st, 101st ... preemption (vllm/core/scheduler.py _preempt): a cumulative
+#: count of 51 or more means the warning fired twice, i.e. at least 51 preemptions.
+V0_STORM_CUMULATIVE = 51
+#: Stats intervals with a non-zero V1 ``Preemptions:`` field that make a storm.
+V1_STORM_PREEMPTION_INTERVALS = 2
+
+# -- Queue backlog (VD302) --------------------------------------------------------------------
+#: KV cache usage (%) below which requests waiting are held back by the batch budget
+#: (max_num_seqs, max_num_batched_tokens), not by memory.
+BACKLOG_MAX_KV_PCT = 70.0
+#: Intervals with requests waiting at that usage that make a backlog worth a note.
+BACKLOG_MIN_INTERVALS = 2
+
+# -- Settings worth a look (VD303-VD306) ------------------------------------------------------
+#: gpu_memory_utilization at or above which no margin is left for fragmentation, transient
+#: activations or a co-tenant (shared/domain.md "Common pitfalls").
+HIGH_UTILIZATION = 0.95
+#: The highest gpu_memory_utilization a remedy ever advises: below HIGH_UTILIZATION, so the
+#: plan never advises what VD303 would flag.
+MAX_ADVISED_UTILIZATION = 0.94
+#: The lowest gpu_memory_utilization a "lower it" remedy advises; below it the remedy says the
+#: GPU is too small for this configuration instead of printing a useless number.
+MIN_ADVISED_UTILIZATION = 0.3
+#: Prefix-cache hit rate (%) that shows prefix caching worked at some point ...
+PREFIX_HIT_WORKED_PCT = 5.0
+#: ... and the rate (%) it fell below for the note to say it collapsed.
+PREFIX_HIT_COLLAPSED_PCT = 1.0
+#: max_model_len from which a length is "very long" (64k: twice the common 32k default).
+LONG_MAX_MODEL_LEN = 65536
+#: Peak KV cache usage (%) below which a very long max_model_len was clearly not needed.
+LOW_KV_USE_PCT = 20.0
+
+# -- Runtime OOM (VD200) ----------------------------------------------------------------------
+#: A single failed allocation of at least this share of the GPU points at one oversized input
+#: (a long prompt with prompt logprobs, a large image), not at general headroom.
+OVERSIZED_ALLOCATION_SHARE = 0.04
+#: ... and of at least this many GiB when the OOM happened inside model execution.
+OVERSIZED_ALLOCATION_GIB = 1.0
+#: Headroom (GiB) a lowered gpu_memory_utilization leaves at least, below what vLLM held.
+MIN_HEADROOM_GIB = 1.0
+#: Reserved-but-unallocated memory (GiB) from which fragmentation is worth a remedy
+#: (PyTorch's own hint in the OOM message).
+FRAGMENTATION_GIB = 0.5
+
+# -- Co-tenants (VD102, VD200) ----------------------------------------------------------------
+#: A co-tenant holding at least this share of the GPU is worth blaming at startup.
+SIGNIFICANT_FOREIGN_SHARE = 0.05
+#: Share of the memory left free by co-tenants that a lowered utilization takes (margin).
+FREE_SHARE_TAKEN = 0.95
+#: Initial and current free memory (GiB) closer than this are "unchanged" in the profiling
+#: check (a false positive of the strict comparison of some versions).
+UNCHANGED_FREE_GIB = 0.01
+
+# -- KV cache capacity (VD101) ----------------------------------------------------------------
+#: KV cache (GiB) a raised utilization leaves beyond covering a negative budget.
+KV_FLOOR_GIB = 1.0
+
+# -- Weights (VD100) --------------------------------------------------------------------------
+#: Share of a GPU the weights may take when sizing tensor parallelism (the rest: activations,
+#: KV cache, CUDA graphs).
+WEIGHTS_USABLE_SHARE = 0.9
+#: Overhead on the weights estimated from the parameter count (embeddings, buffers, scales).
+WEIGHTS_OVERHEAD = 1.1
+#: Weights per GPU below this share of the GPU clearly fit: an OOM then points at a bug.
+WEIGHTS_CLEARLY_FIT_SHARE = 0.6
+
+# -- Warm-up OOMs (VD103, VD104) --------------------------------------------------------------
+#: How much a warm-up OOM remedy lowers gpu_memory_utilization (graph pools and the sampler's
+#: logits buffer come out of what the KV cache left).
+WARMUP_UTILIZATION_STEP = 0.05
