@@ -94,6 +94,25 @@ def test_every_finding_has_evidence_and_a_remedy_for_failures(case):
             assert f.remedies and [r.order for r in f.remedies] == list(range(1, len(f.remedies) + 1))
 
 
+@pytest.mark.parametrize("case", CASES, ids=[c["file"] for c in CASES])
+def test_no_internal_errors(case):
+    # A stage or rule that raises is counted, never silent; on real logs it must never happen.
+    for s in diagnose(fixture_path(case["file"])).sources:
+        assert s.internal_errors == 0, s.first_internal_error
+
+
+def test_no_internal_errors_on_the_benchmark_log(tmp_path):
+    import subprocess
+    import sys
+
+    out = tmp_path / "busy.log"
+    bench = fixture_path("").parents[1] / "bench" / "generate.py"
+    subprocess.run([sys.executable, str(bench), str(out), "2"], check=True, capture_output=True)
+    v = diagnose(out)
+    assert [s.internal_errors for s in v.sources] == [0]
+    assert v.primary_class == "runtime_oom" and v.primary.facts["co_tenant_pids"] == [4242]
+
+
 def test_lines_give_the_same_verdict_as_the_path():
     path = fixture_path("s002-qwen25vl-7b-3090-v0-kv.log")
     a = diagnose(path).to_dict()

@@ -6,7 +6,6 @@ import pytest
 from conftest import fixture_path, load_manifest
 
 from vllm_doctor import prefilter
-from vllm_doctor.catalog import PATTERNS
 from vllm_doctor.pipeline import build_verdict, diagnose_input, diagnose_source
 from vllm_doctor.sources import Source, read_lines
 
@@ -49,9 +48,17 @@ def test_same_verdict_with_tiny_blocks(case, monkeypatch):
     assert fast(path, 97, monkeypatch) == slow(path)
 
 
-def test_every_anchor_is_a_prefilter_literal():
-    literals = set(prefilter.LITERALS)
-    assert all(a in literals for p in PATTERNS for a in p.anchors)
+def test_every_catalog_case_line_is_a_candidate_among_boring_lines():
+    # Whatever the catalog recognises, the scanner must hand over: each line of the catalog's
+    # own cases, buried in request logging, comes out as a candidate with its line number.
+    from test_catalog import ALL_CASES
+
+    boring = b'INFO:     127.0.0.1:5000 - "GET /metrics HTTP/1.1" 200 OK\n' * 3
+    for p in ALL_CASES:
+        line = p.values[0].encode()
+        data = boring + line + b"\n" + boring
+        got = [(n, cand) for n, _, cand in prefilter.BlockScanner(Source("x", io.BytesIO(data)), 64)]
+        assert (4, True) in got, p.id
 
 
 def test_scanner_counts_every_line_and_numbers_candidates():

@@ -87,6 +87,14 @@ def cli() -> None:
     "finding as soon as it is certain (JSON Lines with --format json); Ctrl-C prints the summary.",
 )
 @click.option(
+    "--select",
+    "select",
+    metavar="CODES",
+    default=None,
+    help="Run only these rules: comma-separated codes, class ids or code prefixes (VD101,preemption_storm,VD3). "
+    "`vllm-doctor rules` lists them.",
+)
+@click.option(
     "--no-redact",
     is_flag=True,
     help="Show secrets and personal data as logged (API keys, tokens, e-mails, client IPs, home-path "
@@ -101,6 +109,7 @@ def diagnose(
     jobs: int,
     progress: Optional[bool],
     follow: bool,
+    select: Optional[str],
     no_redact: bool,
 ) -> None:
     """Diagnose one or more vLLM logs.
@@ -123,21 +132,28 @@ def diagnose(
             raise click.UsageError("no input: give a FILE, or pipe a log into `vllm-doctor diagnose -`")
         specs = ["-"]
     fmt = fmt or "text"
+    from .rules import select_rules
+
+    try:
+        chosen = select_rules(select.split(",")) if select else None
+    except KeyError as exc:
+        raise click.BadParameter(exc.args[0], param_hint="--select") from None
     if follow:
         if len(specs) != 1:
             raise click.UsageError("--follow takes exactly one FILE (or - for standard input)")
         if jobs > 1:
             raise click.UsageError("--follow reads one input: -j does not apply")
-        _follow(specs[0], fmt, input_format, no_redact, color)
+        _follow(specs[0], fmt, input_format, no_redact, color, chosen)
     if progress is None:
         progress = sys.stderr.isatty() and fmt != "json" and "CI" not in os.environ
     if jobs > 1 and len(specs) > 1 and "-" not in specs:
         from concurrent.futures import ProcessPoolExecutor
 
         with ProcessPoolExecutor(max_workers=min(jobs, len(specs))) as pool:
-            outcomes = list(pool.map(_diagnose_one, specs, [False] * len(specs), [input_format] * len(specs)))
+            n = len(specs)
+            outcomes = list(pool.map(_diagnose_one, specs, [False] * n, [input_format] * n, [chosen] * n))
     else:
-        outcomes = [_diagnose_one(spec, progress, input_format) for spec in specs]
+        outcomes = [_diagnose_one(spec, progress, input_format, chosen) for spec in specs]
     results = [r for rs, _ in outcomes if rs for r in rs]
     errors = [e for _, errs in outcomes for e in errs]
     unreadable = [(spec, errs[0]) for spec, (rs, errs) in zip(specs, outcomes) if not rs and errs]
@@ -145,7 +161,7 @@ def diagnose(
         for e in errors:
             click.echo(f"vllm-doctor: error: {e}", err=True)
         sys.exit(EXIT_USAGE)
-    verdict = build_verdict(results, unreadable)
+    verdict = build_verdict(results, unreadable, chosen)
     if not no_redact:
         from .redact import redact_verdict
 
@@ -180,7 +196,9 @@ def diagnose(
 PROGRESS_MIN_BYTES = 64 * 2**20
 
 
-def _follow(spec: str, fmt: str, input_format: str, no_redact: bool, color: Optional[bool]) -> None:
+def _follow(
+    spec: str, fmt: str, input_format: str, no_redact: bool, color: Optional[bool], select: Optional[frozenset] = None
+) -> None:
     import json as _json
     import signal
 
@@ -209,7 +227,7 @@ def _follow(spec: str, fmt: str, input_format: str, no_redact: bool, color: Opti
             click.echo(text.split("\n\n", 1)[-1].rstrip() if fmt == "text" else text)
         sys.stdout.flush()
 
-    verdict = follow(spec, input_format, emit)
+    verdict = follow(spec, input_format, emit, select=select)
     if not no_redact:
         verdict = redact_verdict(verdict)
     if fmt != "json":
@@ -221,7 +239,7 @@ def _follow(spec: str, fmt: str, input_format: str, no_redact: bool, color: Opti
     sys.exit(verdict.exit_code)
 
 
-def _diagnose_one(spec: str, progress: bool, input_format: str = "auto"):
+def _diagnose_one(spec: str, progress: bool, input_format: str = "auto", select: Optional[frozenset] = None):
     """Open and diagnose one input: (SourceResult or None, [one-line errors]).
     Top-level so worker processes (-j) can run it."""
     from .pipeline import diagnose_input
@@ -237,9 +255,9 @@ def _diagnose_one(spec: str, progress: bool, input_format: str = "auto"):
     try:
         if bar is not None:
             with bar[0]:
-                result = diagnose_input(src, on_block=bar[1], input_format=input_format)
+                result = diagnose_input(src, on_block=bar[1], input_format=input_format, select=select)
         else:
-            result = diagnose_input(src, input_format=input_format)
+            result = diagnose_input(src, input_format=input_format, select=select)
     except InputError as exc:
         errors.append(str(exc))
     except Exception as exc:  # noqa: BLE001 - never a traceback: name the input and the error

@@ -37,10 +37,6 @@ class Phase(IntEnum):
     def label(self) -> str:
         return _PHASE_LABELS[self]
 
-    @property
-    def is_startup(self) -> bool:
-        return self < Phase.READY
-
 
 _PHASE_LABELS = {
     Phase.NONE: "unknown",
@@ -79,7 +75,7 @@ KINDS = {
     "tb_chain": "'The above exception was the direct cause ...' / 'During handling ...'",
     "engine_dead": "a consequence marker: engine/worker died, 'see root cause above'",
     "access": "an HTTP access line with an error status (uvicorn)",
-    "engine": "which vLLM engine printed this (v0 / v1)",
+    "marker": "a notable one-off line, kept by name ({marker}): e.g. stats logging disabled",
 }
 
 

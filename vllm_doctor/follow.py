@@ -90,8 +90,10 @@ def _lines_of_stdin(stop: Callable[[], bool]):
 class Follower:
     """Feeds lines into a reader and reports findings as soon as they are certain."""
 
-    def __init__(self, name: str, input_format: str, emit: Callable[[Finding], None]) -> None:
-        self.reader = _SourceReader(name, input_format)
+    def __init__(
+        self, name: str, input_format: str, emit: Callable[[Finding], None], select: Optional[frozenset] = None
+    ) -> None:
+        self.reader = _SourceReader(name, input_format, select)
         self.emit = emit
         self.printed: Set[Tuple[str, int, str]] = set()
         self.lines = 0
@@ -119,15 +121,21 @@ class Follower:
         return new
 
     def finish(self):
-        return build_verdict(self.reader.finish(self.lines))
+        return build_verdict(self.reader.finish(self.lines), select=self.reader.select)
 
 
-def follow(spec: str, input_format: str, emit: Callable[[Finding], None], stop: Optional[Callable[[], bool]] = None):
+def follow(
+    spec: str,
+    input_format: str,
+    emit: Callable[[Finding], None],
+    stop: Optional[Callable[[], bool]] = None,
+    select: Optional[frozenset] = None,
+):
     """Follow ``spec`` (a path or ``-``) until ``stop()`` is true, Ctrl-C or the end of
     standard input; return the summary :class:`~vllm_doctor.verdict.Verdict`."""
     stop = stop or (lambda: False)
     name = "<stdin>" if spec == "-" else spec
-    f = Follower(name, input_format, emit)
+    f = Follower(name, input_format, emit, select)
     lines = _lines_of_stdin(stop) if spec == "-" else _lines_of_file(spec, stop)
     dirty = False
     try:

@@ -313,9 +313,13 @@ def _headline(results: List[SourceResult], primaries: List[Finding]) -> Finding:
     return min(primaries, key=rank)
 
 
-def build_verdict(results: List[SourceResult], unreadable: Iterable[Tuple[str, str]] = ()) -> Verdict:
+def build_verdict(
+    results: List[SourceResult], unreadable: Iterable[Tuple[str, str]] = (), select: Optional[frozenset] = None
+) -> Verdict:
     """The verdict over all sources; ``unreadable`` lists ``(input, one-line error)`` for
-    inputs that could not be read, so they are accounted for in ``sources`` too.
+    inputs that could not be read, so they are accounted for in ``sources`` too; ``select``
+    (the rules that ran, None for all) words a clean verdict so it does not claim more than
+    the selected rules looked at.
 
     Findings are listed primary first, then the rest of its source's findings, then the
     other sources' in the order given; ``Verdict.primary`` is the headline's own finding."""
@@ -337,7 +341,10 @@ def build_verdict(results: List[SourceResult], unreadable: Iterable[Tuple[str, s
         verdict = Verdict(best.class_id, best.code, best.severity, best.title, primary_finding=best)
     elif any(s.vllm_output for s in sources):
         h = BY_NAME["healthy"]
-        verdict = Verdict("healthy", h.code, "ok", h.summary)
+        title = (
+            h.summary if select is None else f"No problem found by the selected rules ({', '.join(sorted(select))})."
+        )
+        verdict = Verdict("healthy", h.code, "ok", title)
     else:
         from .formats import TRIED
 

@@ -19,11 +19,15 @@ SATURATED_KV_PCT = 85.0
 #: Consecutive saturated stats intervals that make a storm; fewer is a passing peak (VD301).
 #: V1 logs stats every 10 s (VLLM_LOG_STATS_INTERVAL), V0 every 5 s: 3 intervals is 15-30 s.
 MIN_SATURATED_INTERVALS = 3
-#: V0 logs the 1st, 51st, 101st ... preemption (vllm/core/scheduler.py _preempt): a cumulative
-#: count of 51 or more means the warning fired twice, i.e. at least 51 preemptions.
-V0_STORM_CUMULATIVE = 51
+#: V0 preemption warnings (one is printed every V0_PREEMPTION_LOG_EVERY preemptions, see
+#: rules/preemption_storm.py) that make a storm: twice means at least 51 preemptions.
+V0_STORM_WARNINGS = 2
 #: Stats intervals with a non-zero V1 ``Preemptions:`` field that make a storm.
 V1_STORM_PREEMPTION_INTERVALS = 2
+
+#: How much a "give the KV cache more memory" remedy raises gpu_memory_utilization (about
+#: 2.4 GiB of KV cache on an 80 GiB GPU; capped at MAX_ADVISED_UTILIZATION).
+UTILIZATION_RAISE_STEP = 0.03
 
 # -- Queue backlog (VD302) --------------------------------------------------------------------
 #: KV cache usage (%) below which requests waiting are held back by the batch budget

@@ -192,8 +192,3 @@ class Catalog:
                 if e.kind == "exception":
                     e.data["consequence"] = True
         return events
-
-
-def pattern_table() -> List[Dict[str, str]]:
-    """Name, kind, source and anchors of every pattern (for docs and tests)."""
-    return [{"name": p.name, "kind": p.kind, "source": p.source, "anchors": ", ".join(p.anchors)} for p in PATTERNS]

@@ -101,12 +101,23 @@ def seconds_between(a: Optional[Line], b: Optional[Line]) -> Optional[int]:
     return delta if delta >= 0 else None
 
 
+#: V0 logs the 1st, 51st, 101st ... preemption (vllm/core/scheduler.py Scheduler._preempt:
+#: ``if self.num_cumulative_preemption % 50 == 0`` after counting), a fact of the source.
+V0_PREEMPTION_LOG_EVERY = 50
+
+
+def v0_storm(run: Run) -> bool:
+    """V0's cumulative count shows the warning fired V0_STORM_WARNINGS times or more (a single
+    line of a pasted excerpt may carry the count: ``total_num_cumulative_preemption=101``)."""
+    return run.preemption.max_cumulative > V0_PREEMPTION_LOG_EVERY * (thresholds.V0_STORM_WARNINGS - 1)
+
+
 def is_storm(run: Run) -> bool:
     """A sustained capacity problem: V0's cumulative count, a saturation episode, or V1
     preemption counts in several intervals."""
     ep = episode_of(run)
     return (
-        run.preemption.max_cumulative >= thresholds.V0_STORM_CUMULATIVE
+        v0_storm(run)
         or (ep is not None and ep.intervals >= thresholds.MIN_SATURATED_INTERVALS)
         or run.stats.intervals_with_preemptions >= thresholds.V1_STORM_PREEMPTION_INTERVALS
     )
@@ -167,7 +178,7 @@ def _remedies(run: Run, facts: Dict[str, Any]) -> List[Any]:
     L = run.value("max_model_len")
     kv_tokens = run.value("kv_tokens")
     cap = thresholds.MAX_ADVISED_UTILIZATION
-    raised = min(cap, (U or 0.9) + 0.03)
+    raised = min(cap, (U or 0.9) + thresholds.UTILIZATION_RAISE_STEP)
     if facts.get("max_running"):
         seqs_why = f"up to {facts.get('max_running')} ran at once"
     elif seqs:
@@ -216,7 +227,7 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List
         "Treating it as a compute/kernel problem: the scheduler is waiting for KV cache",
         "Raising max_num_seqs: more requests compete for the same cache",
     ]
-    confidence = "high" if p.max_cumulative >= thresholds.V0_STORM_CUMULATIVE else "low"
+    confidence = "high" if v0_storm(run) else "low"
     return [
         finding(
             RULE,
