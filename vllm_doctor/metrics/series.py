@@ -372,37 +372,36 @@ class SourceBuilder:
         return s
 
     def _rates(self, s: MetricsSample, prev: Snapshot, cur: Snapshot, seconds: float) -> None:
-        restart = (
+        # A new process start time restarts every series; a counter that drops, or whose
+        # _created time changes, restarted (it counted its value since).
+        new_process = (
             prev.process_start is not None and cur.process_start is not None and cur.process_start != prev.process_start
         )
-        for fld, series in cur.counters.items():
-            before = prev.counters.get(fld) or {}
-            for skey, v in series.items():
-                if skey in before and v < before[skey]:
-                    restart = True
-                c0 = (prev.created.get(fld) or {}).get(skey)
-                c1 = (cur.created.get(fld) or {}).get(skey)
-                if c0 is not None and c1 is not None and c0 != c1:
-                    restart = True
-        s.restart = restart
+        s.restart = new_process
         s.seconds = seconds
         deltas: Dict[str, Optional[float]] = {}
         for fld in names.COUNTERS:
             series = cur.counters.get(fld)
             before = prev.counters.get(fld)
-            if not series or (before is None and not restart):
+            if not series or (before is None and not new_process):
                 deltas[fld] = None
                 continue
             before = before or {}
+            c0s, c1s = prev.created.get(fld) or {}, cur.created.get(fld) or {}
             total = 0.0
             for skey, v in series.items():
-                total += v if restart or skey not in before else v - before[skey]
-            deltas[fld] = total
-            if fld == "request_success":
-                for skey, v in series.items():
-                    d = v if restart or skey not in before else v - before[skey]
+                if skey not in before:
+                    d = v  # a series born since the last scrape counted from 0
+                else:
+                    c0, c1 = c0s.get(skey), c1s.get(skey)
+                    reset = new_process or v < before[skey] or (c0 is not None and c1 is not None and c0 != c1)
+                    s.restart = s.restart or reset
+                    d = v if reset else v - before[skey]
+                total += d
+                if fld == "request_success":
                     reason = _label_of(skey, "finished_reason") or "?"
                     s.finished_by_reason[reason] = s.finished_by_reason.get(reason, 0.0) + d
+            deltas[fld] = total
         s.preemptions = deltas["preemptions"]
         s.generation_tokens = deltas["generation_tokens"]
         s.prompt_tokens = deltas["prompt_tokens"]
