@@ -59,7 +59,9 @@ def sniff(head: str) -> Optional[str]:
     if not text:
         return None
     if text[0] in "{[":
-        return QUERY_RANGE if '"resultType"' in text[:4096] or '"result"' in text[:4096] else None
+        h = text[:4096]
+        api = '"status"' in h and ('"errorType"' in h or '"data"' in h)  # a Prometheus API answer
+        return QUERY_RANGE if '"resultType"' in h or '"result"' in h or api else None
     lines = [ln.strip() for ln in text.splitlines()[:SNIFF_LINES]]
     lines = [ln for ln in lines if ln]
     if not lines:

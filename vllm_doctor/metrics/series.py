@@ -333,7 +333,7 @@ class SourceBuilder:
         kv = g.get("kv_usage")
         if kv:
             skey, frac = max(kv.items(), key=lambda kv_: kv_[1])
-            s.kv_usage_pct = round(frac * 100.0, 6)
+            s.kv_usage_pct = round(frac * 100.0, 9)
             s.kv_engine = _engine_of(skey) if len(kv) > 1 or _engine_of(skey) else None
         for fld in ("running", "waiting", "swapped"):
             total = _sum(g.get(fld))
@@ -359,7 +359,7 @@ class SourceBuilder:
         if s.prefix_hit_pct is None and rate:
             v = max(rate.values())
             if v >= 0:  # V0 prints -1 while nothing was asked
-                s.prefix_hit_pct = round(v * 100.0, 6)
+                s.prefix_hit_pct = round(v * 100.0, 9)
         self.prev, self.prev_t = snap, t
         if s.restart:
             ser.restarts += 1
@@ -416,7 +416,7 @@ class SourceBuilder:
         if hits is not None and queries is not None:
             s._prefix = (hits, queries)
             if queries > 0:
-                s.prefix_hit_pct = round(100.0 * hits / queries, 6)
+                s.prefix_hit_pct = round(100.0 * hits / queries, 9)
 
 
 def _merge(a: MetricsSample, b: MetricsSample) -> MetricsSample:
@@ -446,7 +446,7 @@ def _merge(a: MetricsSample, b: MetricsSample) -> MetricsSample:
     if a._prefix and b._prefix:
         hits, queries = a._prefix[0] + b._prefix[0], a._prefix[1] + b._prefix[1]
         m._prefix = (hits, queries)
-        m.prefix_hit_pct = round(100.0 * hits / queries, 6) if queries > 0 else None
+        m.prefix_hit_pct = round(100.0 * hits / queries, 9) if queries > 0 else None
     return m
 
 
