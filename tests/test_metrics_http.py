@@ -150,3 +150,14 @@ def test_cli_reads_a_directory_and_a_scrape_beside_a_log():
     assert p.returncode == 1  # the log's verdict (kv_cache_capacity) decides, as before
     assert "kv_cache_capacity" in p.stdout
     assert "vllm-doctor: metrics: " in p.stderr and "1 scrape (v1, prometheus)" in p.stderr
+
+
+def test_a_pipe_given_as_file_is_read_as_a_log_not_sniffed(tmp_path):
+    log = os.path.join(os.path.dirname(__file__), "..", "fixtures", "logs", "s001-llama31-8b-3090-kv-29k.log")
+    fifo = tmp_path / "log.fifo"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: open(fifo, "wb").write(open(log, "rb").read()), daemon=True)
+    writer.start()
+    p = _cli(str(fifo))
+    writer.join(timeout=10)
+    assert p.returncode == 1 and "kv_cache_capacity" in p.stdout, p.stderr

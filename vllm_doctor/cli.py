@@ -129,6 +129,9 @@ def diagnose(
 
     FILE is a log file (plain, gzip, bzip2, xz; zstd with the zstandard package), or - for
     standard input; with no FILE and standard input not a terminal, standard input is read.
+    A FILE holding a Prometheus scrape of vLLM's /metrics (text or OpenMetrics), a
+    query_range JSON export, or a directory of scrapes (one per file, name order) is read as
+    metrics; --metrics URL scrapes a live server.
     Several files are several sources, and so are the pods of `kubectl logs --prefix` and
     the hosts/processes of journald: each gets its own runs and findings.
 

@@ -78,8 +78,9 @@ def _read_file(path: str, limit: int) -> str:
 
 def sniff_path(path: str) -> Optional[str]:
     """What a path holds, for the command line to route it: ``directory`` (a directory with
-    at least one metrics file among its first few), a format of :func:`~.parse.sniff`, or
-    None (a log, or unreadable: the log reader reports that)."""
+    at least one metrics file among its first few), a format of :func:`~.parse.sniff` for a
+    regular file, or None (a log, a pipe or device - never read here -, or unreadable: the
+    log reader reports that)."""
     try:
         if os.path.isdir(path):
             for entry in sorted(os.listdir(path), key=_natural)[:16]:
@@ -87,6 +88,8 @@ def sniff_path(path: str) -> Optional[str]:
                 if not entry.startswith(".") and os.path.isfile(full) and sniff_path(full):
                     return "directory"
             return None
+        if not os.path.isfile(path):
+            return None  # a pipe (<(journalctl ...)), a device: reading its head would eat it
         src = open_input(path)
     except (OSError, InputError):
         return None
