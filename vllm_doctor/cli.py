@@ -100,6 +100,25 @@ def cli() -> None:
     help="Show secrets and personal data as logged (API keys, tokens, e-mails, client IPs, home-path "
     "user names, prompts). By default they are redacted in every format.",
 )
+@click.option(
+    "--metrics",
+    "metrics_urls",
+    multiple=True,
+    metavar="URL",
+    help="Scrape a live server's Prometheus metrics at URL (http://host:8000, /metrics is added) "
+    "--count times, --interval seconds apart. A FILE that is a scrape, a directory of scrapes or a "
+    "query_range JSON export is read as metrics too.",
+)
+@click.option(
+    "--interval", type=click.FloatRange(min=0), default=10.0, show_default=True, help="Seconds between scrapes."
+)
+@click.option(
+    "--count",
+    type=click.IntRange(1, 100000),
+    default=6,
+    show_default=True,
+    help="Scrapes of --metrics to take (rates need two or more).",
+)
 def diagnose(
     files: Tuple[str, ...],
     fmt: Optional[str],
@@ -111,11 +130,17 @@ def diagnose(
     follow: bool,
     select: Optional[str],
     no_redact: bool,
+    metrics_urls: Tuple[str, ...] = (),
+    interval: float = 10.0,
+    count: int = 6,
 ) -> None:
     """Diagnose one or more vLLM logs.
 
     FILE is a log file (plain, gzip, bzip2, xz; zstd with the zstandard package), or - for
     standard input; with no FILE and standard input not a terminal, standard input is read.
+    A FILE holding a Prometheus scrape of vLLM's /metrics (text or OpenMetrics), a
+    query_range JSON export, or a directory of scrapes (one per file, name order) is read as
+    metrics; --metrics URL scrapes a live server.
     Several files are several sources, and so are the pods of `kubectl logs --prefix` and
     the hosts/processes of journald: each gets its own runs and findings.
 
@@ -127,7 +152,7 @@ def diagnose(
     from .render import render
 
     specs: List[str] = list(files)
-    if not specs:
+    if not specs and not metrics_urls:
         if sys.stdin is None or sys.stdin.isatty():
             raise click.UsageError("no input: give a FILE, or pipe a log into `vllm-doctor diagnose -`")
         specs = ["-"]
@@ -138,6 +163,16 @@ def diagnose(
         chosen = select_rules(select.split(",")) if select else None
     except KeyError as exc:
         raise click.BadParameter(exc.args[0], param_hint="--select") from None
+    # --- METRICS-HOOK (vllm_doctor.metrics) ------------------------------------------------
+    # Metrics inputs are split off here and read into series. Until the rules judge them, the
+    # series are only summarised (stderr beside a log verdict; stdout when they are the only
+    # input): the lead connects `series` to the rules and the verdict at this point.
+    series, specs, metric_errors = _metrics_inputs(specs, metrics_urls, interval, count)
+    if follow and (series or metric_errors):
+        raise click.UsageError("--follow reads a log: metrics inputs do not apply")
+    if not specs:
+        _metrics_only(series, metric_errors, fmt)
+    # --- end METRICS-HOOK ------------------------------------------------------------------
     if follow:
         if len(specs) != 1:
             raise click.UsageError("--follow takes exactly one FILE (or - for standard input)")
@@ -179,6 +214,7 @@ def diagnose(
         click.echo(render(verdict, fmt, color=color and fmt == "text"), nl=False)
     for e in errors:
         click.echo(f"vllm-doctor: error: {e}", err=True)
+    _metrics_notes(series, metric_errors)  # METRICS-HOOK: until the rules read the series
     if verdict.exit_code == EXIT_UNRECOGNISED:
         from .formats import TRIED
 
@@ -190,7 +226,62 @@ def diagnose(
                 f"{s.first_internal_error} (please report it)",
                 err=True,
             )
-    sys.exit(EXIT_USAGE if errors else verdict.exit_code)
+    sys.exit(EXIT_USAGE if errors or metric_errors else verdict.exit_code)
+
+
+def _metrics_inputs(specs: List[str], urls: Tuple[str, ...], interval: float, count: int):
+    """Split metrics inputs off the FILE arguments and read them (METRICS-HOOK).
+
+    Returns ``(series, log specs, one-line errors)``. A FILE that is a directory, or whose
+    content is Prometheus text / OpenMetrics / a query JSON answer, is metrics; a URL given
+    as FILE is a usage error with the hint to use --metrics."""
+    from .metrics import MetricsError, is_url, read_metrics, sniff_path
+
+    for spec in specs:
+        if is_url(spec):
+            raise click.UsageError(f"{spec}: a URL is not a log file; to scrape a live server use --metrics {spec}")
+    series, logs, errors = [], [], []
+    todo = list(urls)
+    for spec in specs:
+        if spec != "-" and sniff_path(spec):
+            todo.append(spec)
+        else:
+            logs.append(spec)
+    for spec in todo:
+        try:
+            series.extend(read_metrics(spec, interval=interval, count=count))
+        except MetricsError as exc:
+            errors.append(str(exc))
+    return series, logs, errors
+
+
+def _metrics_only(series, errors: List[str], fmt: str) -> None:
+    """Metrics were the only input: print their summaries and exit (METRICS-HOOK: replaced
+    by a verdict once the rules read metrics)."""
+    import json as _json
+
+    from .metrics import describe
+
+    if fmt == "json":
+        click.echo(_json.dumps({"metrics": [s.to_dict() for s in series]}, ensure_ascii=False, default=str))
+    else:
+        for s in series:
+            click.echo(describe(s))
+    for e in errors:
+        click.echo(f"vllm-doctor: error: {e}", err=True)
+    if series:
+        click.echo("vllm-doctor: note: metrics are read and summarised; the rules do not judge them yet", err=True)
+    sys.exit(EXIT_USAGE if errors or not series else EXIT_OK)
+
+
+def _metrics_notes(series, errors: List[str]) -> None:
+    """Beside a log verdict: one line per metrics source, and its errors (METRICS-HOOK)."""
+    from .metrics import describe
+
+    for s in series:
+        click.echo(f"vllm-doctor: metrics: {describe(s)}", err=True)
+    for e in errors:
+        click.echo(f"vllm-doctor: error: {e}", err=True)
 
 
 PROGRESS_MIN_BYTES = 64 * 2**20

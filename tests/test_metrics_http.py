@@ -1,0 +1,163 @@
+"""`--metrics URL` against a real HTTP server on 127.0.0.1 serving a recorded scrape sequence."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from vllm_doctor.metrics import MetricsError, read_url
+
+SEQ = os.path.join(os.path.dirname(__file__), "..", "fixtures", "metrics", "seq")
+T0 = 1789087500
+
+
+def _scrapes(name):
+    d = os.path.join(SEQ, name)
+    return [open(os.path.join(d, f), "rb").read() for f in sorted(os.listdir(d))]
+
+
+class _Server:
+    """Serves scrape i on the i-th GET of /metrics (the last one again after the end);
+    /page answers HTML, /gone 404; after ``fail_after`` scrapes, /metrics answers 503."""
+
+    def __init__(self, scrapes, fail_after=None):
+        self.scrapes, self.fail_after, self.hits = scrapes, fail_after, 0
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 - http.server's name
+                if self.path == "/metrics":
+                    i = outer.hits
+                    outer.hits += 1
+                    if outer.fail_after is not None and i >= outer.fail_after:
+                        return self._send(503, b"engine is dead\n", "text/plain")
+                    body = outer.scrapes[min(i, len(outer.scrapes) - 1)]
+                    return self._send(200, body, "text/plain; version=0.0.4; charset=utf-8")
+                if self.path == "/page":
+                    return self._send(200, b"<html><body><h1>vLLM</h1></body></html>", "text/html; charset=utf-8")
+                return self._send(404, b'{"detail":"Not Found"}', "application/json")
+
+            def _send(self, code, body, ctype):
+                self.send_response(code)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):  # keep the test output clean
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(timeout=10)
+
+
+def _cli(*args):
+    return subprocess.run(
+        [sys.executable, "-m", "vllm_doctor", "diagnose", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def test_cli_scrapes_a_live_server_count_times():
+    with _Server(_scrapes("storm-v1")) as srv:
+        p = _cli("--metrics", srv.url, "--interval", "0.05", "--count", "7")
+        assert srv.hits == 7
+    assert p.returncode == 0, p.stderr
+    assert f"{srv.url}/metrics [Qwen3-0.6B]: 7 scrapes" in p.stdout
+    # counts do not depend on the clock; rates would
+    assert "preemptions 101 in 6 of 6 intervals" in p.stdout and "KV cache peak 99%" in p.stdout
+    assert "Traceback" not in p.stderr
+
+
+def test_cli_json_output_holds_the_series():
+    with _Server(_scrapes("wedge-v1")) as srv:
+        p = _cli("--metrics", srv.url + "/metrics", "--interval", "0.05", "--count", "6", "--format", "json")
+    assert p.returncode == 0, p.stderr
+    [s] = json.loads(p.stdout)["metrics"]
+    assert len(s["samples"]) == 6 and s["summary"]["scrapes"] == 6
+    assert s["summary"]["episodes"]["flat_generation"]["intervals"] == 4
+    assert [x["running"] for x in s["samples"]] == [3] * 6
+
+
+def test_library_scrape_with_the_clock_given_has_exact_rates():
+    ticks = iter(T0 + 10 * i for i in range(7))
+    with _Server(_scrapes("storm-v1")) as srv:
+        [s] = read_url(srv.url, interval=0.05, count=7, clock=lambda: next(ticks))
+    assert [x.preemptions_per_s for x in s.samples] == [None, 0.6, 1.5, 1.9, 2.1, 1.9, 2.1]
+    assert s.samples[3].origin == f"{srv.url}/metrics #4"
+
+
+def test_refused_connection_is_one_line_and_exit_2():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    p = _cli("--metrics", f"http://127.0.0.1:{port}", "--count", "2", "--interval", "0")
+    assert p.returncode == 2
+    assert p.stderr.strip() == (
+        f"vllm-doctor: error: http://127.0.0.1:{port}/metrics: connection refused "
+        "(is the server running, and is that its port?)"
+    )
+
+
+def test_a_page_that_is_not_metrics_and_a_404_are_one_line_errors():
+    with _Server([]) as srv:
+        with pytest.raises(MetricsError, match=r"/page: not Prometheus metrics \(got text/html\)"):
+            read_url(srv.url + "/page", count=1)
+        with pytest.raises(MetricsError, match=r"/gone: HTTP 404 Not Found"):
+            read_url(srv.url + "/gone", count=1)
+        p = _cli("--metrics", srv.url + "/page", "--count", "1")
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr
+
+
+def test_a_server_that_dies_mid_way_leaves_a_gap_and_a_warning():
+    with _Server(_scrapes("storm-v1"), fail_after=3) as srv:
+        [s] = read_url(srv.url, interval=0.05, count=6)
+    assert s.scrapes == 3
+    assert s.warnings == ["3 of 6 scrapes failed (scrape 4: HTTP 503 Service Unavailable)"]
+
+
+def test_a_url_given_as_file_gets_the_hint():
+    p = _cli("http://127.0.0.1:8000/metrics")
+    assert p.returncode == 2
+    assert "a URL is not a log file; to scrape a live server use --metrics http://127.0.0.1:8000/metrics" in p.stderr
+
+
+def test_cli_reads_a_directory_and_a_scrape_beside_a_log():
+    log = os.path.join(os.path.dirname(__file__), "..", "fixtures", "logs", "s001-llama31-8b-3090-kv-29k.log")
+    p = _cli(os.path.join(SEQ, "hot-idle-v1"))
+    assert p.returncode == 0 and "6 scrapes over 50 s" in p.stdout and "waiting max 0" in p.stdout
+    p = _cli(log, os.path.join(SEQ, "storm-v1", f"scrape-{T0}.prom"))
+    assert p.returncode == 1  # the log's verdict (kv_cache_capacity) decides, as before
+    assert "kv_cache_capacity" in p.stdout
+    assert "vllm-doctor: metrics: " in p.stderr and "1 scrape (v1, prometheus)" in p.stderr
+
+
+def test_a_pipe_given_as_file_is_read_as_a_log_not_sniffed(tmp_path):
+    log = os.path.join(os.path.dirname(__file__), "..", "fixtures", "logs", "s001-llama31-8b-3090-kv-29k.log")
+    fifo = tmp_path / "log.fifo"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: open(fifo, "wb").write(open(log, "rb").read()), daemon=True)
+    writer.start()
+    p = _cli(str(fifo))
+    writer.join(timeout=10)
+    assert p.returncode == 1 and "kv_cache_capacity" in p.stdout, p.stderr

@@ -1,0 +1,333 @@
+"""Where metrics come from: a scrape file, a directory of scrapes, a live server, a query export.
+
+* A file holding one exposition (Prometheus text 0.0.4 or OpenMetrics, told from the content)
+  is one scrape; a file holding a Prometheus ``query_range`` (or ``query``) JSON answer is a
+  series of points. Compressed files (gzip, bzip2, xz) are read like logs are.
+* A directory is one scrape per file, read in name order (digit runs compare as numbers, so
+  ``scrape-999`` comes before ``scrape-1000``): what
+  ``while sleep 10; do curl -s HOST/metrics > scrape-$(date +%s).prom; done`` leaves. Files
+  that are not metrics (a README, an empty file) are skipped and named in the warnings.
+* A URL (``http://`` or ``https://``; ``/metrics`` is added when there is no path) is scraped
+  ``count`` times, ``interval`` seconds apart, with the standard library.
+
+The time of a scrape is the latest timestamp of its samples when the exposition has them;
+else, for a file, the epoch in its name (10 digits: seconds; 13: milliseconds), else its
+modification time; for a URL, the time the answer arrived.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from typing import Callable, Dict, Iterable, List, Optional, Tuple
+from urllib.parse import urlsplit
+
+from ..sources import ARCHIVE_ERRORS, InputError, open_input
+from .parse import OPENMETRICS, PROMETHEUS, QUERY_RANGE, MetricsError, Sample, parse_query, parse_text, sniff
+from .scrape import SourceKey, group
+from .series import MetricsSeries, SourceBuilder, new_series
+from .summary import MetricsSummary
+
+#: Bytes of one scrape file or HTTP answer read at most (a vLLM scrape is 20-200 KB).
+MAX_SCRAPE_BYTES = 64 * 2**20
+#: Bytes of a query answer read at most.
+MAX_QUERY_BYTES = 512 * 2**20
+#: Files of a directory read at most (the newest past that are skipped, with a warning).
+MAX_FILES = 100_000
+#: Seconds a scrape may take before it counts as failed.
+SCRAPE_TIMEOUT = 10.0
+
+_EPOCH = re.compile(r"(?<![0-9])(1[0-9]{9}|[2-3][0-9]{9}|1[0-9]{12}|[2-3][0-9]{12})(?:\.[0-9]+)?(?![0-9])")
+
+
+def is_url(spec: str) -> bool:
+    """True for ``http://...`` and ``https://...``."""
+    return spec.lower().startswith(("http://", "https://"))
+
+
+def _natural(name: str) -> Tuple:
+    return tuple(int(p) if p.isdigit() else p for p in re.split(r"([0-9]+)", name))
+
+
+def name_time(name: str) -> Optional[float]:
+    """The epoch in a file name (``scrape-1718000000.prom`` -> 1718000000.0), or None."""
+    found = list(_EPOCH.finditer(os.path.basename(name)))
+    if not found:
+        return None
+    m = found[-1]
+    digits = m.group(1)
+    return int(digits) / 1000.0 if len(digits) == 13 else float(m.group(0))
+
+
+def _read_file(path: str, limit: int) -> str:
+    try:
+        src = open_input(path)
+    except InputError as exc:
+        raise MetricsError(str(exc)) from None
+    try:
+        data = src.stream.read(limit + 1)
+    except ARCHIVE_ERRORS as exc:
+        raise MetricsError(f"{path}: read error ({exc})") from None
+    finally:
+        src.stream.close()
+    if len(data) > limit:
+        raise MetricsError(f"{path}: larger than {limit // 2**20} MiB: not one scrape")
+    return data.decode("utf-8", "replace")
+
+
+def sniff_path(path: str) -> Optional[str]:
+    """What a path holds, for the command line to route it: ``directory`` (a directory with
+    at least one metrics file among its first few), a format of :func:`~.parse.sniff` for a
+    regular file, or None (a log, a pipe or device - never read here -, or unreadable: the
+    log reader reports that)."""
+    try:
+        if os.path.isdir(path):
+            for entry in sorted(os.listdir(path), key=_natural)[:16]:
+                full = os.path.join(path, entry)
+                if not entry.startswith(".") and os.path.isfile(full) and sniff_path(full):
+                    return "directory"
+            return None
+        if not os.path.isfile(path):
+            return None  # a pipe (<(journalctl ...)), a device: reading its head would eat it
+        src = open_input(path)
+    except (OSError, InputError):
+        return None
+    try:
+        head = src.stream.read(65536)
+    except ARCHIVE_ERRORS:  # a damaged archive: the log reader reports it
+        return None
+    finally:
+        src.stream.close()
+    return sniff(head.decode("utf-8", "replace"))
+
+
+class _Reader:
+    """Builds the series of one input, scrape by scrape, one builder per source."""
+
+    def __init__(self, input_name: str) -> None:
+        self.input = input_name
+        self.builders: Dict[SourceKey, SourceBuilder] = {}
+        self.formats: List[str] = []
+        self.warnings: List[str] = []
+        self.malformed = 0
+        self.dropped_sources = 0
+
+    def scrape(self, samples: Iterable[Sample], t: Optional[float], origin: str, fmt: str, malformed: int = 0) -> int:
+        """Add one scrape (``t``: its time when the samples carry none); returns the number
+        of vLLM sources in it."""
+        snaps, dropped = group(samples)
+        self.dropped_sources = max(self.dropped_sources, dropped)
+        self.malformed += malformed
+        if fmt not in self.formats:
+            self.formats.append(fmt)
+        for snap in snaps:
+            b = self.builders.get(snap.key)
+            if b is None:
+                b = self.builders[snap.key] = SourceBuilder(
+                    new_series(self.input, snap.key, snap.labels, fmt), MetricsSummary()
+                )
+            when = snap.t if snap.t is not None else t
+            if when is None:
+                when = time.time()
+            b.add(snap, when, origin)
+        return len(snaps)
+
+    def finish(self) -> List[MetricsSeries]:
+        out = []
+        for b in self.builders.values():
+            ser = b.series
+            ser.format = "+".join(self.formats)
+            ser.malformed = self.malformed
+            ser.summary = b.summary
+            for w in self.warnings:
+                b.warn(w)
+            if self.dropped_sources:
+                b.warn(f"{self.dropped_sources} more source(s) in {self.input} were not kept")
+            out.append(ser)
+        return out
+
+
+def _text_scrape(reader: _Reader, text: str, origin: str, t: Optional[float], fmt: str) -> int:
+    samples, bad = parse_text(text, fmt)
+    return reader.scrape(samples, t, origin, fmt, bad)
+
+
+def read_file(path: str, name: Optional[str] = None) -> List[MetricsSeries]:
+    """The series of one file: one scrape, or a query answer. Raises :class:`MetricsError`."""
+    name = name or path
+    text = _read_file(path, MAX_QUERY_BYTES)
+    fmt = sniff(text[:65536])
+    if fmt is None:
+        raise MetricsError(f"{path}: not Prometheus metrics (neither text exposition nor a query_range JSON answer)")
+    reader = _Reader(name)
+    if fmt == QUERY_RANGE:
+        _query(reader, text, path)
+    else:
+        t = name_time(path)
+        if t is None:
+            t = _mtime(path)
+        _text_scrape(reader, text, os.path.basename(path), t, fmt)
+    return _nonempty(reader, path)
+
+
+def _mtime(path: str) -> Optional[float]:
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return None
+
+
+def _query(reader: _Reader, text: str, path: str) -> None:
+    """A query answer: one scrape per distinct time step (all series of one step together)."""
+    steps: Dict[float, List[Sample]] = {}
+    for t, sample in parse_query(text, path):
+        steps.setdefault(t, []).append(sample)
+    for t in sorted(steps):
+        reader.scrape(steps[t], t, f"{os.path.basename(path)}@{t:g}", QUERY_RANGE)
+
+
+def _nonempty(reader: _Reader, spec: str) -> List[MetricsSeries]:
+    series = reader.finish()
+    if not series:
+        raise MetricsError(f"{spec}: metrics, but no vllm: series (is this a vLLM server's /metrics?)")
+    return series
+
+
+def read_directory(path: str, name: Optional[str] = None) -> List[MetricsSeries]:
+    """The series of a directory of scrapes (one per file, name order). Raises
+    :class:`MetricsError` when no file in it is metrics."""
+    name = name or path.rstrip("/") + "/"
+    try:
+        entries = sorted((e for e in os.listdir(path) if not e.startswith(".")), key=_natural)
+    except OSError as exc:
+        raise MetricsError(f"{path}: cannot list the directory ({exc.strerror or exc})") from None
+    reader = _Reader(name)
+    skipped: List[str] = []
+    if len(entries) > MAX_FILES:
+        reader.warnings.append(f"{len(entries) - MAX_FILES} file(s) past the first {MAX_FILES} were not read")
+        entries = entries[:MAX_FILES]
+    scrapes = 0
+    for entry in entries:
+        full = os.path.join(path, entry)
+        if not os.path.isfile(full):
+            continue
+        try:
+            text = _read_file(full, MAX_SCRAPE_BYTES)
+        except MetricsError as exc:
+            skipped.append(str(exc))
+            continue
+        fmt = sniff(text[:65536])
+        if fmt is None or fmt == QUERY_RANGE:
+            skipped.append(f"{entry}: not a scrape")
+            continue
+        t = name_time(entry)
+        _text_scrape(reader, text, entry, t if t is not None else _mtime(full), fmt)
+        scrapes += 1
+    if skipped:
+        more = f" and {len(skipped) - 3} more" if len(skipped) > 3 else ""
+        reader.warnings.append(f"skipped {len(skipped)} file(s): {'; '.join(skipped[:3])}{more}")
+    if not scrapes:
+        raise MetricsError(f"{path}: no metrics scrapes in the directory")
+    return _nonempty(reader, path)
+
+
+def metrics_url(url: str) -> str:
+    """``http://host:8000`` -> ``http://host:8000/metrics`` (a URL with a path is kept)."""
+    parts = urlsplit(url)
+    return url.rstrip("/") + "/metrics" if parts.path in ("", "/") else url
+
+
+def fetch(url: str, timeout: float = SCRAPE_TIMEOUT) -> Tuple[str, str]:
+    """One scrape: ``(text, format)``. Raises :class:`MetricsError` with one line: a refused
+    connection, a name that does not resolve, a time-out, an HTTP error status, or a page that
+    is not metrics."""
+    import socket
+    import urllib.error
+    import urllib.request
+
+    req = urllib.request.Request(url, headers={"Accept": "text/plain;version=0.0.4;q=1,*/*;q=0.1"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - the operator's own URL
+            ctype = resp.headers.get("Content-Type", "")
+            data = resp.read(MAX_SCRAPE_BYTES + 1)
+    except urllib.error.HTTPError as exc:
+        raise MetricsError(f"{url}: HTTP {exc.code} {exc.reason}") from None
+    except urllib.error.URLError as exc:
+        reason = exc.reason
+        if isinstance(reason, ConnectionRefusedError):
+            raise MetricsError(f"{url}: connection refused (is the server running, and is that its port?)") from None
+        if isinstance(reason, socket.gaierror):
+            raise MetricsError(f"{url}: unknown host") from None
+        if isinstance(reason, (socket.timeout, TimeoutError)):
+            raise MetricsError(f"{url}: no answer within {timeout:g} s") from None
+        raise MetricsError(f"{url}: cannot connect ({reason})") from None
+    except (socket.timeout, TimeoutError):
+        raise MetricsError(f"{url}: no answer within {timeout:g} s") from None
+    except (OSError, ValueError) as exc:
+        raise MetricsError(f"{url}: cannot scrape ({exc})") from None
+    if len(data) > MAX_SCRAPE_BYTES:
+        raise MetricsError(f"{url}: answer larger than {MAX_SCRAPE_BYTES // 2**20} MiB: not a metrics page")
+    text = data.decode("utf-8", "replace")
+    fmt = sniff(text[:65536])
+    if fmt not in (PROMETHEUS, OPENMETRICS):
+        kind = ctype.split(";")[0].strip() or "unknown content"
+        raise MetricsError(f"{url}: not Prometheus metrics (got {kind}); vLLM serves them at /metrics")
+    if "openmetrics" in ctype.lower() and fmt == PROMETHEUS and text.rstrip().endswith("# EOF"):
+        fmt = OPENMETRICS
+    return text, fmt
+
+
+def read_url(
+    url: str,
+    interval: float = 10.0,
+    count: int = 6,
+    timeout: float = SCRAPE_TIMEOUT,
+    clock: Callable[[], float] = time.time,
+    sleep: Callable[[float], None] = time.sleep,
+) -> List[MetricsSeries]:
+    """Scrape ``url`` ``count`` times, ``interval`` seconds apart (from one scrape's start to
+    the next). A first scrape that fails raises :class:`MetricsError`; a later one that fails
+    is a gap, named in the warnings (a server that died mid-way is itself a fact)."""
+    if count < 1:
+        raise MetricsError("--count must be at least 1")
+    if interval < 0:
+        raise MetricsError("--interval cannot be negative")
+    url = metrics_url(url)
+    reader = _Reader(url)
+    failed: List[str] = []
+    start = time.monotonic()
+    for i in range(count):
+        if i:
+            sleep(max(0.0, start + i * interval - time.monotonic()))
+        try:
+            text, fmt = fetch(url, timeout)
+        except MetricsError as exc:
+            if i == 0:
+                raise
+            failed.append(f"scrape {i + 1}: {str(exc).split(': ', 1)[-1]}")
+            continue
+        _text_scrape(reader, text, f"{url} #{i + 1}", clock(), fmt)
+    if failed:
+        reader.warnings.append(f"{len(failed)} of {count} scrapes failed ({failed[0]})")
+    return _nonempty(reader, url)
+
+
+def read_metrics(
+    *specs: str, interval: float = 10.0, count: int = 6, timeout: float = SCRAPE_TIMEOUT
+) -> List[MetricsSeries]:
+    """The series of every source of every input, in the order given.
+
+    Each spec is a scrape file, a query answer file, a directory of scrapes, or a URL
+    (scraped ``count`` times, ``interval`` seconds apart). Sources of different inputs are
+    never merged. Raises :class:`MetricsError` (one line naming the input) for the first input
+    that cannot be read or holds no vLLM series."""
+    out: List[MetricsSeries] = []
+    for spec in specs:
+        if is_url(spec):
+            out.extend(read_url(spec, interval=interval, count=count, timeout=timeout))
+        elif os.path.isdir(spec):
+            out.extend(read_directory(spec))
+        else:
+            out.extend(read_file(spec))
+    return out
