@@ -171,8 +171,15 @@ CONFIG = [
         "INFO 08-20 10:18:39 [scheduler.py:222] Chunked prefill is enabled with max_num_batched_tokens=2048.",
         max_num_batched_tokens=2048,
     ),
-    case("parallel_world", "config", fixture_line("s030", 2), tensor_parallel_size=1, pipeline_parallel_size=1),
-    case("parallel_world", "config", fixture_line("x018", 2)),  # world size 16 says nothing about TP alone
+    case(
+        "parallel_world",
+        "config",
+        fixture_line("s030", 2),
+        world_size=1,
+        tensor_parallel_size=1,
+        pipeline_parallel_size=1,
+    ),
+    case("parallel_world", "config", fixture_line("x018", 2), world_size=16),  # 16 = TP x PP: TP alone unknown
     case("starting_to_load", "config", fixture_line("s030", 3), model="/models/Qwen3-30B-A3B-GPTQ"),
     case(
         "starting_to_load",
@@ -185,17 +192,20 @@ CONFIG = [
 STARTUP = [
     case(
         "loading_shards",
-        "phase",
+        "facts",
         "Loading safetensors checkpoint shards:  50% Completed | 2/4 [00:02<00:02,  1.01s/it]",
-        pct="50",
+        shards_loaded=2,
+        shards_total=4,
     ),
     case(
         "loading_shards",
-        "phase",
+        "facts",
         "Loading pt checkpoint shards: 100% Completed | 1/1 [00:00<00:00, 40.98it/s]",
-        pct="100",
+        shards_loaded=1,
+        shards_total=1,
     ),
     case("loading_weights_from", "phase", fixture_line("r038", 1)),
+    case("offline_progress", "marker", fixture_line("r004", 1).split("INFO")[0], marker="offline_batch"),
     case(
         "loading_weights_took", "phase", "INFO 08-20 14:03:52 [default_loader.py:280] Loading weights took 0.15 seconds"
     ),

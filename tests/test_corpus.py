@@ -13,7 +13,6 @@ CASES = load_manifest()
 #: Strict: a log that starts passing fails here until it is taken off the list.
 KNOWN_WRONG_CLASS = {
     "t003-rocm-therock-available-memory-below-required-wording.log",
-    "t005-failed-to-load-model-newest-wording-second-process-8gib.log",
     "t008-dgx-spark-startup-free-memory-info-hand-split-healthy.log",
     "t011-kaito-hand-wrapped-kv-1m-newest-wording-no-paren.log",
     "t016-deepgemm-warmup-oom-hard-wrapped-140-columns.log",

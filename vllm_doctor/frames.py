@@ -123,6 +123,11 @@ TAG_FUNCS = {
     },
 }
 _FUNC_TAG = {f: tag for tag, funcs in TAG_FUNCS.items() for f in funcs}
+#: Functions that only run for quantized weights (a second tag beside their phase tag):
+#: ``vllm/_custom_ops.py`` repacks of GPTQ / AWQ checkpoints for the Marlin kernels.
+QUANTIZED_FUNCS = frozenset(
+    {"gptq_marlin_repack", "awq_marlin_repack", "gptq_marlin_moe_repack", "awq_marlin_moe_repack"}
+)
 _CALLS = regex.compile(r"[A-Za-z_]\w*")
 
 #: Tags in order of specificity; the first present decides the phase.
@@ -145,6 +150,8 @@ def frame_tags(func: str, path: str) -> Set[str]:
     tag = _FUNC_TAG.get(func)
     if tag:
         tags.add(tag)
+    if func in QUANTIZED_FUNCS or "/layers/quantization/" in path:
+        tags.add("quantized_weights")  # a quantized checkpoint is being loaded or run
     if path.endswith("torch/cuda/graphs.py"):
         tags.add("graph_capture")
     elif "/model_loader/" in path:
@@ -163,6 +170,8 @@ def code_tags(code: str) -> Set[str]:
         tag = _FUNC_TAG.get(name)
         if tag:
             tags.add(tag)
+        if name in QUANTIZED_FUNCS:
+            tags.add("quantized_weights")
     return tags
 
 

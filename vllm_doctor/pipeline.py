@@ -313,6 +313,19 @@ def _headline(results: List[SourceResult], primaries: List[Finding]) -> Finding:
     return min(primaries, key=rank)
 
 
+def _healthy_title(summary: str, notes: List[Finding], select: Optional[frozenset]) -> str:
+    """A clean verdict's headline: what the notes under it say, so "healthy" never hides a
+    slowdown the rules did see, nor claims more than the selected rules looked at."""
+    slow = next((f for f in notes if f.class_id == "slow_not_memory"), None)
+    if slow is not None:
+        return f"No memory failure, but slow for another reason: {slow.title} ({slow.code})"
+    if select is not None:
+        return f"No problem found by the selected rules ({', '.join(sorted(select))})."
+    if notes:
+        return f"No memory or slowdown failure; {len(notes)} note{'s' if len(notes) > 1 else ''} worth a look below."
+    return summary
+
+
 def build_verdict(
     results: List[SourceResult], unreadable: Iterable[Tuple[str, str]] = (), select: Optional[frozenset] = None
 ) -> Verdict:
@@ -341,10 +354,8 @@ def build_verdict(
         verdict = Verdict(best.class_id, best.code, best.severity, best.title, primary_finding=best)
     elif any(s.vllm_output for s in sources):
         h = BY_NAME["healthy"]
-        title = (
-            h.summary if select is None else f"No problem found by the selected rules ({', '.join(sorted(select))})."
-        )
-        verdict = Verdict("healthy", h.code, "ok", title)
+        notes = [f for r in results for f in r.findings]
+        verdict = Verdict("healthy", h.code, "ok", _healthy_title(h.summary, notes, select))
     else:
         from .formats import TRIED
 

@@ -36,6 +36,15 @@ BACKLOG_MAX_KV_PCT = 70.0
 #: Intervals with requests waiting at that usage that make a backlog worth a note.
 BACKLOG_MIN_INTERVALS = 2
 
+# -- Slow, not memory (VD307) ------------------------------------------------------------------
+#: Generation throughput per running request (tokens/s) below which decoding is pathologically
+#: slow: a GPU decodes tens of tokens per second per sequence for models that fit it.
+SLOW_TPS_PER_REQUEST = 5.0
+#: KV cache usage (%) below which memory is clearly not what holds decoding back.
+SLOW_MAX_KV_PCT = 50.0
+#: Consecutive stats intervals of such decoding that make the finding.
+SLOW_MIN_INTERVALS = 3
+
 # -- Settings worth a look (VD303-VD306) ------------------------------------------------------
 #: gpu_memory_utilization at or above which no margin is left for fragmentation, transient
 #: activations or a co-tenant (shared/domain.md "Common pitfalls").
@@ -88,6 +97,13 @@ WEIGHTS_USABLE_SHARE = 0.9
 WEIGHTS_OVERHEAD = 1.1
 #: Weights per GPU below this share of the GPU clearly fit: an OOM then points at a bug.
 WEIGHTS_CLEARLY_FIT_SHARE = 0.6
+#: Share of each GPU a tensor-parallel split must leave for the KV cache beyond the weights
+#: (a split that fits the weights but leaves no KV cache only moves the failure to VD101).
+KV_FLOOR_SHARE = 0.05
+#: Share of the checkpoint's shards loaded at most, while the process already holds this share
+#: of the GPU (REGRESSION_HELD_SHARE), for the OOM to point at a bug rather than at the size.
+REGRESSION_SHARDS_SHARE = 0.5
+REGRESSION_HELD_SHARE = 0.9
 
 # -- Warm-up OOMs (VD103, VD104) --------------------------------------------------------------
 #: How much a warm-up OOM remedy lowers gpu_memory_utilization (graph pools and the sampler's

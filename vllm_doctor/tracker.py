@@ -57,6 +57,8 @@ FAILURE_KINDS = MEMORY_KINDS | {
 }
 #: Facts where TP ranks each print their own value: the smallest is what the engine can use.
 SMALLEST_WINS = ("kv_tokens", "max_concurrency", "gpu_blocks", "kv_available_gib")
+#: Facts that grow as startup goes on (a progress bar): the furthest printed is kept.
+LARGEST_WINS = ("shards_loaded",)
 #: Request paths whose access lines prove the server was serving (not only health checks).
 SERVING_PATHS = ("/v1/", "/generate", "/worker_generate", "/openai/", "/pooling", "/score", "/rerank")
 
@@ -272,6 +274,14 @@ class SourceTracker:
                 handler(self, run, ev, line)
             elif ev.kind in FAILURE_KINDS and not failure_made:
                 failure_made = self._failure(run, st, ev, events, line)
+            elif failure_made and ev.kind in MEMORY_KINDS and st.last_failure is not None:
+                # One message naming two memory events (vLLM's "Failed to load model - not
+                # enough GPU memory ... (original error: CUDA out of memory ...)"): one failure.
+                f = st.last_failure
+                f.kinds.add(ev.kind)
+                f.patterns.add(ev.pattern)
+                for k, v in ev.data.items():
+                    f.data.setdefault(k, v)
 
     def _note_process(self, run: Run, rec: Record, events: List[Event]) -> bool:
         """Record vLLM's own PIDs and what the process name tells of the engine; return True
@@ -359,7 +369,7 @@ class SourceTracker:
                     run.config_lines[key] = line
                 continue
             old = run.facts.get(key)
-            if old is None or (key in SMALLEST_WINS and val < old):
+            if old is None or (key in SMALLEST_WINS and val < old) or (key in LARGEST_WINS and val > old):
                 run.facts[key] = val
                 run.fact_lines[key] = line
 

@@ -8,7 +8,9 @@ Shapes (also in ``vllm_doctor/verdict.schema.json``, the published contract):
 * :class:`Remedy` - one change, in the tuning order of ``shared/domain.md``: ``order``,
   ``action`` (what to do, one sentence), ``flag`` (the concrete ``vllm serve`` flag with
   the number filled in, when the log gives the number), ``why`` (the arithmetic, naming
-  the evidence it used), ``side`` (``server``, ``client`` or ``host``);
+  the evidence it used), ``side`` (``server``, ``client`` or ``host``), and for a flag the
+  ``setting`` it changes, the ``value`` and the ``direction`` (``lower`` / ``raise`` /
+  ``set``) against the value in force;
 * :class:`Finding` - one diagnosed problem: ``class_id`` and ``code`` (see ``vllm-doctor
   rules``), ``severity`` (``critical`` the server failed, ``warning`` degraded or requests
   rejected, ``info`` a note), ``confidence`` (``high`` the error line itself says it,
@@ -26,7 +28,7 @@ Shapes (also in ``vllm_doctor/verdict.schema.json``, the published contract):
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 SCHEMA_VERSION = "1.1"
 SEVERITY_RANK = {"critical": 3, "warning": 2, "info": 1, "ok": 0}
@@ -48,6 +50,9 @@ class Remedy:
     flag: Optional[str] = None
     why: Optional[str] = None
     side: str = "server"
+    setting: Optional[str] = None  # the vLLM setting the flag changes (gpu_memory_utilization ...)
+    value: Any = None  # the value it sets (a number, or a word such as fp8)
+    direction: Optional[str] = None  # lower / raise / set, against the value in force
 
 
 @dataclass
@@ -65,9 +70,12 @@ class Finding:
     remedies: List[Remedy] = field(default_factory=list)
     does_not_help: List[str] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)
+    #: (setting, direction, why) the finding rules out, for the run's plan; not in the JSON.
+    forbids: List[Tuple[str, str, str]] = field(default_factory=list, repr=False)
 
     def to_dict(self) -> Dict[str, Any]:
         d = asdict(self)
+        d.pop("forbids")
         return {"class": d.pop("class_id"), **d}
 
 

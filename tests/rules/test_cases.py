@@ -11,9 +11,13 @@ reference (``fixture: s001`` for a whole corpus log, ``fixture: s001:3-5`` for i
   ``confidence``, ``title`` (a substring), ``facts`` (numbers within 1 %, as the corpus test
   compares), ``first_flag`` (the flag of the first remedy that has one, exactly, or ``null``
   when no remedy has a flag), ``flags`` (flags that must appear among the remedies),
-  ``no_flags`` (flag prefixes that must not), ``actions`` / ``no_actions`` (substrings that
+  ``no_flags`` (flag prefixes that must not), ``first_action`` (a substring of the first
+  remedy's action), ``actions`` / ``no_actions`` (substrings that
   must / must not appear in a remedy's action), ``does_not_help`` (substrings);
-* ``primary:`` (optional) - the class of the whole verdict, all rules running.
+* ``primary:`` (optional) - the class of the whole verdict, all rules running;
+* ``all_rules: true`` (optional) - judge the finding with every rule running, for what the
+  run's plan does across findings (a note's number giving way to the failure's); also
+  ``whys`` (substrings of some remedy's why).
 """
 
 from __future__ import annotations
@@ -85,10 +89,15 @@ def check_finding(f, expect):
     for prefix in expect.get("no_flags") or ():
         assert not any(x.startswith(prefix) for x in flags), f"{prefix!r} among {flags}"
     actions = [r.action for r in f.remedies]
+    if "first_action" in expect:
+        assert actions and expect["first_action"] in actions[0], actions
     for text in expect.get("actions") or ():
         assert any(text in a for a in actions), f"{text!r} not in {actions}"
     for text in expect.get("no_actions") or ():
         assert not any(text in a for a in actions), f"{text!r} in {actions}"
+    whys = [r.why or "" for r in f.remedies]
+    for text in expect.get("whys") or ():
+        assert any(text in w for w in whys), f"{text!r} not in {whys}"
     for text in expect.get("does_not_help") or ():
         assert any(text in d for d in f.does_not_help), f.does_not_help
 
@@ -96,9 +105,12 @@ def check_finding(f, expect):
 @pytest.mark.parametrize("code,case", CASES)
 def test_case(code, case):
     lines = lines_of(case)
-    verdict = diagnose(lines, name="case.log", select=[code])
+    if case.get("all_rules"):
+        verdict = diagnose(lines, name="case.log")
+    else:
+        verdict = diagnose(lines, name="case.log", select=[code])
+        assert not any(f.code != code for f in verdict.findings), "select ran other rules"
     mine = [f for f in verdict.findings if f.code == code]
-    assert not any(f.code != code for f in verdict.findings), "select ran other rules"
     expect = case["expect"]
     if expect in (None, "none"):
         assert not mine, f"unexpected {code}: {[f.title for f in mine]}"

@@ -57,6 +57,8 @@ INT_FIELDS = {
     "status",
     "block_size",
     "concurrency_tokens",
+    "shards_loaded",
+    "shards_total",
 }
 FLOAT_FIELDS = {
     "gpu_memory_utilization",

@@ -98,8 +98,8 @@ def _engine_config(m, rec) -> Dict[str, Any]:
 def _world(m, rec) -> Dict[str, Any]:
     # The parallel world is TP x PP of one engine: world size 1 means TP 1 and PP 1.
     if m["world_size"] == "1":
-        return {"tensor_parallel_size": 1, "pipeline_parallel_size": 1}
-    return {}
+        return {"world_size": 1, "tensor_parallel_size": 1, "pipeline_parallel_size": 1}
+    return {"world_size": int(m["world_size"])}
 
 
 PATTERNS = [

@@ -36,10 +36,11 @@ PATTERNS = [
     # --- weights -------------------------------------------------------------------------
     Pattern(
         "loading_shards",
-        "phase",
+        "facts",
         ("Loading safetensors checkpoint shards", "Loading pt checkpoint shards"),
-        r"Loading (?:safetensors|pt) checkpoint shards:\s+(?P<pct>\d+)%",
-        "model_executor/model_loader/weight_utils.py (tqdm)",
+        # _BAR_FORMAT "{desc}: {percentage:3.0f}% Completed | {n_fmt}/{total_fmt} [...]"
+        r"Loading (?:safetensors|pt) checkpoint shards:\s+\d+%(?: Completed \| (?P<shards_loaded>\d+)/(?P<shards_total>\d+))?",
+        "model_executor/model_loader/weight_utils.py (tqdm, _BAR_FORMAT)",
         Phase.LOADING_WEIGHTS,
     ),
     Pattern(
@@ -206,6 +207,16 @@ PATTERNS = [
         r"Cudagraph is disabled under eager mode",
         "vllm/config (V1)",
         Phase.CONFIG,
+    ),
+    # --- offline batches ----------------------------------------------------------------
+    Pattern(
+        "offline_progress",
+        "marker",
+        ("Processed prompts:",),
+        r"Processed prompts:\s+\d+%",
+        "vllm/entrypoints/llm.py LLM._run_engine (tqdm desc 'Processed prompts')",
+        None,
+        lambda m, rec: {"marker": "offline_batch"},
     ),
     # --- ready ---------------------------------------------------------------------------
     Pattern(

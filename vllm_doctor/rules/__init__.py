@@ -34,11 +34,13 @@ from . import (
     request_too_long,
     runtime_oom,
     sampler_warmup_oom,
+    slow_not_memory,
     startup_memory_contention,
     tp1_multi_gpu,
     unknown,
     weight_load_oom,
 )
+from .plan import reconcile
 from .rule import CONFIDENCE, Rule
 from .tree import route
 
@@ -62,6 +64,7 @@ RULES: Tuple[Rule, ...] = tuple(
         low_prefix_cache_hit,
         long_default_max_model_len,
         tp1_multi_gpu,
+        slow_not_memory,
         other,
         unknown,
         healthy,
@@ -114,7 +117,10 @@ def new_observers() -> Dict[str, Any]:
 
 
 def diagnose_run(
-    run: Run, select: Optional[frozenset] = None, errors: Optional[List[Tuple[str, BaseException]]] = None
+    run: Run,
+    select: Optional[frozenset] = None,
+    errors: Optional[List[Tuple[str, BaseException]]] = None,
+    plan_changes: Optional[List[Dict[str, Any]]] = None,
 ) -> List[Finding]:
     """All findings of one run, most severe first (ties: the diagnosis order).
 
@@ -122,6 +128,7 @@ def diagnose_run(
     still routes every failure, so a failure routed to an unselected rule is not re-judged
     by another. With ``errors`` given, a rule that raises is isolated: ``(code, exception)``
     is appended there and the other rules still run; without it the exception propagates.
+    ``plan_changes`` receives what the run's plan had to adjust (:func:`~.plan.reconcile`).
     """
     groups: Dict[Tuple[str, str], List[Failure]] = {}
     confidence: Dict[Tuple[str, str], str] = {}
@@ -154,6 +161,9 @@ def diagnose_run(
     if any(f.class_id != "unknown" and f.severity in ("critical", "warning") for f in findings):
         findings = [f for f in findings if f.class_id != "unknown"]
     findings.sort(key=lambda f: (SEVERITY_ORDER.get(f.severity, 9), ORDER.get(f.class_id, 99)))
+    changed = reconcile(findings, run)
+    if plan_changes is not None:
+        plan_changes.extend(changed)
     return findings
 
 

@@ -32,20 +32,22 @@ from typing import Any, Dict, List, Sequence, Tuple
 
 from ..run import Failure, Run
 from ..verdict import Finding
+from .plan import Constraints, constraints
 from .rule import Rule, failure_evidence, finding, merged_data, remedy
 
 _KEYS = ("max_model_len", "derived_max_model_len", "derived_key", "max_num_batched_tokens", "max_num_seqs", "variant")
 
 
-def _above_derived(d: Dict[str, Any]) -> Tuple[str, list]:
+def _above_derived(c: Constraints, d: Dict[str, Any]) -> Tuple[str, list]:
     title = (
         f"max_model_len {d.get('max_model_len')} is above the model's limit "
         f"{d.get('derived_max_model_len')} ({d.get('derived_key')})"
     )
     return title, [
-        remedy(
+        c.lower(
+            "max_model_len",
+            d.get("derived_max_model_len"),
             "Set max_model_len at or below the model's own limit",
-            f"--max-model-len {d.get('derived_max_model_len')}" if d.get("derived_max_model_len") else None,
             f"{d.get('derived_key')}={d.get('derived_max_model_len')} in the model's config.json",
         ),
         remedy(
@@ -55,29 +57,35 @@ def _above_derived(d: Dict[str, Any]) -> Tuple[str, list]:
     ]
 
 
-def _below_max_model_len(d: Dict[str, Any]) -> Tuple[str, list]:
+def _below_max_model_len(c: Constraints, d: Dict[str, Any]) -> Tuple[str, list]:
     title = (
         f"max_num_batched_tokens {d.get('max_num_batched_tokens')} is below max_model_len "
         f"{d.get('max_model_len')} with chunked prefill off"
     )
     return title, [
-        remedy(
+        c.raise_to(
+            "max_num_batched_tokens",
+            d.get("max_model_len"),
             "Raise max_num_batched_tokens to at least max_model_len, or enable chunked prefill",
-            f"--max-num-batched-tokens {d.get('max_model_len')}" if d.get("max_model_len") else None,
+            None,
         ),
-        remedy(
+        c.lower(
+            "max_model_len",
+            d.get("max_num_batched_tokens"),
             "Or lower max_model_len to the batch budget",
-            f"--max-model-len {d.get('max_num_batched_tokens')}" if d.get("max_num_batched_tokens") else None,
+            None,
         ),
     ]
 
 
-def _below_max_num_seqs(d: Dict[str, Any]) -> Tuple[str, list]:
+def _below_max_num_seqs(c: Constraints, d: Dict[str, Any]) -> Tuple[str, list]:
     title = f"max_num_batched_tokens {d.get('max_num_batched_tokens')} is below max_num_seqs {d.get('max_num_seqs')}"
     return title, [
-        remedy(
+        c.raise_to(
+            "max_num_batched_tokens",
+            d.get("max_num_seqs"),
             "Raise max_num_batched_tokens to at least max_num_seqs, or lower max_num_seqs",
-            f"--max-num-batched-tokens {d.get('max_num_seqs')}" if d.get("max_num_seqs") else None,
+            None,
         )
     ]
 
@@ -93,7 +101,7 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List
         return []
     d = merged_data(failures)
     facts = {k: d[k] for k in _KEYS if k in d}
-    title, rem = _VARIANTS.get(d.get("variant"), _below_max_num_seqs)(d)
+    title, rem = _VARIANTS.get(d.get("variant"), _below_max_num_seqs)(constraints(run), d)
     dont = [
         "Memory settings: this is a configuration contradiction",
         "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1: positions past the model's limit give NaNs or CUDA errors",

@@ -35,7 +35,8 @@ from ..events import Phase
 from ..run import Failure, Run
 from ..verdict import Finding
 from .oom import oom_facts
-from .rule import Rule, consequence_evidence, ev, failure_evidence, finding, remedy
+from .plan import constraints
+from .rule import Rule, consequence_evidence, ev, failure_evidence, finding
 
 
 def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List[Finding]:
@@ -45,18 +46,22 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List
     for k in ("max_num_seqs", "gpu_memory_utilization", "enforce_eager"):
         if run.value(k) is not None:
             facts[k] = run.value(k)
-    seqs = run.value("max_num_seqs")
-    U = run.value("gpu_memory_utilization")
+    c = constraints(run)
+    seqs = c.in_force("max_num_seqs")
+    util = c.in_force("gpu_memory_utilization")
     rem = [
-        remedy("Run without CUDA graphs (slower decode) or capture fewer sizes", "--enforce-eager"),
-        remedy(
+        c.set_to("enforce_eager", True, "Run without CUDA graphs (slower decode) or capture fewer sizes", None),
+        c.lower(
+            "max_num_seqs",
+            max(8, int(seqs.low) // 2) if seqs.low else None,
             "Capture fewer and smaller graphs by lowering max_num_seqs",
-            f"--max-num-seqs {max(8, seqs // 2)}" if seqs else None,
+            f"half of {seqs.why}" if seqs.low else "the value in force is not in the log",
         ),
-        remedy(
+        c.lower(
+            "gpu_memory_utilization",
+            util.low - thresholds.WARMUP_UTILIZATION_STEP if util.low else None,
             "Leave headroom outside the KV cache for the graph pools",
-            f"--gpu-memory-utilization {U - thresholds.WARMUP_UTILIZATION_STEP:.2f}" if U else None,
-            "graph memory comes out of what the KV cache left",
+            f"graph memory comes out of what the KV cache left: {thresholds.WARMUP_UTILIZATION_STEP} below {util.why}",
         ),
     ]
     evidence = (
@@ -68,7 +73,9 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List
         "Raising gpu_memory_utilization: even less memory stays outside the KV cache",
         "Lowering max_model_len alone: graphs are sized by batch size, not length",
     ]
-    return [finding(RULE, run, "startup", "Out of GPU memory while capturing CUDA graphs", facts, evidence, rem, dont)]
+    forbids = [("gpu_memory_utilization", "raise", "even less memory stays outside the KV cache")]
+    title = "Out of GPU memory while capturing CUDA graphs"
+    return [finding(RULE, run, "startup", title, facts, evidence, rem, dont, forbids=forbids)]
 
 
 RULE = Rule(

@@ -28,7 +28,8 @@ from .. import thresholds
 from ..events import Phase
 from ..run import Failure, Run
 from ..verdict import Finding
-from .rule import Rule, ev, finding, remedy
+from .plan import constraints
+from .rule import Rule, ev, finding
 
 
 def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List[Finding]:
@@ -36,7 +37,14 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List
     if U is None or U < thresholds.HIGH_UTILIZATION:
         return []
     title = f"gpu_memory_utilization {U} leaves no margin for fragmentation or a co-tenant"
-    rem = [remedy("Keep it at 0.90-0.92 unless the GPU is dedicated and stable", "--gpu-memory-utilization 0.90")]
+    rem = [
+        constraints(run).lower(
+            "gpu_memory_utilization",
+            0.90,
+            "Keep it at 0.90-0.92 unless the GPU is dedicated and stable",
+            "vLLM's defaults are 0.9 and, from 0.20, 0.92",
+        )
+    ]
     where = "startup" if run.phase < Phase.READY else "runtime"
     evidence = [ev(run.line_for("gpu_memory_utilization"))]
     return [finding(RULE, run, where, title, {"gpu_memory_utilization": U}, evidence, rem)]

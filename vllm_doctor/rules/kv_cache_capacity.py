@@ -49,6 +49,7 @@ from ..run import Failure, Run
 from ..units import tidy
 from ..verdict import Finding
 from .oom import oom_facts
+from .plan import Constraints, constraints
 from .rule import (
     Rule,
     config_evidence,
@@ -72,16 +73,16 @@ def _exhausted(A: Optional[float], blocks: Optional[int], data: Dict[str, Any]) 
     return (A is not None and A <= 0) or blocks == 0 or data.get("variant") in ("no_blocks", "profile_oom")
 
 
-def _no_budget(f: Dict[str, Any], G, U, A) -> Dict[str, Any]:
+def _no_budget(f: Dict[str, Any], G, U, A, ceiling: float) -> Dict[str, Any]:
     """A zero or negative budget: the utilization that covers the deficit plus a KV floor."""
     if G and U is not None and A is not None and A <= 0:
         need = U + (-A + thresholds.KV_FLOOR_GIB) / G
         f["gpu_memory_utilization_needed"] = _round_up(need)
-        f["utilization_possible"] = need <= thresholds.MAX_ADVISED_UTILIZATION
+        f["utilization_possible"] = need <= ceiling
     return f
 
 
-def _utilization_fit(f: Dict[str, Any], L, T, N, A, G, U, per_token) -> None:
+def _utilization_fit(f: Dict[str, Any], L, T, N, A, G, U, per_token, ceiling: float) -> None:
     """The utilization that would fit the current max_model_len on this GPU."""
     needed = N if N else L * per_token
     have = A if A is not None else (T * per_token if T else None)
@@ -92,19 +93,21 @@ def _utilization_fit(f: Dict[str, Any], L, T, N, A, G, U, per_token) -> None:
     if G and U is not None:
         u_needed = U + extra / G
         f["gpu_memory_utilization_needed"] = _round_up(u_needed)
-        f["utilization_possible"] = u_needed <= thresholds.MAX_ADVISED_UTILIZATION
+        f["utilization_possible"] = u_needed <= ceiling
 
 
-def capacity(run: Run, data: Dict[str, Any]) -> Dict[str, Any]:
+def capacity(run: Run, data: Dict[str, Any], plan: Optional[Constraints] = None) -> Dict[str, Any]:
     """Work out what fits, from whatever the log printed. All values traceable to ``facts``.
 
     Returns facts: ``max_model_len``, ``kv_tokens`` (tokens the cache holds), ``kv_needed_gib``
     and ``kv_available_gib``, ``kv_gib_per_token``, ``fitting_max_model_len`` (tidy value
     <= vLLM's estimate or the token capacity), ``gpu_memory_utilization_needed`` (None when
-    the GPU total is not in the log; ``utilization_possible`` False above
-    :data:`~vllm_doctor.thresholds.MAX_ADVISED_UTILIZATION`), and what fp8 KV cache and TP 2
-    would give.
+    the GPU total is not in the log; ``utilization_possible`` False above what the GPU can give,
+    :meth:`~vllm_doctor.rules.plan.Constraints.utilization_ceiling`), and what fp8 KV cache and
+    TP 2 would give.
     """
+    plan = plan or constraints(run)
+    ceiling = plan.utilization_ceiling()[0]
     f: Dict[str, Any] = {}
     L = data.get("max_model_len") or run.value("max_model_len")
     T = data.get("kv_tokens") or run.value("kv_tokens")
@@ -115,7 +118,7 @@ def capacity(run: Run, data: Dict[str, Any]) -> Dict[str, Any]:
     N = data.get("kv_needed_gib")
     A = data.get("kv_available_gib", run.value("kv_available_gib"))
     E = data.get("estimated_max_model_len")
-    G = run.value("gpu_total_gib")
+    G = run.value("gpu_total_gib") or plan.gpu_total_gib
     U = run.value("gpu_memory_utilization")
     W = run.value("weights_gib")
     f.update(
@@ -134,12 +137,12 @@ def capacity(run: Run, data: Dict[str, Any]) -> Dict[str, Any]:
         f["kv_gib_per_token"] = tidy(per_token, 9)
     f["kv_budget_exhausted"] = _exhausted(A, blocks, data)
     if f["kv_budget_exhausted"]:
-        return _no_budget(f, G, U, A)
+        return _no_budget(f, G, U, A, ceiling)
     fits = E or T or (A / per_token if per_token and A else None)
     if fits:
         f["fitting_max_model_len"] = floor_tidy(fits)
     if L and per_token:
-        _utilization_fit(f, L, T, N, A, G, U, per_token)
+        _utilization_fit(f, L, T, N, A, G, U, per_token, ceiling)
     dtype = run.value("kv_cache_dtype") or "auto"
     if str(dtype).startswith("fp8"):
         f["kv_cache_dtype_already_fp8"] = True
@@ -154,31 +157,55 @@ def capacity(run: Run, data: Dict[str, Any]) -> Dict[str, Any]:
     return f
 
 
-def _exhausted_remedies(run: Run, c: Dict[str, Any]) -> List[Any]:
-    u_need = c.get("gpu_memory_utilization_needed")
-    why = "the budget left for the KV cache is zero or negative"
+def _batch_remedy(c: Constraints) -> Any:
+    now = c.in_force("max_num_batched_tokens")
+    target = now.low // 2 if now.low else None
+    return c.lower(
+        "max_num_batched_tokens",
+        target,
+        "Shrink the profiling activation peak: fewer tokens per step",
+        "the profiling run's activation peak is subtracted from the budget"
+        + ("" if target else "; the value in force is not in the log"),
+    )
+
+
+def _tp_remedy(c: Constraints, W: Optional[float], per_gpu_gain: str) -> Any:
+    tp = int(c.in_force("tensor_parallel_size").high or 1)
+    why = per_gpu_gain
+    if W:  # "Model loading took W GiB" is what one GPU holds at the current split
+        why = f"each GPU then holds about {W / 2:.2f} GiB of weights instead of {W:.2f}, freeing {W / 2:.2f} GiB"
+    return c.raise_to(
+        "tensor_parallel_size", 2 * tp, "If the GPU cannot give more: spread the model over more GPUs", why
+    )
+
+
+def _exhausted_remedies(run: Run, c: Constraints, cap: Dict[str, Any]) -> List[Any]:
+    u_need = cap.get("gpu_memory_utilization_needed")
+    A = cap.get("kv_available_gib")
     if u_need:
         why = (
-            f"available KV memory {c['kv_available_gib']:.2f} GiB on a {c['gpu_total_gib']:.2f} GiB GPU at "
-            f"{c['gpu_memory_utilization']}: {u_need:.2f} covers the deficit plus ~1 GiB of KV cache"
+            f"available KV memory {A:.2f} GiB on a {cap['gpu_total_gib']:.2f} GiB GPU at "
+            f"{cap['gpu_memory_utilization']}: {u_need:.2f} covers the deficit plus {thresholds.KV_FLOOR_GIB:.2f} GiB of "
+            "KV cache"
         )
+    elif A is not None and A <= 0:
+        missing = "the GPU's total memory" if not cap.get("gpu_total_gib") else "the utilization in force"
+        why = (
+            f"it must grow by {-A + thresholds.KV_FLOOR_GIB:.2f} GiB ({-A:.2f} GiB of deficit plus "
+            f"{thresholds.KV_FLOOR_GIB:.2f} GiB of KV cache); {missing} is not in the log, so the value cannot be worked out"
+        )
+    else:
+        why = "the budget left for the KV cache is zero or negative; the log does not say by how much"
     return [
-        remedy(
+        c.raise_to(
+            "gpu_memory_utilization",
+            u_need,
             "Raise gpu_memory_utilization so weights, activations and some KV cache fit in the budget",
-            f"--gpu-memory-utilization {u_need:.2f}" if u_need and c.get("utilization_possible") else None,
             why,
         ),
-        remedy(
-            "If the GPU cannot give more: spread the model over more GPUs",
-            f"--tensor-parallel-size {2 * (run.value('tensor_parallel_size') or 1)}",
-            "halves the weights held by each GPU, freeing room for the KV cache",
-        ),
+        _tp_remedy(c, cap.get("weights_gib"), "halves the weights held by each GPU, freeing room for the KV cache"),
         remedy("Or serve a quantized or smaller model (fewer bytes of weights leave room for KV cache)"),
-        remedy(
-            "Shrink the profiling activation peak: lower --max-num-batched-tokens (and --max-num-seqs)",
-            None,
-            "the profiling run's activation peak is subtracted from the budget",
-        ),
+        _batch_remedy(c),
     ]
 
 
@@ -205,7 +232,7 @@ def _utilization_why(c: Dict[str, Any]) -> Optional[str]:
         )
     if c.get("kv_extra_needed_gib") is not None:
         return f"about {c['kv_extra_needed_gib']:.2f} GiB more KV cache is needed; the GPU total is not in the log"
-    return None
+    return "the KV cache figures (GiB needed and available) or the GPU total are not in the log"
 
 
 def _fp8_why(c: Dict[str, Any]) -> Optional[str]:
@@ -216,33 +243,32 @@ def _fp8_why(c: Dict[str, Any]) -> Optional[str]:
     return f"about {c['fp8_kv_tokens']} tokens instead of {before}{enough}"
 
 
-def _too_small_remedies(c: Dict[str, Any], L) -> List[Any]:
-    fit = c.get("fitting_max_model_len")
-    u_need = c.get("gpu_memory_utilization_needed")
-    tp2 = c.get("tp2_kv_tokens_estimate")
+def _too_small_remedies(c: Constraints, cap: Dict[str, Any], L) -> List[Any]:
+    fit = cap.get("fitting_max_model_len")
+    u_need = cap.get("gpu_memory_utilization_needed")
+    tp2 = cap.get("tp2_kv_tokens_estimate")
     return [
-        remedy(
+        c.lower(
+            "max_model_len",
+            fit,
             "Lower max_model_len to what the workload needs and the KV cache holds",
-            f"--max-model-len {fit}" if fit else None,
-            f"{_basis(c, L)}; {fit} is that rounded down" if fit else "the log does not print the KV capacity",
+            f"{_basis(cap, L)}; {fit} is that rounded down" if fit else "the log does not print the KV capacity",
         ),
-        remedy(
+        c.raise_to(
+            "gpu_memory_utilization",
+            u_need,
             "Or raise gpu_memory_utilization so the current max_model_len fits",
-            f"--gpu-memory-utilization {u_need:.2f}" if u_need and c.get("utilization_possible") else None,
-            _utilization_why(c),
+            _utilization_why(cap),
         ),
         None
-        if c.get("kv_cache_dtype_already_fp8")
-        else remedy(
+        if cap.get("kv_cache_dtype_already_fp8")
+        else c.set_to(
+            "kv_cache_dtype",
+            "fp8",
             "Or halve KV cache per token with an fp8 KV cache (a precision trade-off to evaluate)",
-            "--kv-cache-dtype fp8",
-            _fp8_why(c),
+            _fp8_why(cap),
         ),
-        remedy(
-            "Or spread the KV cache over two GPUs",
-            "--tensor-parallel-size 2",
-            f"about {tp2} tokens of KV cache per engine, an estimate" if tp2 else None,
-        ),
+        _tp_remedy(c, None, f"about {tp2} tokens of KV cache per engine, an estimate" if tp2 else None),
     ]
 
 
@@ -264,7 +290,8 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List
         data["variant"] = "profile_oom"
     if any(f.patterns & set(NO_BUDGET_PATTERNS) for f in failures):
         data["variant"] = "no_blocks"
-    c = capacity(run, data)
+    plan = constraints(run)
+    c = capacity(run, data, plan)
     facts = {k: v for k, v in c.items() if v is not None}
     facts.update({k: v for k, v in data.items() if k in ("tried_to_allocate_gib", "gpu_free_gib", "co_tenant_pids")})
     L, fit = c.get("max_model_len"), c.get("fitting_max_model_len")
@@ -283,21 +310,23 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List
     )
     if c.get("kv_budget_exhausted"):
         title = "KV cache budget exhausted: weights and activations already fill gpu_memory_utilization"
-        rem = _exhausted_remedies(run, c)
+        rem = _exhausted_remedies(run, plan, c)
         dont = [
             "Lowering max_model_len: the budget is negative or zero, no length fits",
             "Lowering gpu_memory_utilization: it shrinks the budget further",
         ]
+        forbids = [("gpu_memory_utilization", "lower", "it shrinks the KV cache budget further")]
     else:
         title = f"KV cache too small for max_model_len {L}" if L else "KV cache too small for one max-length request"
         if fit is not None and L:
             title += f": about {fit} tokens fit"
-        rem = _too_small_remedies(c, L)
+        rem = _too_small_remedies(plan, c, L)
         dont = [
             "Lowering gpu_memory_utilization: it shrinks the KV cache further",
             "Changing max_num_seqs: one max-length request alone does not fit",
         ]
-    return [finding(RULE, run, "startup", title, facts, evidence, rem, dont)]
+        forbids = [("gpu_memory_utilization", "lower", "it shrinks the KV cache further")]
+    return [finding(RULE, run, "startup", title, facts, evidence, rem, dont, forbids=forbids)]
 
 
 RULE = Rule(

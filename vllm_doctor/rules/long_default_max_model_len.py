@@ -38,7 +38,14 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List
         return []
     title = f"max_model_len {L} while the KV cache never passed {s.peak_kv_usage_pct:.1f}%"
     facts = {"max_model_len": L, "peak_kv_usage_pct": s.peak_kv_usage_pct}
-    rem = [remedy("Fit max_model_len to the workload's longest request")]
+    rem = [
+        remedy(
+            "Fit max_model_len to the workload's longest request",
+            None,
+            f"the KV cache never passed {s.peak_kv_usage_pct:.1f}% of its capacity; the longest request is not in the "
+            "log, so the length that fits the workload is yours to set",
+        )
+    ]
     return [finding(RULE, run, "runtime", title, facts, [ev(run.line_for("max_model_len"))], rem, confidence="low")]
 
 

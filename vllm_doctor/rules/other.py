@@ -29,6 +29,7 @@ from typing import List, Sequence
 
 from ..run import Failure, Run
 from ..verdict import Finding
+from .plan import constraints
 from .rule import Rule, consequence_evidence, failure_evidence, finding, remedy
 
 
@@ -42,9 +43,11 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List
     cuda = name in ("CUDA error", "NCCL error")
     rem = [
         remedy(f"Look up '{name}: {msg[:80]}' for your vLLM, PyTorch and driver versions"),
-        remedy(
+        constraints(run).set_to(
+            "enforce_eager",
+            True,
             "Rerun with CUDA_LAUNCH_BLOCKING=1 to find the failing kernel; try --enforce-eager to rule out CUDA graphs",
-            "--enforce-eager",
+            None,
         )
         if cuda
         else None,

@@ -37,6 +37,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from .. import thresholds
 from ..run import Failure, Line, Run, StatsSample
 from ..verdict import Finding
+from .plan import constraints
 from .rule import Rule, ev, finding, remedy
 
 
@@ -51,26 +52,23 @@ class Episode:
     peak_kv_usage_pct: float = 0.0
     max_waiting: int = 0
     max_running: int = 0
+    max_swapped: int = 0
 
 
 @dataclass
-class Saturation:
-    """Stats observer: the longest episode of saturated intervals (KV usage at or above
-    :data:`~vllm_doctor.thresholds.SATURATED_KV_PCT` with requests waiting, swapped or
-    preempted), per engine. Fed every stats sample of a run by the tracker."""
+class _Streaks:
+    """Per-engine runs of consecutive saturated intervals, and the longest so far."""
 
     episode: Optional[Episode] = None
     streak: Dict[int, Episode] = field(default_factory=dict)
 
-    def add(self, s: StatsSample) -> None:
-        kv = s.kv_usage_pct
-        pressed = s.waiting > 0 or (s.swapped or 0) > 0 or s.preemptions > 0
-        saturated = kv is not None and kv >= thresholds.SATURATED_KV_PCT and pressed
+    def add(self, s: StatsSample, saturated: bool) -> None:
         st = self.streak.get(s.engine_index)
         if not saturated:
             if st is not None:
                 del self.streak[s.engine_index]
             return
+        kv = s.kv_usage_pct
         if st is None:
             st = self.streak[s.engine_index] = Episode(s.engine_index, s.line, s.line, peak_kv_usage_pct=kv)
         st.intervals += 1
@@ -78,14 +76,35 @@ class Saturation:
         st.peak_kv_usage_pct = max(st.peak_kv_usage_pct, kv)
         st.max_waiting = max(st.max_waiting, s.waiting)
         st.max_running = max(st.max_running, s.running)
+        st.max_swapped = max(st.max_swapped, s.swapped or 0)
         if self.episode is None or st.intervals > self.episode.intervals or self.episode is st:
             self.episode = st
 
 
+@dataclass
+class Saturation:
+    """Stats observer: the longest episode of saturated intervals (KV usage at or above
+    :data:`~vllm_doctor.thresholds.SATURATED_KV_PCT` with requests waiting, swapped or
+    preempted), per engine; and the same without counting waiting requests, for an offline
+    ``LLM()`` batch, whose queue holds every prompt by design. Fed every stats sample."""
+
+    any_pressure: _Streaks = field(default_factory=_Streaks)
+    capacity_pressure: _Streaks = field(default_factory=_Streaks)
+
+    def add(self, s: StatsSample) -> None:
+        full = s.kv_usage_pct is not None and s.kv_usage_pct >= thresholds.SATURATED_KV_PCT
+        pushed_back = (s.swapped or 0) > 0 or s.preemptions > 0
+        self.any_pressure.add(s, full and (pushed_back or s.waiting > 0))
+        self.capacity_pressure.add(s, full and pushed_back)
+
+
 def episode_of(run: Run) -> Optional[Episode]:
-    """The run's longest saturation episode (None when no interval was saturated)."""
+    """The run's longest saturation episode (None when no interval was saturated); for an
+    offline batch, waiting requests are not pressure."""
     obs = run.stats.observers.get("preemption_storm")
-    return obs.episode if obs is not None else None
+    if obs is None:
+        return None
+    return (obs.capacity_pressure if "offline_batch" in run.markers else obs.any_pressure).episode
 
 
 def seconds_between(a: Optional[Line], b: Optional[Line]) -> Optional[int]:
@@ -161,10 +180,17 @@ def _title(run: Run, ep: Optional[Episode], facts: Dict[str, Any]) -> str:
         bits.append(f"{p.max_cumulative} cumulative preemptions ({facts['preemption_mode']})")
     if ep:
         dur = f" for {facts['saturated_seconds']} s" if facts.get("saturated_seconds") else ""
-        bits.append(
-            f"KV cache {ep.peak_kv_usage_pct:.1f}% full with up to {ep.max_waiting} waiting over "
-            f"{ep.intervals} intervals{dur}"
-        )
+        if "offline_batch" in run.markers:
+            pressure = f"up to {ep.max_swapped} swapped" if ep.max_swapped else "requests preempted"
+            bits.append(
+                f"KV cache {ep.peak_kv_usage_pct:.1f}% full with {pressure} over {ep.intervals} interval{'s' * (ep.intervals != 1)}{dur}"
+            )
+            bits.append("an offline LLM() batch: its queue of prompts is by design, not demand")
+        else:
+            bits.append(
+                f"KV cache {ep.peak_kv_usage_pct:.1f}% full with up to {ep.max_waiting} waiting over "
+                f"{ep.intervals} interval{'s' * (ep.intervals != 1)}{dur}"
+            )
     if p.warnings or s.preemptions_total:
         return "KV cache saturated, requests preempted: " + "; ".join(bits)
     why = "V0 logs only every 50th preemption" if (s.engine or run.engine) == "v0" else "V1 logs no preemptions"
@@ -172,40 +198,47 @@ def _title(run: Run, ep: Optional[Episode], facts: Dict[str, Any]) -> str:
 
 
 def _remedies(run: Run, facts: Dict[str, Any]) -> List[Any]:
-    U = run.value("gpu_memory_utilization")
-    seqs = run.value("max_num_seqs")
+    c = constraints(run)
+    util = c.in_force("gpu_memory_utilization")
+    seqs = c.in_force("max_num_seqs")
     dtype = str(run.value("kv_cache_dtype") or "auto")
     L = run.value("max_model_len")
     kv_tokens = run.value("kv_tokens")
-    cap = thresholds.MAX_ADVISED_UTILIZATION
-    raised = min(cap, (U or 0.9) + thresholds.UTILIZATION_RAISE_STEP)
-    if facts.get("max_running"):
-        seqs_why = f"up to {facts.get('max_running')} ran at once"
-    elif seqs:
-        seqs_why = f"half the configured {seqs}"
+    raised = min(thresholds.MAX_ADVISED_UTILIZATION, (util.high or 0.9) + thresholds.UTILIZATION_RAISE_STEP)
+    ran = facts.get("max_running")
+    base = min(x for x in (ran, seqs.low) if x) if (ran or seqs.low) else None
+    if ran and (not seqs.low or ran < seqs.low):
+        seqs_why = f"up to {ran} ran at once"
     else:
-        seqs_why = "half of V0's default 256 (the value is not in the log)"
+        seqs_why = f"half of {seqs.why}"
     return [
-        remedy(
+        c.raise_to(
+            "gpu_memory_utilization",
+            raised,
             "Give the KV cache more memory",
-            f"--gpu-memory-utilization {raised:.2f}" if (U or 0.9) < cap else None,
-            "every extra GiB becomes KV cache blocks"
-            + ("" if U else "; the current value is not in the log, 0.9 (the default) assumed"),
+            f"every extra GiB becomes KV cache blocks: {thresholds.UTILIZATION_RAISE_STEP} above {util.why}",
         ),
         None
         if dtype.startswith("fp8")
-        else remedy(
+        else c.set_to(
+            "kv_cache_dtype",
+            "fp8",
             "Halve KV per token (a precision trade-off to evaluate)",
-            "--kv-cache-dtype fp8",
             f"about {2 * kv_tokens} tokens instead of {kv_tokens}" if kv_tokens else None,
         ),
         remedy("Or more tensor parallelism / quantized weights (more room left for KV cache)"),
-        remedy(
+        c.lower(
+            "max_num_seqs",
+            max(1, int(base) // 2) if base else None,
             "Lower demand: fewer concurrent sequences",
-            f"--max-num-seqs {max(1, (seqs or (facts.get('max_running') or 256)) // 2)}",
-            seqs_why,
+            seqs_why if base else "the value in force is not in the log",
         ),
-        remedy("Or a shorter max_model_len, if the workload allows", None, f"currently {L}" if L else None),
+        remedy(
+            "Or a shorter max_model_len, if the workload allows",
+            None,
+            (f"currently {L}; " if L else "")
+            + "the workload's longest request, which the log does not show, decides how much shorter",
+        ),
     ]
 
 
@@ -228,6 +261,7 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List
         "Raising max_num_seqs: more requests compete for the same cache",
     ]
     confidence = "high" if v0_storm(run) else "low"
+    forbids = [("max_num_seqs", "raise", "more requests compete for the same cache")]
     return [
         finding(
             RULE,
@@ -239,6 +273,7 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List
             _remedies(run, facts),
             dont,
             confidence=confidence,
+            forbids=forbids,
         )
     ]
 

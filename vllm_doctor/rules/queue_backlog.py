@@ -28,7 +28,8 @@ from typing import List, Optional, Sequence
 
 from .. import thresholds
 from ..run import Failure, Line, Run, StatsSample
-from ..verdict import Finding
+from ..verdict import Finding, Remedy
+from .plan import constraints
 from .rule import Rule, ev, finding, remedy
 
 
@@ -47,6 +48,25 @@ class Backlog:
                 self.first = s.line
 
 
+def _batch_limit(run: Run, ran: int) -> Remedy:
+    """The batch limit that held requests back: max_num_seqs when as many ran as it allows,
+    else the per-step token budget (new requests are admitted as their prefill fits)."""
+    c = constraints(run)
+    seqs = c.in_force("max_num_seqs")
+    action = "Raise the batch limit (batch limits come last in the tuning order; memory is not the limit here)"
+    if seqs.low and ran >= seqs.low:
+        why = f"{ran} requests ran at once, as many as max_num_seqs allows ({seqs.why})"
+        return c.raise_to("max_num_seqs", 2 * (seqs.high or seqs.low), action, why)
+    tokens = c.in_force("max_num_batched_tokens")
+    if not tokens.high:
+        return remedy(action, None, "max_num_batched_tokens is not in the log (V0 without chunked prefill)")
+    why = (
+        f"at most {ran} requests ran, fewer than max_num_seqs allows: the per-step token budget "
+        f"({tokens.why}) admits new requests as their prefill fits"
+    )
+    return c.raise_to("max_num_batched_tokens", 2 * tokens.high, action, why)
+
+
 def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List[Finding]:
     s = run.stats
     b = s.observers.get("queue_backlog")
@@ -59,12 +79,7 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List
         "budget limits admission, not memory"
     )
     facts = {"max_waiting": s.max_waiting, "peak_kv_usage_pct": s.peak_kv_usage_pct, "backlog_intervals": b.intervals}
-    rem = [
-        remedy(
-            "Raise max_num_seqs / max_num_batched_tokens (batch limits come last in the tuning order, "
-            "and memory is not the limit here), or add replicas"
-        )
-    ]
+    rem = [_batch_limit(run, s.max_running or 0), remedy("Or add replicas")]
     evidence = [ev(b.first, "waiting with KV cache room left")]
     return [finding(RULE, run, "runtime", title, facts, evidence, rem, confidence="low")]
 

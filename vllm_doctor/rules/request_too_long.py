@@ -29,8 +29,28 @@ from __future__ import annotations
 from typing import List, Sequence
 
 from ..run import Failure, Run
-from ..verdict import Finding
+from ..verdict import Finding, Remedy
+from .plan import constraints
 from .rule import Rule, failure_evidence, finding, merged_data, remedy
+
+
+def _raise_length(run: Run, d, kv_tokens) -> Remedy:
+    """Raise max_model_len to the longest request seen, only where the KV cache holds it."""
+    action = "Only if the KV cache has room: raise max_model_len on the server"
+    asked = d.get("requested_tokens")
+    if not kv_tokens:
+        return remedy(
+            action, None, "the KV cache capacity is not in the log: check 'GPU KV cache size' at startup first"
+        )
+    if not asked:
+        return remedy(action, None, f"the KV cache holds {kv_tokens} tokens; the request's length is not in the log")
+    target = min(kv_tokens, -(-asked // 1024) * 1024)
+    if target < asked:
+        return remedy(
+            action, None, f"no: the {asked}-token request is more than the {kv_tokens} tokens the KV cache holds"
+        )
+    why = f"the longest request asked for {asked} tokens and the KV cache holds {kv_tokens}"
+    return constraints(run).raise_to("max_model_len", target, action, why)
 
 
 def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List[Finding]:
@@ -57,13 +77,7 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List
             "client",
         ),
         remedy("Trim or summarise long conversations in the client", None, None, "client"),
-        remedy(
-            "Only if the KV cache has room: raise max_model_len on the server",
-            None,
-            f"the KV cache holds {kv_tokens} tokens"
-            if kv_tokens
-            else "check 'GPU KV cache size' / 'Maximum concurrency' at startup before raising it",
-        ),
+        _raise_length(run, d, kv_tokens),
     ]
     dont = ["Memory settings or restarting the server: nothing failed on the server"]
     return [finding(RULE, run, "runtime", title, facts, failure_evidence(failures, "rejected request"), rem, dont)]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ..run import Failure, Line, Run
 from ..verdict import Evidence, Finding, Remedy
@@ -114,9 +114,12 @@ def finding(
     notes: Sequence[str] = (),
     confidence: str = "high",
     severity: Optional[str] = None,
+    forbids: Sequence[Tuple[str, str, str]] = (),
 ) -> Finding:
     """Assemble a :class:`~vllm_doctor.verdict.Finding` of ``rule`` for ``run``: facts without
-    None values, evidence de-duplicated, remedies numbered in the order given (None skipped)."""
+    None values, evidence de-duplicated, remedies numbered in the order given (None skipped).
+    ``forbids`` lists ``(setting, direction, why)`` the finding rules out for the whole run
+    (what its "does not help" says), so the run's plan keeps other findings from advising it."""
     assert confidence in CONFIDENCE, confidence
     kept = [r for r in remedies if r is not None]
     for i, r in enumerate(kept, 1):
@@ -135,6 +138,7 @@ def finding(
         remedies=kept,
         does_not_help=list(does_not_help),
         notes=list(notes),
+        forbids=list(forbids),
     )
 
 

@@ -41,6 +41,7 @@ from .. import thresholds
 from ..run import Failure, Run
 from ..verdict import Finding
 from .oom import oom_facts
+from .plan import Constraints, constraints
 from .rule import Rule, config_evidence, consequence_evidence, failure_evidence, finding, remedy
 
 
@@ -82,30 +83,37 @@ def _title(facts: Dict[str, Any], co: List[int], oversized: bool) -> str:
     return "Out of GPU memory while serving (the message names no processes: check nvidia-smi for co-tenants)"
 
 
-def _lower_utilization(run: Run, facts: Dict[str, Any]) -> Tuple[Optional[float], Optional[str]]:
+def _lower_utilization(c: Constraints, facts: Dict[str, Any]) -> Tuple[Optional[float], Optional[str]]:
     """A gpu_memory_utilization that leaves the failed allocation (at least MIN_HEADROOM_GIB)
-    of headroom below what vLLM held, with the arithmetic."""
-    U = run.value("gpu_memory_utilization")
+    of headroom below the budget that ran (printed, or vLLM's default), with the arithmetic.
+    What vLLM held at the OOM already includes the overshoot, so it is never the base."""
+    now = c.in_force("gpu_memory_utilization")
     G, tried = facts.get("gpu_total_gib"), facts.get("tried_to_allocate_gib")
-    if not (G and tried):
+    if not (G and tried) or now.low is None:
         return None, None
     headroom = max(tried, thresholds.MIN_HEADROOM_GIB)
-    if U is not None:
-        target = math.floor((U - headroom / G) * 100) / 100
-        why = f"{U} x {G:.2f} GiB, less {headroom:.2f} GiB of headroom for the failed allocation"
-    elif facts.get("vllm_process_gib"):
-        own = facts["vllm_process_gib"]
-        target = math.floor((own - headroom) / G * 100) / 100
-        why = (
-            f"vLLM held {own:.2f} of {G:.2f} GiB ({own / G:.2f} of the GPU; gpu_memory_utilization is not "
-            f"in the log); {headroom:.2f} GiB less leaves room for the failed allocation"
-        )
-    else:
-        return None, None
-    if target > thresholds.MAX_ADVISED_UTILIZATION:
-        target = thresholds.MAX_ADVISED_UTILIZATION
-        why += f"; capped at {thresholds.MAX_ADVISED_UTILIZATION} to keep a margin"
+    target = math.floor((now.low - headroom / G) * 100) / 100
+    why = f"{now.low:g} x {G:.2f} GiB, less {headroom:.2f} GiB of headroom for the failed allocation"
+    if not now.known:
+        why += f"; {now.why}"
+        if facts.get("vllm_process_gib"):
+            why += f" (vLLM held {facts['vllm_process_gib']:.2f} GiB at the OOM, the overshoot included)"
     return target, why
+
+
+def _batch_remedy(c: Constraints, oversized: bool, input_kind: Optional[str]) -> Any:
+    now = c.in_force("max_num_batched_tokens")
+    why = "activation memory grows with the tokens processed per step"
+    if oversized:
+        why = "prompt logprobs / long prompts / large images need activation memory proportional to their size"
+        if input_kind == "multimodal input":
+            why += "; also cap images per request (--limit-mm-per-prompt)"
+    target = int(now.low) // 2 if now.low else None
+    if target:
+        why += f": half of {now.why}"
+    else:
+        why += "; the value in force is not in the log (V0 without chunked prefill uses max_model_len)"
+    return c.lower("max_num_batched_tokens", target, "Bound the work per step and the size of single requests", why)
 
 
 def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List[Finding]:
@@ -122,10 +130,13 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List
     facts["oversized_allocation"] = oversized
     if input_kind:
         facts["oversized_input"] = input_kind
-    target_u, why_u = _lower_utilization(run, facts)
+    c = constraints(run)
+    target_u, why_u = _lower_utilization(c, facts)
     advised = target_u is not None and target_u > thresholds.MIN_ADVISED_UTILIZATION
     if advised:
         facts["gpu_memory_utilization_suggested"] = target_u
+    elif target_u is not None:
+        why_u = f"{why_u}: {target_u:.2f} would be too little to serve; the GPU is too small for this load"
     if why_u is None and tried is not None and free is not None and G:
         why_u = f"the failed allocation was {tried:.2f} GiB with {free:.3f} GiB free of {G:.2f} GiB"
     fragmented = bool(frag and frag >= thresholds.FRAGMENTATION_GIB)
@@ -138,16 +149,13 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List
         )
         if co
         else None,
-        remedy(
+        c.lower(
+            "gpu_memory_utilization",
+            target_u if advised else None,
             "Lower gpu_memory_utilization to leave headroom for activations",
-            f"--gpu-memory-utilization {target_u:.2f}" if advised else None,
             why_u,
         ),
-        remedy(
-            "Bound the work per step and the size of single requests",
-            "--max-num-batched-tokens 2048" if oversized else None,
-            "prompt logprobs / long prompts / large images need activation memory proportional to their size",
-        ),
+        _batch_remedy(c, oversized, input_kind),
         remedy(
             "Reduce fragmentation: set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
             None,
@@ -172,7 +180,9 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List
             f"Process {facts['vllm_pid']} in the message is vLLM itself (seen across a container PID namespace), "
             "not a co-tenant."
         )
-    return [finding(RULE, run, "runtime", _title(facts, co, oversized), facts, evidence, rem, dont, notes)]
+    forbids = [("gpu_memory_utilization", "raise", "a larger KV cache leaves less headroom")]
+    title = _title(facts, co, oversized)
+    return [finding(RULE, run, "runtime", title, facts, evidence, rem, dont, notes, forbids=forbids)]
 
 
 RULE = Rule(

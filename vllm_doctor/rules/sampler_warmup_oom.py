@@ -31,7 +31,8 @@ from .. import thresholds
 from ..run import Failure, Run
 from ..verdict import Finding
 from .oom import oom_facts
-from .rule import Rule, consequence_evidence, failure_evidence, finding, merged_data, remedy
+from .plan import constraints
+from .rule import Rule, consequence_evidence, failure_evidence, finding, merged_data
 
 
 def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List[Finding]:
@@ -39,23 +40,33 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List
         return []
     data = merged_data(failures)
     facts = oom_facts(failures, run)
-    n = data.get("dummy_requests") or run.value("max_num_seqs")
+    c = constraints(run)
+    seqs = c.in_force("max_num_seqs")
+    n = data.get("dummy_requests") or (int(seqs.low) if seqs.low else None)
     if data.get("dummy_requests"):
         facts["dummy_requests"] = data["dummy_requests"]
-    U = run.value("gpu_memory_utilization")
-    if n:
-        title = f"Out of GPU memory warming up the sampler with {n} dummy requests"
+    util = c.in_force("gpu_memory_utilization")
+    shown = data.get("dummy_requests") or run.value("max_num_seqs")  # never a default in the headline
+    if shown:
+        title = f"Out of GPU memory warming up the sampler with {shown} dummy requests"
     else:
         title = "Out of GPU memory warming up the sampler (dummy sampler run)"
+    if data.get("dummy_requests"):
+        seqs_why = f"{n} dummy requests did not fit; half as many need half the logits buffer"
+    else:
+        seqs_why = f"half of {seqs.why}; the warm-up samples min(max_num_seqs, max_num_batched_tokens) requests"
     rem = [
-        remedy(
+        c.lower(
+            "max_num_seqs",
+            max(1, n // 2) if n else None,
             "Lower max_num_seqs: the warm-up samples for that many requests at once",
-            f"--max-num-seqs {max(1, n // 2)}" if n else "--max-num-seqs 128",
-            f"{n} dummy requests did not fit; half as many need half the logits buffer" if n else None,
+            seqs_why if n else "the value in force is not in the log",
         ),
-        remedy(
+        c.lower(
+            "gpu_memory_utilization",
+            util.low - thresholds.WARMUP_UTILIZATION_STEP if util.low else None,
             "Leave headroom outside the KV cache",
-            f"--gpu-memory-utilization {U - thresholds.WARMUP_UTILIZATION_STEP:.2f}" if U else None,
+            f"{thresholds.WARMUP_UTILIZATION_STEP} below {util.why}",
         ),
     ]
     evidence = failure_evidence(failures, "sampler warm-up") + consequence_evidence(run, 1)
@@ -63,7 +74,8 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List
         "Raising gpu_memory_utilization: less memory stays outside the KV cache",
         "Lowering max_model_len: the buffer depends on batch size and vocabulary",
     ]
-    return [finding(RULE, run, "startup", title, facts, evidence, rem, dont)]
+    forbids = [("gpu_memory_utilization", "raise", "less memory stays outside the KV cache")]
+    return [finding(RULE, run, "startup", title, facts, evidence, rem, dont, forbids=forbids)]
 
 
 RULE = Rule(

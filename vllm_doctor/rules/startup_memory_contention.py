@@ -38,6 +38,7 @@ from ..run import Failure, Run
 from ..units import tidy
 from ..verdict import Finding
 from .oom import oom_facts
+from .plan import constraints
 from .rule import Rule, consequence_evidence, failure_evidence, finding, merged_data, remedy
 
 _FREE_CHECK_KEYS = ("device", "gpu_free_gib", "gpu_total_gib", "gpu_memory_utilization", "requested_gib")
@@ -113,16 +114,18 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List
         held_why = f"{facts['held_by_others_gib']:.2f} GiB is held by others"
     else:
         held_why = None
+    c = constraints(run)
     rem = [
         remedy(
             "Free the GPU: stop or move the other processes using it (nvidia-smi shows them)", None, held_why, "host"
         ),
-        remedy(
+        c.lower(
+            "gpu_memory_utilization",
+            fit,
             "Or lower gpu_memory_utilization to what is free now",
-            f"--gpu-memory-utilization {fit:.2f}" if fit else None,
             f"{facts.get('gpu_free_gib')} GiB free of {facts.get('gpu_total_gib')} GiB"
             if "gpu_free_gib" in facts and fit
-            else None,
+            else "the free memory at startup is not in the log: check nvidia-smi",
         ),
         remedy("Several engines on one GPU: split their utilizations so they sum below 1, or give each its own GPU"),
     ]
@@ -133,7 +136,8 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List
         "Raising gpu_memory_utilization: it asks for more of what is not free",
         "Lowering max_model_len: the failure happens before KV cache sizing",
     ]
-    return [finding(RULE, run, "startup", title, facts, evidence, rem, dont, notes)]
+    forbids = [("gpu_memory_utilization", "raise", "it asks for more of what is not free")]
+    return [finding(RULE, run, "startup", title, facts, evidence, rem, dont, notes, forbids=forbids)]
 
 
 RULE = Rule(

@@ -27,7 +27,8 @@ from typing import List, Sequence
 from ..events import Phase
 from ..run import Failure, Run
 from ..verdict import Finding
-from .rule import Rule, ev, finding, remedy
+from .plan import constraints
+from .rule import Rule, ev, finding
 
 
 def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List[Finding]:
@@ -41,9 +42,10 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List
     facts = {"tensor_parallel_size": 1, "gpus_visible_at_least": gpu + 1}
     evidence = [ev(failure.lines[0], f"GPU {gpu}"), ev(run.line_for("tensor_parallel_size"))]
     rem = [
-        remedy(
+        constraints(run).raise_to(
+            "tensor_parallel_size",
+            2,
             "Spread the model over the node's GPUs (a capacity option, not a speed one)",
-            "--tensor-parallel-size 2",
             "the smallest split; more if the weights need it",
         )
     ]

@@ -41,8 +41,9 @@ from .. import thresholds
 from ..events import Phase
 from ..run import Failure, Run
 from ..units import tidy
-from ..verdict import Finding
+from ..verdict import Finding, Remedy
 from .oom import oom_facts
+from .plan import Constraints, constraints
 from .rule import Rule, config_evidence, consequence_evidence, ev, failure_evidence, finding, remedy
 
 _PARAMS = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)\s?[Bb](?![a-zA-Z])")
@@ -86,85 +87,197 @@ def model_weights_estimate(
     return {"params_billion": params, "bits": bits, "weights_gib_estimate": tidy(gib, 2)}
 
 
-def _sizing(facts: Dict[str, Any], est: Dict[str, Any], G: float, tp: int, notes: List[str]) -> Dict[str, Any]:
-    """TP and bits that fit, from the estimated weights and the GPU total. Adds the facts
-    ``smallest_tensor_parallel_size`` and ``weight_bits_that_fit_one_gpu``; returns
-    ``{"tp_flag", "why_tp", "suspect_bug"}``."""
-    W = est["weights_gib_estimate"]
-    usable = G * thresholds.WEIGHTS_USABLE_SHARE
-    need_tp = max(1, math.ceil(W * thresholds.WEIGHTS_OVERHEAD / usable))
-    need_tp = 1 << (need_tp - 1).bit_length()
-    facts["smallest_tensor_parallel_size"] = need_tp
-    out: Dict[str, Any] = {
-        "tp_flag": f"--tensor-parallel-size {need_tp}" if need_tp > tp else None,
-        "why_tp": f"weights about {W:.1f} GiB ({est['params_billion']:g}B params x {est['bits']} bits) vs {G:.2f} GiB per GPU",
-        "suspect_bug": False,
-    }
-    if W / tp * thresholds.WEIGHTS_OVERHEAD < G * thresholds.WEIGHTS_CLEARLY_FIT_SHARE:  # each share clearly fits
-        out["suspect_bug"] = True
-        notes.append(
-            f"The weights (about {W:.1f} GiB) should fit {G:.2f} GiB per GPU at TP {tp}: "
-            "the OOM points at something else (a fallback implementation, a quantized path "
-            "materialising full-precision weights, a version regression)."
+#: Words in a model name or quantization config that say the checkpoint is already quantized.
+QUANTIZED_WORDS = (
+    "awq",
+    "gptq",
+    "int4",
+    "int8",
+    "w4a16",
+    "w8a8",
+    "w4a8",
+    "nvfp4",
+    "mxfp4",
+    "fp8",
+    "bnb",
+    "4bit",
+    "8bit",
+    "gguf",
+    "exl2",
+    "quant",
+    "compressed-tensors",
+)
+
+
+def quantized(run: Run, failures: Sequence[Failure]) -> Optional[str]:
+    """How the log shows the checkpoint is already quantized (the method or the evidence),
+    or None: the run's quantization config, the model's name, or frames that only run for
+    quantized weights (a Marlin repack, a layer under layers/quantization)."""
+    q = run.value("quantization")
+    if q:
+        return str(q)
+    name = str(run.value("model") or "").rsplit("/", 1)[-1].lower()
+    word = next((w for w in QUANTIZED_WORDS if w in name), None)
+    if word:
+        return f"{word} (model name)"
+    if any("quantized_weights" in f.all_tags for f in failures):
+        return "frames of a quantized-weights kernel"
+    return None
+
+
+def _smallest_tp(W: float, G: float) -> int:
+    """The smallest power-of-two TP whose per-GPU share of ``W`` GiB of weights (with the
+    overhead) leaves KV_FLOOR_SHARE of each ``G`` GiB GPU inside WEIGHTS_USABLE_SHARE."""
+    room = G * (thresholds.WEIGHTS_USABLE_SHARE - thresholds.KV_FLOOR_SHARE)
+    need = max(1, math.ceil(W * thresholds.WEIGHTS_OVERHEAD / room)) if room > 0 else 1
+    return 1 << (need - 1).bit_length()
+
+
+def _regression(run: Run, facts: Dict[str, Any], G: Optional[float]) -> Optional[str]:
+    """The weights loaded so far cannot fill the GPU: a few of the checkpoint's shards loaded
+    while the process already holds nearly all of it. Returns the sentence that says so."""
+    loaded, total = run.value("shards_loaded"), run.value("shards_total")
+    held = facts.get("vllm_process_gib") or facts.get("pytorch_allocated_gib")
+    if not (loaded and total and held and G):
+        return None
+    if loaded / total > thresholds.REGRESSION_SHARDS_SHARE or held < thresholds.REGRESSION_HELD_SHARE * G:
+        return None
+    return (
+        f"only {loaded} of {total} checkpoint shards were loaded while the process already held {held:.2f} of "
+        f"{G:.2f} GiB: the weights read so far cannot fill the GPU"
+    )
+
+
+def _tp_remedy(c: Constraints, est: Optional[Dict[str, Any]], facts: Dict[str, Any], G: Optional[float]) -> Remedy:
+    """Tensor parallelism: the smallest split that fits, from the weights' size when the log
+    tells it (the model name), else at least the memory already allocated when loading failed."""
+    action = "Split the weights over more GPUs of the node with tensor parallelism"
+    now = c.in_force("tensor_parallel_size")
+    tp = int(now.high or 1)
+    if not now.known and tp > 1:
+        return remedy(
+            action + " only if the node has more GPUs",
+            None,
+            f"the run already spans {tp} GPUs (world size); add nodes (pipeline parallelism) or use a smaller model",
         )
-    bits_fit = [b for b in (8, 4) if est["params_billion"] * 1e9 * b / 8 / 2**30 * thresholds.WEIGHTS_OVERHEAD < usable]
-    if bits_fit and est["bits"] > bits_fit[0]:
-        facts["weight_bits_that_fit_one_gpu"] = bits_fit[0]
-    return out
+    if est and G:
+        need = _smallest_tp(est["weights_gib_estimate"], G)
+        facts["smallest_tensor_parallel_size"] = need
+        why = (
+            f"weights about {est['weights_gib_estimate']:.1f} GiB ({est['params_billion']:g}B params x {est['bits']} "
+            f"bits) over {G:.2f} GiB GPUs, leaving {thresholds.KV_FLOOR_SHARE:.0%} of each for the KV cache"
+        )
+        if need <= tp:
+            return remedy(action, None, f"{why}: TP {tp} should already fit")
+        return c.raise_to("tensor_parallel_size", need, action, why)
+    allocated = facts.get("pytorch_allocated_gib")
+    if allocated and G:
+        need = max(2 * tp, _smallest_tp(allocated, G))
+        why = (
+            f"at least: the weights are more than the {allocated:.2f} GiB PyTorch had allocated when loading failed; "
+            "the log does not say the model's size, so more may be needed"
+        )
+        return c.raise_to("tensor_parallel_size", need, action, why)
+    return c.raise_to(
+        "tensor_parallel_size", 2 * tp, action, "each GPU holds 1/TP of the weights; the model's size is not in the log"
+    )
 
 
 def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List[Finding]:
     if not failures:
         return []
+    c = constraints(run)
     facts: Dict[str, Any] = oom_facts(failures, run)
     for key in ("model", "tensor_parallel_size", "pipeline_parallel_size", "quantization", "gpu_memory_utilization"):
         if run.value(key) is not None:
             facts[key] = run.value(key)
-    G = facts.get("gpu_total_gib")
-    tp = run.value("tensor_parallel_size") or 1
+    G = facts.get("gpu_total_gib") or c.gpu_total_gib
+    tp = int(c.in_force("tensor_parallel_size").high or 1)
     est = model_weights_estimate(run.value("model"), run.value("quantization"), run.value("dtype"))
     notes: List[str] = []
-    sizing = {"tp_flag": None, "why_tp": "each GPU holds 1/TP of the weights", "suspect_bug": False}
+    suspects = []
     if est:
         facts.update(est)
-        if G:
-            sizing = _sizing(facts, est, G, tp, notes)
-    tp_flag = sizing["tp_flag"]
-    if tp_flag is None and not sizing["suspect_bug"]:
-        tp_flag = f"--tensor-parallel-size {2 * tp}"
+        if (
+            G
+            and est["weights_gib_estimate"] / tp * thresholds.WEIGHTS_OVERHEAD
+            < G * thresholds.WEIGHTS_CLEARLY_FIT_SHARE
+        ):
+            suspects.append(
+                f"the weights (about {est['weights_gib_estimate']:.1f} GiB) should fit {G:.2f} GiB per GPU at TP {tp}"
+            )
+        bits_fit = (
+            [
+                b
+                for b in (8, 4)
+                if est["params_billion"] * 1e9 * b / 8 / 2**30 * thresholds.WEIGHTS_OVERHEAD
+                < G * thresholds.WEIGHTS_USABLE_SHARE
+            ]
+            if G
+            else []
+        )
+        if bits_fit and est["bits"] > bits_fit[0]:
+            facts["weight_bits_that_fit_one_gpu"] = bits_fit[0]
+    shards = _regression(run, facts, G)
+    if shards:
+        suspects.append(shards)
+    q = quantized(run, failures)
+    if q:
+        facts["already_quantized"] = q
+    if suspects:
+        notes.append(
+            "; ".join(suspects).capitalize() + ": the OOM points at something else (a fallback implementation, a "
+            "quantized path materialising full-precision weights, a version regression)."
+        )
     title = "Out of GPU memory while building the model / loading weights"
     if G:
-        title += f" ({facts.get('gpu_total_gib')} GiB GPU)"
-    if sizing["suspect_bug"]:
+        title += f" ({G} GiB GPU)"
+    if suspects:
         title += ": the weights should fit, suspect a bug or regression"
     bits = facts.get("weight_bits_that_fit_one_gpu")
+    co = facts.get("co_tenant_pids") or []
     rem = [
+        remedy(
+            f"Free the GPU of process(es) {', '.join(map(str, co))}: the weights may then fit",
+            None,
+            f"they hold {facts.get('co_tenant_total_gib', 0):.2f} GiB of the GPU vLLM was loading into",
+            "host",
+        )
+        if co
+        else None,
         # When the weights clearly fit, the size remedies are not the first thing to try.
         remedy(
             "The weights should fit: try another vLLM version (or the model's native implementation) and report "
-            "the regression"
+            "the regression",
+            None,
+            "; ".join(suspects),
         )
-        if sizing["suspect_bug"]
+        if suspects
         else None,
-        remedy(
+        None
+        if q
+        else remedy(
             "Serve a quantized checkpoint (fewer bits per weight), one the GPU generation supports",
             None,
             f"{bits}-bit weights would fit one GPU" if bits else None,
         ),
-        remedy("Split the weights over more GPUs of the node with tensor parallelism", tp_flag, sizing["why_tp"]),
+        _tp_remedy(c, est, facts, G),
         remedy("Or serve a smaller model"),
     ]
+    if q:
+        notes.append(f"The checkpoint is already quantized ({q}): quantizing again is not the remedy.")
     evidence = (
         failure_evidence(failures, "out of memory")
         + [ev(run.phase_lines.get(Phase.LOADING_WEIGHTS), "phase: loading weights")]
-        + config_evidence(run, ("model", "tensor_parallel_size", "quantization"))
+        + config_evidence(run, ("model", "tensor_parallel_size", "quantization", "world_size", "shards_loaded"))
         + consequence_evidence(run, 1)
     )
     dont = [
         "Raising gpu_memory_utilization: the weights need the memory before the budget matters",
         "Lowering max_model_len or max_num_seqs: the KV cache is not allocated yet",
     ]
-    return [finding(RULE, run, "startup", title, facts, evidence, rem, dont, notes)]
+    forbids = [("gpu_memory_utilization", "raise", "the weights need the memory before the budget matters")]
+    return [finding(RULE, run, "startup", title, facts, evidence, rem, dont, notes, forbids=forbids)]
 
 
 RULE = Rule(

@@ -1,0 +1,275 @@
+"""One plan per run: the constraints every remedy of a run shares, and the reconciliation that
+keeps the run's findings from contradicting each other.
+
+A remedy is read at 3 a.m. and followed, so three things hold for every remedy of a run:
+
+* **Directions hold.** A "lower" gives a value below the value that ran (printed in the log,
+  or vLLM's default for that release and GPU from :mod:`vllm_doctor.defaults`, saying which);
+  a "raise" gives one above it and never above what the GPU can give after co-tenants and a
+  margin (:meth:`Constraints.utilization_ceiling`); no remedy sets a flag to the value in force.
+* **One value per flag.** When two findings of a run set one flag, the more severe finding's
+  value is the plan; the other finding points to it instead of naming a second value.
+* **Nothing a finding forbids.** When a finding says raising (or lowering) a setting does not
+  help, no other finding of the run advises it; it says which finding comes first and why.
+
+:class:`Constraints` gives the rules what they need to build such remedies (:meth:`lower`,
+:meth:`raise_to`); :func:`reconcile` enforces the three rules on what they built, as the
+last step of judging a run.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from .. import defaults, thresholds
+from ..run import Line, Run
+from ..verdict import Finding, Remedy
+from .oom import co_tenants_of
+
+#: Settings whose values are fractions (two decimals), the rest are counts.
+FRACTIONS = {"gpu_memory_utilization"}
+
+
+@dataclass(frozen=True)
+class InForce:
+    """The value of a setting that ran: ``low``..``high`` (one value when the log prints it),
+    ``known`` when the log printed it (``line`` says where), ``why`` in a few words."""
+
+    setting: str
+    low: Optional[float]
+    high: Optional[float]
+    known: bool
+    why: str
+    line: Optional[Line] = None
+
+    @property
+    def value(self) -> Optional[float]:
+        return self.low if self.low == self.high else None
+
+
+def fmt(setting: str, value: Any) -> str:
+    """A value as an operator types it: ``0.85`` for fractions, ``4096`` for counts, words as
+    they are (``fp8``)."""
+    if isinstance(value, str):
+        return value
+    return f"{value:.2f}" if setting in FRACTIONS else str(int(value))
+
+
+class Constraints:
+    """What every remedy of one run shares: the GPU's total memory (GiB), the memory other
+    processes hold on it, vLLM's version and engine, whether it is an offline ``LLM()`` batch,
+    and the value of each setting in force."""
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+        self.version = run.value("vllm_version")
+        self.engine = run.engine
+        self.offline = "offline_batch" in run.markers
+        self.gpu_total_gib = self._gpu_total()
+        self.held_by_others_gib = self._held_by_others()
+
+    def _gpu_total(self) -> Optional[float]:
+        total = self.run.value("gpu_total_gib")
+        if total:
+            return total
+        return next((f.data["gpu_total_gib"] for f in self.run.failures if f.data.get("gpu_total_gib")), None)
+
+    def _held_by_others(self) -> float:
+        held = 0.0
+        for f in self.run.failures:
+            held = max(held, sum(g for _, g in co_tenants_of(f, self.run)))
+            if f.kind == "free_memory" and f.data.get("gpu_total_gib") and f.data.get("gpu_free_gib") is not None:
+                held = max(held, f.data["gpu_total_gib"] - f.data["gpu_free_gib"])
+        free = self.run.facts.get("gpu_startup_free_gib")
+        if free is not None and self.gpu_total_gib:
+            held = max(held, self.gpu_total_gib - free)
+        return held
+
+    # -- values in force -----------------------------------------------------------------
+    def in_force(self, setting: str) -> InForce:
+        """The value of ``setting`` that ran (see :class:`InForce`)."""
+        value = self.run.value(setting)
+        if isinstance(value, (str, bool)):
+            line = self.run.line_for(setting)
+            return InForce(setting, value, value, True, f"{value} as printed", line)
+        if value is not None:
+            line = self.run.line_for(setting)
+            where = f"line {line.lineno}" if line else "the log"
+            return InForce(setting, value, value, True, f"{fmt(setting, value)} as printed ({where})", line)
+        d = self._default(setting)
+        floor = self._at_least(setting)
+        if d is None and floor is None:
+            return InForce(setting, None, None, False, "not in the log")
+        if d is None or (floor is not None and floor > d.high):
+            return InForce(setting, floor, floor, False, f"at least {fmt(setting, floor)} ({self._floor_why})")
+        low = max(d.low, floor) if floor is not None else d.low
+        shown = fmt(setting, low) if low == d.high else f"{fmt(setting, low)}-{fmt(setting, d.high)}"
+        return InForce(setting, low, d.high, False, f"{shown}, {d.why}; not printed in the log")
+
+    _floor_why = "the sampler warm-up used that many dummy requests, min(max_num_seqs, max_num_batched_tokens)"
+
+    def _at_least(self, setting: str) -> Optional[float]:
+        """A lower bound the log gives for a setting it does not print: the sampler warm-up's
+        dummy requests are min(max_num_seqs, max_num_batched_tokens) (gpu_model_runner.py
+        _dummy_sampler_run), so both settings are at least that."""
+        if setting not in ("max_num_seqs", "max_num_batched_tokens"):
+            return None
+        counts = [f.data["dummy_requests"] for f in self.run.failures if f.data.get("dummy_requests")]
+        return max(counts) if counts else None
+
+    def _default(self, setting: str) -> Optional[defaults.Default]:
+        if setting == "gpu_memory_utilization":
+            return defaults.gpu_memory_utilization(self.version, self.engine)
+        if setting == "max_num_seqs":
+            return defaults.max_num_seqs(self.version, self.engine, self.gpu_total_gib)
+        if setting == "max_num_batched_tokens":
+            return defaults.max_num_batched_tokens(self.version, self.engine, self.gpu_total_gib, self.offline)
+        if setting == "tensor_parallel_size":
+            tp = self._world_tp()
+            return defaults.Default(tp, tp, "the world size" if tp > 1 else "vLLM's default, 1")
+        if setting == "kv_cache_dtype":
+            return None
+        return None
+
+    def _world_tp(self) -> int:
+        world = self.run.value("world_size")
+        pp = self.run.value("pipeline_parallel_size") or 1
+        return max(1, int(world // pp)) if world else 1
+
+    def utilization_ceiling(self) -> Tuple[float, str]:
+        """The highest gpu_memory_utilization a remedy may advise on this GPU, and why."""
+        cap = thresholds.MAX_ADVISED_UTILIZATION
+        G, held = self.gpu_total_gib, self.held_by_others_gib
+        if G and held > 0:
+            free_share = math.floor((G - held) / G * thresholds.FREE_SHARE_TAKEN * 100) / 100
+            if free_share < cap:
+                return free_share, f"other processes hold {held:.2f} of {G:.2f} GiB"
+        return cap, f"{cap} keeps a margin below {thresholds.HIGH_UTILIZATION}"
+
+    # -- remedies ---------------------------------------------------------------------------
+    def flag(self, setting: str, value: Any) -> str:
+        """The flag as the run takes it: ``--max-num-seqs 128`` (``--enforce-eager`` for a
+        switch), or for an offline ``LLM()`` batch the keyword ``LLM(max_num_seqs=128)``."""
+        if self.offline:
+            shown = repr(value) if isinstance(value, str) else fmt(setting, value)
+            return f"LLM({setting}={'True' if value is True else shown})"
+        if value is True:
+            return f"--{setting.replace('_', '-')}"
+        return f"--{setting.replace('_', '-')} {fmt(setting, value)}"
+
+    def set_to(self, setting: str, value: Any, action: str, why: Optional[str], direction: str = "set") -> Remedy:
+        """A remedy setting ``setting`` to ``value`` (``direction``: lower / raise / set)."""
+        if not isinstance(value, (str, bool)):
+            value = round(float(value), 2) if setting in FRACTIONS else int(value)
+        return Remedy(
+            order=0,
+            action=action,
+            flag=self.flag(setting, value),
+            why=why,
+            setting=setting,
+            value=value,
+            direction=direction,
+        )
+
+    @staticmethod
+    def unset(setting: str, direction: str, action: str, why: Optional[str]) -> Remedy:
+        """A remedy about ``setting`` that carries no number (``why`` says what is missing)."""
+        return Remedy(order=0, action=action, why=why, setting=setting, direction=direction)
+
+    def lower(self, setting: str, target: Optional[float], action: str, why: Optional[str]) -> Remedy:
+        """A remedy lowering ``setting`` to ``target``, kept below the value in force: when the
+        target is not below it, the remedy carries no number and says why."""
+        now = self.in_force(setting)
+        if target is None:
+            return self.unset(setting, "lower", action, why)
+        target = round(target, 2) if setting in FRACTIONS else int(target)
+        if now.low is not None and target >= now.low:
+            reason = f"the value in force is {now.why}; no lower value follows from the log"
+            return self.unset(setting, "lower", action, f"{why}; {reason}" if why else reason)
+        return self.set_to(setting, target, action, self._with_in_force(why, now), "lower")
+
+    def raise_to(self, setting: str, target: Optional[float], action: str, why: Optional[str]) -> Remedy:
+        """A remedy raising ``setting`` to ``target``, kept above the value in force and, for
+        gpu_memory_utilization, at or below :meth:`utilization_ceiling`."""
+        now = self.in_force(setting)
+        if target is None:
+            return self.unset(setting, "raise", action, why)
+        target = round(target, 2) if setting in FRACTIONS else int(target)
+        if setting == "gpu_memory_utilization":
+            ceiling, because = self.utilization_ceiling()
+            if target > ceiling + 1e-9:
+                reason = (
+                    f"{fmt(setting, target)} would be needed, above the {ceiling:.2f} this GPU can give ({because})"
+                )
+                return self.unset(setting, "raise", action, f"{why}; {reason}" if why else reason)
+        if now.high is not None and target <= now.high:
+            reason = f"the value in force is already {now.why}"
+            return self.unset(setting, "raise", action, f"{why}; {reason}" if why else reason)
+        return self.set_to(setting, target, action, self._with_in_force(why, now), "raise")
+
+    @staticmethod
+    def _with_in_force(why: Optional[str], now: InForce) -> Optional[str]:
+        """Say what value the change is against when the log did not print it (once)."""
+        if now.known or (why and now.why in why):
+            return why
+        return f"{why}; in force: {now.why}" if why else f"in force: {now.why}"
+
+
+def constraints(run: Run) -> Constraints:
+    """The run's :class:`Constraints` (cheap: a walk over the run's few failures)."""
+    return Constraints(run)
+
+
+# -- reconciliation --------------------------------------------------------------------------
+def _strip(r: Remedy, why: str) -> None:
+    """Take the number off a remedy (it keeps its setting and direction) and say why."""
+    r.why = f"{why}; {r.why}" if r.why else why
+    r.flag, r.value = None, None
+
+
+def _violates_direction(c: Constraints, r: Remedy) -> Optional[str]:
+    now = c.in_force(r.setting)
+    if r.direction == "lower" and now.low is not None and r.value >= now.low:
+        return f"not below the value in force ({now.why})"
+    if r.direction == "raise" and now.high is not None and r.value <= now.high:
+        return f"not above the value in force ({now.why})"
+    if r.direction == "set" and now.known and now.low == r.value:
+        return f"already the value in force ({now.why})"
+    return None
+
+
+def reconcile(findings: Sequence[Finding], run: Run) -> List[Dict[str, Any]]:
+    """Make the remedies of one run's findings one plan (see the module docstring), in place.
+
+    ``findings`` are in the order the verdict lists them (most severe first). Returns what was
+    changed, one ``{"code", "flag", "reason"}`` per remedy adjusted, for tests and debugging.
+    """
+    c = constraints(run)
+    changed: List[Dict[str, Any]] = []
+    planned: Dict[str, Tuple[float, str]] = {}
+    forbidden: Dict[Tuple[str, str], Tuple[str, str]] = {}
+    for f in findings:
+        for r in f.remedies:
+            if not r.setting:
+                continue
+            reason = None
+            ban = forbidden.get((r.setting, r.direction))
+            if ban is not None and ban[0] != f.code:
+                reason = f"not now: {ban[0]} comes first ({ban[1]})"
+            elif r.flag is None:
+                continue
+            elif r.setting in planned and planned[r.setting][0] != r.value:
+                value, code = planned[r.setting]
+                reason = f"{code}'s {c.flag(r.setting, value)} is this run's plan"
+            else:
+                reason = _violates_direction(c, r)
+            if reason:
+                changed.append({"code": f.code, "flag": r.flag, "reason": reason})
+                _strip(r, reason)
+            else:
+                planned.setdefault(r.setting, (r.value, f.code))
+        for setting, direction, why in f.forbids:
+            forbidden.setdefault((setting, direction), (f.code, why))
+    return changed
