@@ -20,7 +20,7 @@ from .frames import code_tags
 from .reassemble import Reassembler
 from .rules import BY_NAME, diagnose_run, new_observers
 from .sources import ARCHIVE_ERRORS
-from .tracker import SourceTracker
+from .tracker import SourceTracker, unexplained_error
 from .verdict import SEVERITY_RANK, Finding, RunSummary, SourceSummary, Verdict
 
 if TYPE_CHECKING:
@@ -112,7 +112,7 @@ class _SourceReader:
                 # Only records that can change a tracker choose (or open) a sub-source, so the
                 # pre-filtered path opens the same sub-sources as the plain one.
                 tags = code_tags(rec.text) if not events and rec.text[:1].isspace() else None
-                if not events and not tags:
+                if not events and not tags and not unexplained_error(rec):
                     if self.current is not None:
                         summary = self.summaries[self.current.source]
                         summary.records += 1
@@ -154,7 +154,7 @@ class _SourceReader:
         results = []
         for tracker in self.trackers.values():
             summary = self.summaries[tracker.source]
-            tracker.finish()
+            tracker.finish(lines if len(self.trackers) == 1 else None)
             summary.lines = lines  # physical lines of the whole input (shared by its sub-sources)
             summary.format = fmt
             summary.recognised = tracker.recognised

@@ -25,8 +25,11 @@ from typing import Iterator, List, Optional, Tuple
 from .catalog import ANCHORS
 from .frames import TAG_FUNCS
 from .sources import ARCHIVE_ERRORS, LINE_LIMIT, Source, archive_error
+from .tracker import ERROR_LEVELS
 
-LITERALS: Tuple[str, ...] = tuple(sorted(set(ANCHORS) | {f for funcs in TAG_FUNCS.values() for f in funcs}))
+LITERALS: Tuple[str, ...] = tuple(
+    sorted(set(ANCHORS) | {f for funcs in TAG_FUNCS.values() for f in funcs} | set(ERROR_LEVELS))
+)
 BLOCK_SIZE = 8 * 2**20
 
 try:  # a wheel on all major platforms; without it the pipeline reads every line

@@ -39,7 +39,8 @@ class Line:
     ``source`` and 1-based ``lineno`` locate it; ``text`` is the message clipped to
     :data:`MAX_LINE_CHARS`; ``time`` is vLLM's ``MM-DD HH:MM:SS`` (no year) when printed;
     ``proc``/``pid``/``rank`` name the process prefix; ``stream`` keys the process (see
-    :attr:`Record.stream`); ``repeated`` is Ray's ``[repeated Nx]`` count.
+    :attr:`Record.stream`); ``repeated`` is Ray's ``[repeated Nx]`` count; ``level`` and ``file`` are
+    vLLM's record prefix (``ERROR``, ``core.py``) where printed.
     """
 
     source: str
@@ -53,6 +54,8 @@ class Line:
     repeated: int = 1
     host: Optional[str] = None
     unit: Optional[str] = None
+    level: Optional[str] = None
+    file: Optional[str] = None
 
     @classmethod
     def of(cls, rec: Record) -> "Line":
@@ -68,6 +71,8 @@ class Line:
             repeated=rec.repeated,
             host=rec.host,
             unit=rec.unit,
+            level=rec.level,
+            file=rec.file,
         )
 
 
@@ -193,7 +198,8 @@ class StatsSeries:
     series_stride: int = 1
     observers: Dict[str, Any] = field(default_factory=dict)
     records_after_last: int = 0  # recognised records of the run after the last stats line
-    access_after_last: int = 0  # HTTP access lines after it (the API server still answers)
+    access_after_last: int = 0  # HTTP error access lines after it (the API server still answers)
+    lines_after_last: int = 0  # physical lines of the run after it, recognised or not (set at the end)
 
     def add(self, s: StatsSample, engine: Optional[str]) -> None:
         self.count += 1
@@ -203,6 +209,7 @@ class StatsSeries:
         self.last = s.line
         self.records_after_last = 0
         self.access_after_last = 0
+        self.lines_after_last = 0
         kv = s.kv_usage_pct
         if kv is not None and (self.peak_kv_usage_pct is None or kv > self.peak_kv_usage_pct):
             self.peak_kv_usage_pct, self.peak_line = kv, s.line
@@ -342,8 +349,10 @@ class Run:
     start_patterns: Set[Tuple[str, str]] = field(default_factory=set)
     recognised: int = 0
     records: int = 0
-    errors_seen: int = 0  # ERROR / CRITICAL records, recognised or not
+    errors_seen: int = 0  # ERROR / CRITICAL records with something recognised in them
     first_error: Optional[Line] = None
+    unexplained_errors: int = 0  # vLLM's ERROR / CRITICAL records with nothing recognised
+    first_unexplained_error: Optional[Line] = None
 
     MAX_FAILURES = 32
     MAX_CONSEQUENCES = 16

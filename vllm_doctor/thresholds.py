@@ -29,6 +29,12 @@ V1_STORM_PREEMPTION_INTERVALS = 2
 #: 2.4 GiB of KV cache on an 80 GiB GPU; capped at MAX_ADVISED_UTILIZATION).
 UTILIZATION_RAISE_STEP = 0.03
 
+# -- Engine stall (VD203) ---------------------------------------------------------------------
+#: Consecutive stats intervals with requests waiting, none running and nothing generated that
+#: make a head-of-line block. vLLM prints one such line and then drops to DEBUG while idle
+#: (vllm/v1/metrics/loggers.py engine_is_idle), so one line followed by silence counts too.
+BLOCKED_MIN_INTERVALS = 2
+
 # -- Queue backlog (VD302) --------------------------------------------------------------------
 #: KV cache usage (%) below which requests waiting are held back by the batch budget
 #: (max_num_seqs, max_num_batched_tokens), not by memory.
@@ -63,6 +69,11 @@ PREFIX_HIT_COLLAPSED_PCT = 1.0
 LONG_MAX_MODEL_LEN = 65536
 #: Peak KV cache usage (%) below which a very long max_model_len was clearly not needed.
 LOW_KV_USE_PCT = 20.0
+
+# -- Failures the log does not explain (VD901) --------------------------------------------------
+#: HTTP 5xx responses in one run from which requests failing is a finding on its own, even
+#: with no error line (the engine may have died in another process's log).
+HTTP_5XX_FINDING = 10
 
 # -- Runtime OOM (VD200) ----------------------------------------------------------------------
 #: A single failed allocation of at least this share of the GPU points at one oversized input

@@ -59,6 +59,18 @@ FAILURE_KINDS = MEMORY_KINDS | {
 SMALLEST_WINS = ("kv_tokens", "max_concurrency", "gpu_blocks", "kv_available_gib")
 #: Facts that grow as startup goes on (a progress bar): the furthest printed is kept.
 LARGEST_WINS = ("shards_loaded",)
+#: Levels of a record that the tracker counts even when nothing in it is recognised (an error
+#: no rule explains rules out "healthy"). The words are pre-filter literals, so the count is
+#: the same on the pre-filtered path (vllm_doctor.prefilter).
+ERROR_LEVELS = ("ERROR", "CRITICAL")
+
+
+def unexplained_error(rec: Record) -> bool:
+    """A record vLLM (or uvicorn) logged at an error level: kept even when nothing in it is
+    recognised."""
+    return rec.level in ERROR_LEVELS and (rec.vllm_header or rec.file == "uvicorn")
+
+
 #: Request paths whose access lines prove the server was serving (not only health checks).
 SERVING_PATHS = ("/v1/", "/generate", "/worker_generate", "/openai/", "/pooling", "/score", "/rerank")
 
@@ -237,7 +249,8 @@ class SourceTracker:
 
         Invariant the block pre-filter (:mod:`vllm_doctor.prefilter`) relies on: a record
         with no event changes nothing but counters, unless it is a traceback source line
-        naming a function of :data:`vllm_doctor.frames.TAG_FUNCS` (those names are
+        naming a function of :data:`vllm_doctor.frames.TAG_FUNCS`, or a record of vLLM's
+        (or uvicorn's) at an :data:`ERROR_LEVELS` level (those names and words are
         pre-filter literals too). ``code_line_tags`` may be passed in when the caller
         already computed them. So skipping records without anchors gives the same state.
         """
@@ -245,7 +258,12 @@ class SourceTracker:
         if code_line_tags is None and not events and rec.text[:1].isspace():
             code_line_tags = code_tags(rec.text)  # not computed by the caller
         if not events and not code_line_tags:
-            self.run.records += 1
+            run = self.run
+            run.records += 1
+            if unexplained_error(rec):
+                run.unexplained_errors += 1
+                if run.first_unexplained_error is None:
+                    run.first_unexplained_error = Line.of(rec)
             return
         run = self._run_for(rec, events)
         run.records += 1
@@ -416,9 +434,19 @@ class SourceTracker:
         name = ev.data.get("marker") or ev.pattern
         run.markers.setdefault(name, line)
 
-    def finish(self) -> None:
-        """End of input: open tracebacks become failures."""
+    def finish(self, total_lines: Optional[int] = None) -> None:
+        """End of input: open tracebacks become failures. ``total_lines`` (the input's physical
+        lines, when this source is the input's only one) tells how much of the log follows each
+        run's last stats line, recognised or not (access and health lines go on while a wedged
+        engine is silent)."""
         self._close_streams()
+        if total_lines is not None:
+            for i, run in enumerate(self.runs):
+                last = run.stats.last
+                if last is None:
+                    continue
+                end = self.runs[i + 1].start_line - 1 if i + 1 < len(self.runs) else total_lines
+                run.stats.lines_after_last = max(run.stats.records_after_last, end - last.lineno)
 
 
 _HANDLERS: Dict[str, Callable[[SourceTracker, Run, Event, Line], None]] = {

@@ -21,6 +21,7 @@ from ..verdict import Finding
 from . import (
     config_limit_error,
     cuda_graph_capture_oom,
+    engine_stall,
     healthy,
     high_gpu_memory_utilization,
     kv_cache_capacity,
@@ -58,6 +59,7 @@ RULES: Tuple[Rule, ...] = tuple(
         runtime_oom,
         preemption_storm,
         request_too_long,
+        engine_stall,
         kv_pressure,
         queue_backlog,
         high_gpu_memory_utilization,

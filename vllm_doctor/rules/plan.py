@@ -154,9 +154,11 @@ class Constraints:
         switch), or for an offline ``LLM()`` batch the keyword ``LLM(max_num_seqs=128)``."""
         if self.offline:
             shown = repr(value) if isinstance(value, str) else fmt(setting, value)
-            return f"LLM({setting}={'True' if value is True else shown})"
+            return f"LLM({setting}={value if isinstance(value, bool) else shown})"
         if value is True:
             return f"--{setting.replace('_', '-')}"
+        if value is False:  # argparse's BooleanOptionalAction spells the off switch --no-NAME
+            return f"--no-{setting.replace('_', '-')}"
         return f"--{setting.replace('_', '-')} {fmt(setting, value)}"
 
     def set_to(self, setting: str, value: Any, action: str, why: Optional[str], direction: str = "set") -> Remedy:

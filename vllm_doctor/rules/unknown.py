@@ -11,6 +11,11 @@ Why it happens:
     Only the API server's tail was copied; the engine process was killed from outside (host
     OOM killer, a segfault) so it printed nothing; the log was cut.
 
+    Three weaker variants are warnings, not failures: they only rule out "healthy". vLLM
+    logged ERROR lines that no rule explains (a wording the catalog does not know yet);
+    requests were answered with HTTP 5xx while no error line says why; the log stops after
+    the startup arguments, so nothing shows how startup went.
+
 Remedies, in order:
     1. Collect the lines above: the EngineCore / worker output (``journalctl -u UNIT``,
        ``kubectl logs --all-containers``, ``docker logs`` of the whole container).
@@ -28,10 +33,11 @@ from __future__ import annotations
 
 from typing import List, Sequence
 
+from .. import thresholds
 from ..events import Phase
 from ..run import Failure, Run
-from ..verdict import Finding
-from .rule import Rule, consequence_evidence, failure_evidence, finding, remedy
+from ..verdict import Finding, Remedy
+from .rule import Rule, consequence_evidence, ev, failure_evidence, finding, remedy
 
 
 def _phase_of_consequences(run: Run) -> str:
@@ -41,12 +47,22 @@ def _phase_of_consequences(run: Run) -> str:
     return "runtime"
 
 
-def check(run: Run, failures: Sequence[Failure], phase: str = "") -> List[Finding]:
-    if not failures:
-        # Something died and nothing in the run says why.
-        if run.failures or not any(c.marker != "ray_worker_died" for c in run.consequences):
-            return []
-        phase = _phase_of_consequences(run)
+_DONT = ["Guessing a memory class: the evidence is not in this log"]
+
+
+def _collect() -> Remedy:
+    return remedy(
+        "Collect the lines printed above by the engine and worker processes (journalctl -u UNIT, "
+        "kubectl logs --all-containers, docker logs) and diagnose again",
+        None,
+        None,
+        "host",
+    )
+
+
+def _died(run: Run, failures: Sequence[Failure], phase: str) -> Finding:
+    """Something died (a consequence marker, a traceback cut before its exception) and the
+    run does not say why."""
     markers = [c.marker if c.marker != "exception" else c.exception for c in run.consequences]
     facts = {"consequence_markers": [m for m in markers if m][:6]}
     frames = [fr for f in failures for fr in f.data.get("frames", [])][-6:]
@@ -62,13 +78,7 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "") -> List[Findin
             f"{phase.capitalize()} failure: a traceback without its exception line; the root cause is not in this log"
         )
     rem = [
-        remedy(
-            "Collect the lines printed above by the engine and worker processes (journalctl -u UNIT, "
-            "kubectl logs --all-containers, docker logs) and diagnose again",
-            None,
-            None,
-            "host",
-        ),
+        _collect(),
         remedy(
             "If the engine died without a traceback: look for the host OOM killer or a segfault "
             "(dmesg | grep -i -e oom -e segfault)",
@@ -78,11 +88,68 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "") -> List[Findin
         ),
     ]
     evidence = consequence_evidence(run, 3) + failure_evidence(failures)
-    return [
-        finding(
-            RULE, run, phase, title, facts, evidence, rem, ["Guessing a memory class: the evidence is not in this log"]
-        )
+    return finding(RULE, run, phase, title, facts, evidence, rem, _DONT)
+
+
+def _unexplained_errors(run: Run) -> Finding:
+    line = run.first_unexplained_error
+    text = line.text.strip()
+    shown = text if len(text) <= 100 else text[:97] + "..."
+    title = f"vLLM logged {run.unexplained_errors} ERROR line(s) no rule explains, the first: {shown}"
+    facts = {"unexplained_errors": run.unexplained_errors}
+    rem = [
+        remedy(f"Read the first one and the lines around it: '{shown}'", None, "an error the catalog does not know"),
+        _collect(),
     ]
+    phase = "startup" if run.phase < Phase.READY else "runtime"
+    return finding(
+        RULE, run, phase, title, facts, [ev(line, "not explained")], rem, _DONT, severity="warning", confidence="low"
+    )
+
+
+def _server_errors(run: Run) -> Finding:
+    n = run.http.by_bucket.get("5xx", 0)
+    statuses = {str(k): v for k, v in sorted(run.http.by_status.items()) if k >= 500}
+    title = f"{n} requests answered with HTTP 5xx and no error line says why"
+    facts = {"http_5xx": n, "http_status": statuses}
+    rem = [
+        _collect(),
+        remedy(
+            "Check the engine process's health: the API server answers 5xx when the engine is dead or wedged",
+            None,
+            "GET /health, and the engine's own log",
+            "host",
+        ),
+    ]
+    evidence = [ev(run.http.first_5xx, "first 5xx"), ev(run.http.last_5xx, "last 5xx")]
+    return finding(RULE, run, "runtime", title, facts, evidence, rem, _DONT, severity="warning", confidence="low")
+
+
+def _startup_cut(run: Run) -> Finding:
+    title = "The log ends after the startup arguments: nothing in it shows how startup went"
+    facts = {"phase_reached": run.phase.label}
+    rem = [_collect()]
+    evidence = [ev(run.phase_lines.get(Phase.CONFIG), "the last startup step in the log")]
+    return finding(RULE, run, "startup", title, facts, evidence, rem, _DONT, severity="warning", confidence="low")
+
+
+def check(run: Run, failures: Sequence[Failure], phase: str = "") -> List[Finding]:
+    """The variants, in order: a traceback without its exception (routed here); something
+    died with no root cause in the run; ERROR lines no rule explains; requests answered 5xx
+    without an error line; a log that stops after the startup arguments. The last three are
+    warnings: they rule out "healthy" without claiming a failure. All give way to any finding
+    that names a root cause (see :func:`vllm_doctor.rules.diagnose_run`)."""
+    if failures:
+        return [_died(run, failures, phase)]
+    if not run.failures and any(c.marker != "ray_worker_died" for c in run.consequences):
+        return [_died(run, [], _phase_of_consequences(run))]
+    if run.unexplained_errors:
+        return [_unexplained_errors(run)]
+    if run.http.by_bucket.get("5xx", 0) >= thresholds.HTTP_5XX_FINDING:
+        return [_server_errors(run)]
+    if run.phase == Phase.CONFIG and not run.failures and not run.consequences and not run.stats.count:
+        return [_startup_cut(run)]
+    return []
 
 
 RULE = Rule(
