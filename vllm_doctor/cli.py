@@ -89,8 +89,9 @@ def cli() -> None:
 @click.option(
     "--no-redact",
     is_flag=True,
-    help="Show secrets and personal data as logged (API keys, tokens, e-mails, client IPs, home-path "
-    "user names, prompts). By default they are redacted in every format.",
+    help="Show secrets and personal data as logged (API keys and tokens, credentials in URLs and headers, "
+    "e-mails, IP addresses, user, host and pod names, prompts). By default they are redacted in every format "
+    "(hosts, pods and users as <host-1>, <pod-1>, <user-1>, so sources stay apart).",
 )
 def diagnose(
     files: Tuple[str, ...],
@@ -179,18 +180,19 @@ PROGRESS_MIN_BYTES = 64 * 2**20
 
 
 def _follow(spec: str, fmt: str, input_format: str, no_redact: bool, color: Optional[bool]) -> None:
-    import json as _json
     import signal
 
     from .follow import follow
-    from .redact import redact_verdict
+    from .redact import Redactor, redact_verdict
     from .render import render
+    from .render.json import dumps
     from .verdict import Verdict
 
     if spec != "-" and os.path.isdir(spec):
         click.echo(f"vllm-doctor: error: {spec}: is a directory, not a log file", err=True)
         sys.exit(EXIT_USAGE)
     color = sys.stdout.isatty() if color is None else color
+    redactor = Redactor()  # one for the session: findings and the summary name hosts alike
 
     def stop(signum, frame):  # SIGTERM (systemd, docker stop) ends following like Ctrl-C
         raise KeyboardInterrupt
@@ -198,9 +200,9 @@ def _follow(spec: str, fmt: str, input_format: str, no_redact: bool, color: Opti
     signal.signal(signal.SIGTERM, stop)
 
     def emit(finding) -> None:
-        f = finding if no_redact else redact_verdict(finding)
+        f = finding if no_redact else redact_verdict(finding, redactor)
         if fmt == "json":
-            click.echo(_json.dumps({"type": "finding", **f.to_dict()}, ensure_ascii=False, default=str))
+            click.echo(dumps({"type": "finding", **f.to_dict()}))
         else:
             v = Verdict(f.class_id, f.code, f.severity, f.title, findings=[f])
             text = render(v, "markdown" if fmt == "markdown" else "text", color=color)
@@ -209,11 +211,11 @@ def _follow(spec: str, fmt: str, input_format: str, no_redact: bool, color: Opti
 
     verdict = follow(spec, input_format, emit)
     if not no_redact:
-        verdict = redact_verdict(verdict)
+        verdict = redact_verdict(verdict, redactor)
     if fmt != "json":
         click.echo("\n--- summary ---\n")
     if fmt == "json":
-        click.echo(_json.dumps({"type": "verdict", **verdict.to_dict()}, ensure_ascii=False, default=str))
+        click.echo(dumps({"type": "verdict", **verdict.to_dict()}))
     else:
         click.echo(render(verdict, fmt, color=color), nl=False)
     sys.exit(verdict.exit_code)
