@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 from typing import List, Optional, Tuple
 
 import click
 
-from . import __version__
+from . import __version__, streams
 
 EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, EXIT_UNRECOGNISED = 0, 1, 2, 3
 FORMAT_NAMES = ("auto", "plain", "journald", "journald-json", "docker", "compose", "kubectl", "kubectl-prefix")
@@ -18,7 +17,8 @@ EXIT_CODES_HELP = """\b
 Exit codes:
   0  no problem found (healthy)
   1  a problem was diagnosed
-  2  usage error, or an input could not be read (completely)
+  2  usage error, an input could not be read (completely), or an output
+     could not be written (standard output or error closed or full)
   3  nothing in the input is recognisable as vLLM output"""
 
 
@@ -53,8 +53,9 @@ def cli() -> None:
     "--output",
     type=click.Path(dir_okay=False),
     default=None,
-    help="Write the verdict in --format to FILE (atomically: a temporary file, then a rename); "
-    "the terminal still gets the text view. '-' means standard output.",
+    help="Write the verdict in --format to FILE (atomically: a temporary file, then a rename; an existing "
+    "FILE keeps its mode, a symlink is followed; FILE may not be one of the inputs); the terminal still "
+    "gets the text view. '-' means standard output.",
 )
 @click.option("--color/--no-color", default=None, help="Colour the text view (default: when stdout is a terminal).")
 @click.option(
@@ -120,9 +121,11 @@ def diagnose(
 
     specs: List[str] = list(files)
     if not specs:
-        if sys.stdin is None or sys.stdin.isatty():
+        if sys.stdin is None or streams.isatty(sys.stdin):
             raise click.UsageError("no input: give a FILE, or pipe a log into `vllm-doctor diagnose -`")
         specs = ["-"]
+    if "-" in specs and getattr(sys.stdin, "buffer", None) is None:
+        _fail("cannot read standard input: it is closed")
     fmt = fmt or "text"
     if follow:
         if len(specs) != 1:
@@ -131,7 +134,7 @@ def diagnose(
             raise click.UsageError("--follow reads one input: -j does not apply")
         _follow(specs[0], fmt, input_format, no_redact, color)
     if progress is None:
-        progress = sys.stderr.isatty() and fmt != "json" and "CI" not in os.environ
+        progress = streams.isatty(sys.stderr) and fmt != "json" and "CI" not in os.environ
     if jobs > 1 and len(specs) > 1 and "-" not in specs:
         from concurrent.futures import ProcessPoolExecutor
 
@@ -144,7 +147,7 @@ def diagnose(
     unreadable = [(spec, errs[0]) for spec, (rs, errs) in zip(specs, outcomes) if not rs and errs]
     if not results:
         for e in errors:
-            click.echo(f"vllm-doctor: error: {e}", err=True)
+            streams.write_stderr(f"vllm-doctor: error: {e}")
         sys.exit(EXIT_USAGE)
     verdict = build_verdict(results, unreadable)
     if not no_redact:
@@ -152,28 +155,40 @@ def diagnose(
 
         verdict = redact_verdict(verdict)
     if color is None:
-        color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
-    if output and output != "-":
-        try:
-            _write_atomic(output, render(verdict, fmt))
-        except OSError as exc:
-            click.echo(f"vllm-doctor: error: cannot write {output}: {exc.strerror or exc}", err=True)
-            sys.exit(EXIT_USAGE)
-        click.echo(render(verdict, "text", color=color), nl=False)
-    else:
-        click.echo(render(verdict, fmt, color=color and fmt == "text"), nl=False)
+        color = streams.isatty(sys.stdout) and "NO_COLOR" not in os.environ
+    failed = False
+    try:
+        if output and output != "-":
+            try:
+                streams.write_file(output, render(verdict, fmt), specs)
+            except streams.OutputError as exc:
+                _fail(str(exc))
+            streams.write_stdout(render(verdict, "text", color=color))
+        else:
+            streams.write_stdout(render(verdict, fmt, color=color and fmt == "text"))
+    except streams.OutputError as exc:
+        streams.write_stderr(f"vllm-doctor: error: {exc}")
+        failed = True
+    except BrokenPipeError:
+        pass  # the reader (| head) has what it wanted; the exit code still tells the verdict
     for e in errors:
-        click.echo(f"vllm-doctor: error: {e}", err=True)
+        streams.write_stderr(f"vllm-doctor: error: {e}")
     if verdict.exit_code == EXIT_UNRECOGNISED:
         from .formats import TRIED
 
-        click.echo(f"vllm-doctor: nothing recognisable as vLLM output (formats tried: {TRIED})", err=True)
+        streams.write_stderr(f"vllm-doctor: nothing recognisable as vLLM output (formats tried: {TRIED})")
     for s in verdict.sources:
         if s.malformed:
-            click.echo(
-                f"vllm-doctor: warning: {s.name}: {s.malformed} record(s) could not be read and were skipped", err=True
+            streams.write_stderr(
+                f"vllm-doctor: warning: {s.name}: {s.malformed} record(s) could not be read and were skipped"
             )
-    sys.exit(EXIT_USAGE if errors else verdict.exit_code)
+    sys.exit(EXIT_USAGE if errors or failed or streams.stderr_failed else verdict.exit_code)
+
+
+def _fail(text: str) -> None:
+    """One line on standard error, exit 2."""
+    streams.write_stderr(f"vllm-doctor: error: {text}")
+    sys.exit(EXIT_USAGE)
 
 
 PROGRESS_MIN_BYTES = 64 * 2**20
@@ -189,9 +204,8 @@ def _follow(spec: str, fmt: str, input_format: str, no_redact: bool, color: Opti
     from .verdict import Verdict
 
     if spec != "-" and os.path.isdir(spec):
-        click.echo(f"vllm-doctor: error: {spec}: is a directory, not a log file", err=True)
-        sys.exit(EXIT_USAGE)
-    color = sys.stdout.isatty() if color is None else color
+        _fail(f"{spec}: is a directory, not a log file")
+    color = streams.isatty(sys.stdout) if color is None else color
     redactor = Redactor()  # one for the session: findings and the summary name hosts alike
 
     def stop(signum, frame):  # SIGTERM (systemd, docker stop) ends following like Ctrl-C
@@ -279,32 +293,6 @@ def _progress_bar(src):
     return bar, lambda n: bar.advance(task, n)
 
 
-def _write_atomic(path: str, text: str) -> None:
-    """Write via a temporary file and a rename, so readers never see half a verdict.
-    A path that exists and is not a regular file (a pipe, /dev/stdout) is written in place."""
-    if os.path.exists(path) and not os.path.isfile(path):
-        if os.path.isdir(path):
-            raise IsADirectoryError(21, "is a directory")
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        return
-    d = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".vllm-doctor-", dir=d)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # as an ordinary new file would be, not mkstemp's 0600
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 @cli.command()
 def rules() -> None:
     """List every class with its code and a one-line summary."""
@@ -349,16 +337,29 @@ def main() -> None:
         sys.exit(EXIT_USAGE)
     except click.exceptions.UsageError as exc:
         hint = f" (see `vllm-doctor {exc.ctx.info_name} --help`)" if exc.ctx and exc.ctx.info_name != "cli" else ""
-        click.echo(f"vllm-doctor: error: {exc.format_message()}{hint}", err=True)
+        streams.write_stderr(f"vllm-doctor: error: {exc.format_message()}{hint}")
         sys.exit(EXIT_USAGE)
     except click.exceptions.Abort:
-        click.echo("vllm-doctor: interrupted", err=True)
+        streams.write_stderr("vllm-doctor: interrupted")
         sys.exit(130)
     except click.ClickException as exc:
-        click.echo(f"vllm-doctor: error: {exc.format_message()}", err=True)
+        streams.write_stderr(f"vllm-doctor: error: {exc.format_message()}")
         sys.exit(exc.exit_code)
-    except BrokenPipeError:
+    except BrokenPipeError:  # rules, explain, --help into a closed pipe
+        streams._silence_stdout()
         sys.exit(EXIT_OK)
+    except OSError as exc:  # standard output closed or full outside `diagnose`
+        streams._silence_stdout()
+        streams.write_stderr(f"vllm-doctor: error: cannot write output ({exc.strerror or exc})")
+        sys.exit(EXIT_USAGE)
+    except Exception as exc:  # noqa: BLE001 - the last guard: a bug is one line, not a traceback
+        if os.environ.get("VLLM_DOCTOR_DEBUG"):
+            raise
+        streams.write_stderr(
+            f"vllm-doctor: internal error: {type(exc).__name__}: {str(exc)[:200]} "
+            "(a bug: please report it; VLLM_DOCTOR_DEBUG=1 shows the traceback)"
+        )
+        sys.exit(EXIT_USAGE)
     sys.exit(EXIT_OK)
 
 
