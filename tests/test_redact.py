@@ -291,6 +291,8 @@ SECRETS = [
     ("Cookie: session=Qx7SessionValue; theme=dark", "Qx7SessionValue", "Cookie: <redacted>"),
     ("glpat-AbCdEfGhIjKlMnOpQrSt01 and npm_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", "AbCdEfGhIjKlMnOpQrSt01", "glpat-"),
     ("https://hooks.slack.com/workflows/T1/A2/3/abcDEF", "abcDEF", "hooks.slack.com/workflows/<redacted>"),
+    # a hard-wrapped line re-joined onto the end of a token (found by tests/test_fuzz.py)
+    ("terminating server process AKIAFZEXAMPLE7777777phs), and 1.47 GiB", "FZEXAMPLE7777777", "AKIA<redacted>phs)"),
 ]
 
 

@@ -63,7 +63,6 @@ WITHHELD = "<line withheld: too complex to redact safely>"
 # Left edge of a self-identifying token: not preceded by a letter or digit, or preceded by a
 # URL escape (%3D, %20) or by a word it was glued to when a wrapped line was re-joined.
 _L = r"(?:(?<![A-Za-z0-9])|(?<=%[0-9A-Fa-f]{2})|(?<=[Bb]earer|BEARER|[Tt]oken|TOKEN|[Kk]ey|KEY))"
-_R = r"(?![A-Za-z0-9])"
 
 _PEM = regex.compile(
     r"-----BEGIN[A-Z0-9 _-]{0,40}PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END[A-Z0-9 _-]{0,40}PRIVATE KEY(?: BLOCK)?-----|$)",
@@ -106,7 +105,9 @@ _TOKENS: List[Tuple["regex.Pattern", str]] = [
         r"(?:=|%3D))(?!<redacted>)(?P<s>(?:(?!%26|&amp;)[^&\s#'\"<>])+)"
     ),
     _rule(r"(?i)(?P<k>hooks\.slack\.com/(?:services|workflows|triggers)/)(?P<s>[A-Za-z0-9/_-]+)"),
-    _rule(_L + r"(?P<k>A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)(?P<s>[A-Z0-9]{16})" + _R),
+    _rule(
+        _L + r"(?P<k>A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)(?P<s>[A-Z0-9]{16})(?![A-Z0-9])"
+    ),
     _rule(_L + r"(?P<k>gh[pousr]_|github_pat_)(?P<s>[A-Za-z0-9_]{20,})"),
     _rule(_L + r"(?P<k>glpat-)(?P<s>[A-Za-z0-9_-]{20,})"),
     _rule(_L + r"(?P<k>xox[abposre]-|xapp-)(?P<s>[A-Za-z0-9-]{10,})"),
@@ -118,7 +119,7 @@ _TOKENS: List[Tuple["regex.Pattern", str]] = [
     _rule(_L + r"(?P<k>npm_)(?P<s>[A-Za-z0-9]{36})"),
     _rule(_L + r"(?P<k>pypi-)(?P<s>AgE[A-Za-z0-9_-]{50,})"),
     _rule(_L + r"(?P<k>SG\.)(?P<s>[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,})"),
-    _rule(_L + r"(?P<k>dapi)(?P<s>[a-f0-9]{32})" + _R),
+    _rule(_L + r"(?P<k>dapi)(?P<s>[a-f0-9]{32})(?![a-f0-9])"),
     _rule(r"(?P<s>eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{4,}(?:\.[A-Za-z0-9_-]*)?)", "<jwt redacted>"),
 ]
 
