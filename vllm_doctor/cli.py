@@ -289,7 +289,10 @@ def _progress_bar(src):
         console=Console(stderr=True),
         transient=True,
     )
-    task = bar.add_task(os.path.basename(src.name), total=size)
+    from rich.markup import escape
+
+    # the description column is rich markup: a file name is escaped and made one inert line
+    task = bar.add_task(escape(streams.message(os.path.basename(src.name))), total=size)
     return bar, lambda n: bar.advance(task, n)
 
 
