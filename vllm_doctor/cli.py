@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 from typing import List, Optional, Tuple
 
 import click
 
+from . import streams
 from ._version import __version__
 
 EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, EXIT_UNRECOGNISED = 0, 1, 2, 3
@@ -18,7 +18,8 @@ EXIT_CODES_HELP = """\b
 Exit codes:
   0  no problem found (healthy)
   1  a problem was diagnosed
-  2  usage error, or an input could not be read (completely)
+  2  usage error, an input could not be read (completely), or an output
+     could not be written (standard output or error closed or full)
   3  nothing in the input is recognisable as vLLM output"""
 
 
@@ -53,8 +54,9 @@ def cli() -> None:
     "--output",
     type=click.Path(dir_okay=False),
     default=None,
-    help="Write the verdict in --format to FILE (atomically: a temporary file, then a rename); "
-    "the terminal still gets the text view. '-' means standard output.",
+    help="Write the verdict in --format to FILE (atomically: a temporary file, then a rename; an existing "
+    "FILE keeps its mode, a symlink is followed; FILE may not be one of the inputs); the terminal still "
+    "gets the text view. '-' means standard output.",
 )
 @click.option("--color/--no-color", default=None, help="Colour the text view (default: when stdout is a terminal).")
 @click.option(
@@ -97,8 +99,9 @@ def cli() -> None:
 @click.option(
     "--no-redact",
     is_flag=True,
-    help="Show secrets and personal data as logged (API keys, tokens, e-mails, client IPs, home-path "
-    "user names, prompts). By default they are redacted in every format.",
+    help="Show secrets and personal data as logged (API keys and tokens, credentials in URLs and headers, "
+    "e-mails, IP addresses, user, host and pod names, prompts). By default they are redacted in every format "
+    "(hosts, pods and users as <host-1>, <pod-1>, <user-1>, so sources stay apart).",
 )
 @click.option(
     "--metrics",
@@ -153,9 +156,11 @@ def diagnose(
 
     specs: List[str] = list(files)
     if not specs and not metrics_urls:
-        if sys.stdin is None or sys.stdin.isatty():
+        if sys.stdin is None or streams.isatty(sys.stdin):
             raise click.UsageError("no input: give a FILE, or pipe a log into `vllm-doctor diagnose -`")
         specs = ["-"]
+    if "-" in specs and getattr(sys.stdin, "buffer", None) is None:
+        _fail("cannot read standard input: it is closed")
     fmt = fmt or "text"
     from .rules import select_rules
 
@@ -180,7 +185,7 @@ def diagnose(
             raise click.UsageError("--follow reads one input: -j does not apply")
         _follow(specs[0], fmt, input_format, no_redact, color, chosen)
     if progress is None:
-        progress = sys.stderr.isatty() and fmt != "json" and "CI" not in os.environ
+        progress = streams.isatty(sys.stderr) and fmt != "json" and "CI" not in os.environ
     if jobs > 1 and len(specs) > 1 and "-" not in specs:
         from concurrent.futures import ProcessPoolExecutor
 
@@ -194,7 +199,7 @@ def diagnose(
     unreadable = [(spec, errs[0]) for spec, (rs, errs) in zip(specs, outcomes) if not rs and errs]
     if not results:
         for e in errors:
-            click.echo(f"vllm-doctor: error: {e}", err=True)
+            streams.write_stderr(f"vllm-doctor: error: {e}")
         sys.exit(EXIT_USAGE)
     verdict = build_verdict(results, unreadable, chosen)
     if not no_redact:
@@ -202,31 +207,36 @@ def diagnose(
 
         verdict = redact_verdict(verdict)
     if color is None:
-        color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
-    if output and output != "-":
-        try:
-            _write_atomic(output, render(verdict, fmt))
-        except OSError as exc:
-            click.echo(f"vllm-doctor: error: cannot write {output}: {exc.strerror or exc}", err=True)
-            sys.exit(EXIT_USAGE)
-        click.echo(render(verdict, "text", color=color), nl=False)
-    else:
-        click.echo(render(verdict, fmt, color=color and fmt == "text"), nl=False)
+        color = streams.isatty(sys.stdout) and "NO_COLOR" not in os.environ
+    failed = False
+    try:
+        if output and output != "-":
+            try:
+                streams.write_file(output, render(verdict, fmt), specs)
+            except streams.OutputError as exc:
+                _fail(str(exc))
+            streams.write_stdout(render(verdict, "text", color=color))
+        else:
+            streams.write_stdout(render(verdict, fmt, color=color and fmt == "text"))
+    except streams.OutputError as exc:
+        streams.write_stderr(f"vllm-doctor: error: {exc}")
+        failed = True
+    except BrokenPipeError:
+        pass  # the reader (| head) has what it wanted; the exit code still tells the verdict
     for e in errors:
-        click.echo(f"vllm-doctor: error: {e}", err=True)
+        streams.write_stderr(f"vllm-doctor: error: {e}")
     _metrics_notes(series, metric_errors)  # METRICS-HOOK: until the rules read the series
     if verdict.exit_code == EXIT_UNRECOGNISED:
         from .formats import TRIED
 
-        click.echo(f"vllm-doctor: nothing recognisable as vLLM output (formats tried: {TRIED})", err=True)
+        streams.write_stderr(f"vllm-doctor: nothing recognisable as vLLM output (formats tried: {TRIED})")
     for s in verdict.sources:
         if s.internal_errors:
-            click.echo(
+            streams.write_stderr(
                 f"vllm-doctor: warning: {s.name}: {s.internal_errors} internal error(s), the first: "
-                f"{s.first_internal_error} (please report it)",
-                err=True,
+                f"{s.first_internal_error} (please report it)"
             )
-    sys.exit(EXIT_USAGE if errors or metric_errors else verdict.exit_code)
+    sys.exit(EXIT_USAGE if errors or metric_errors or failed or streams.stderr_failed else verdict.exit_code)
 
 
 def _metrics_inputs(specs: List[str], urls: Tuple[str, ...], interval: float, count: int):
@@ -268,7 +278,7 @@ def _metrics_only(series, errors: List[str], fmt: str) -> None:
         for s in series:
             click.echo(describe(s))
     for e in errors:
-        click.echo(f"vllm-doctor: error: {e}", err=True)
+        streams.write_stderr(f"vllm-doctor: error: {e}")
     if series:
         click.echo("vllm-doctor: note: metrics are read and summarised; the rules do not judge them yet", err=True)
     sys.exit(EXIT_USAGE if errors or not series else EXIT_OK)
@@ -281,7 +291,13 @@ def _metrics_notes(series, errors: List[str]) -> None:
     for s in series:
         click.echo(f"vllm-doctor: metrics: {describe(s)}", err=True)
     for e in errors:
-        click.echo(f"vllm-doctor: error: {e}", err=True)
+        streams.write_stderr(f"vllm-doctor: error: {e}")
+
+
+def _fail(text: str) -> None:
+    """One line on standard error, exit 2."""
+    streams.write_stderr(f"vllm-doctor: error: {text}")
+    sys.exit(EXIT_USAGE)
 
 
 PROGRESS_MIN_BYTES = 64 * 2**20
@@ -290,18 +306,18 @@ PROGRESS_MIN_BYTES = 64 * 2**20
 def _follow(
     spec: str, fmt: str, input_format: str, no_redact: bool, color: Optional[bool], select: Optional[frozenset] = None
 ) -> None:
-    import json as _json
     import signal
 
     from .follow import follow
-    from .redact import redact_verdict
+    from .redact import Redactor, redact_verdict
     from .render import render
+    from .render.json import dumps
     from .verdict import Verdict
 
     if spec != "-" and os.path.isdir(spec):
-        click.echo(f"vllm-doctor: error: {spec}: is a directory, not a log file", err=True)
-        sys.exit(EXIT_USAGE)
-    color = sys.stdout.isatty() if color is None else color
+        _fail(f"{spec}: is a directory, not a log file")
+    color = streams.isatty(sys.stdout) if color is None else color
+    redactor = Redactor()  # one for the session: findings and the summary name hosts alike
 
     def stop(signum, frame):  # SIGTERM (systemd, docker stop) ends following like Ctrl-C
         raise KeyboardInterrupt
@@ -309,9 +325,9 @@ def _follow(
     signal.signal(signal.SIGTERM, stop)
 
     def emit(finding) -> None:
-        f = finding if no_redact else redact_verdict(finding)
+        f = finding if no_redact else redact_verdict(finding, redactor)
         if fmt == "json":
-            click.echo(_json.dumps({"type": "finding", **f.to_dict()}, ensure_ascii=False, default=str))
+            click.echo(dumps({"type": "finding", **f.to_dict()}))
         else:
             v = Verdict(f.class_id, f.code, f.severity, f.title, findings=[f])
             text = render(v, "markdown" if fmt == "markdown" else "text", color=color)
@@ -320,11 +336,11 @@ def _follow(
 
     verdict = follow(spec, input_format, emit, select=select)
     if not no_redact:
-        verdict = redact_verdict(verdict)
+        verdict = redact_verdict(verdict, redactor)
     if fmt != "json":
         click.echo("\n--- summary ---\n")
     if fmt == "json":
-        click.echo(_json.dumps({"type": "verdict", **verdict.to_dict()}, ensure_ascii=False, default=str))
+        click.echo(dumps({"type": "verdict", **verdict.to_dict()}))
     else:
         click.echo(render(verdict, fmt, color=color), nl=False)
     sys.exit(verdict.exit_code)
@@ -384,34 +400,11 @@ def _progress_bar(src):
         console=Console(stderr=True),
         transient=True,
     )
-    task = bar.add_task(os.path.basename(src.name), total=size)
+    from rich.markup import escape
+
+    # the description column is rich markup: a file name is escaped and made one inert line
+    task = bar.add_task(escape(streams.message(os.path.basename(src.name))), total=size)
     return bar, lambda n: bar.advance(task, n)
-
-
-def _write_atomic(path: str, text: str) -> None:
-    """Write via a temporary file and a rename, so readers never see half a verdict.
-    A path that exists and is not a regular file (a pipe, /dev/stdout) is written in place."""
-    if os.path.exists(path) and not os.path.isfile(path):
-        if os.path.isdir(path):
-            raise IsADirectoryError(21, "is a directory")
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        return
-    d = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".vllm-doctor-", dir=d)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # as an ordinary new file would be, not mkstemp's 0600
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 @cli.command()
@@ -451,16 +444,29 @@ def main() -> None:
         sys.exit(EXIT_USAGE)
     except click.exceptions.UsageError as exc:
         hint = f" (see `vllm-doctor {exc.ctx.info_name} --help`)" if exc.ctx and exc.ctx.info_name != "cli" else ""
-        click.echo(f"vllm-doctor: error: {exc.format_message()}{hint}", err=True)
+        streams.write_stderr(f"vllm-doctor: error: {exc.format_message()}{hint}")
         sys.exit(EXIT_USAGE)
     except click.exceptions.Abort:
-        click.echo("vllm-doctor: interrupted", err=True)
+        streams.write_stderr("vllm-doctor: interrupted")
         sys.exit(130)
     except click.ClickException as exc:
-        click.echo(f"vllm-doctor: error: {exc.format_message()}", err=True)
+        streams.write_stderr(f"vllm-doctor: error: {exc.format_message()}")
         sys.exit(exc.exit_code)
-    except BrokenPipeError:
+    except BrokenPipeError:  # rules, explain, --help into a closed pipe
+        streams._silence_stdout()
         sys.exit(EXIT_OK)
+    except OSError as exc:  # standard output closed or full outside `diagnose`
+        streams._silence_stdout()
+        streams.write_stderr(f"vllm-doctor: error: cannot write output ({exc.strerror or exc})")
+        sys.exit(EXIT_USAGE)
+    except Exception as exc:  # noqa: BLE001 - the last guard: a bug is one line, not a traceback
+        if os.environ.get("VLLM_DOCTOR_DEBUG"):
+            raise
+        streams.write_stderr(
+            f"vllm-doctor: internal error: {type(exc).__name__}: {str(exc)[:200]} "
+            "(a bug: please report it; VLLM_DOCTOR_DEBUG=1 shows the traceback)"
+        )
+        sys.exit(EXIT_USAGE)
     sys.exit(EXIT_OK)
 
 

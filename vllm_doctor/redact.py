@@ -1,55 +1,150 @@
 """Redaction: keep secrets and personal data out of verdicts pasted into tickets.
 
-Applied to every string of a verdict (evidence lines, titles, facts) before it is
-rendered, unless ``--no-redact``. What goes, and what it becomes:
+Every CLI output is made from :meth:`Redactor.verdict` unless ``--no-redact``. It first
+makes each string inert (:func:`vllm_doctor.render.inert.one_line`: escape sequences,
+controls and invisible characters dropped, line breaks shown as ``⏎``), so the rules see
+exactly the text a renderer prints: a control character planted inside a token cannot hide
+it from a rule and then vanish from the output. Rules anchor on non-alphanumerics, not
+``\\b`` (``_`` and ``%3D`` are word characters to ``\\b``, so ``x_hf_...`` and
+``%3Dhf_...`` slipped past it). What goes, and what it becomes:
 
-* API keys and tokens: ``hf_...`` -> ``hf_<redacted>``, ``sk-...`` -> ``sk-<redacted>``,
-  ``Bearer ...`` -> ``Bearer <redacted>``, and the value of ``api_key``, ``hf_token``,
-  ``token``, ``password``, ``secret`` ... keys in ``non-default args`` dicts, ``args:
-  Namespace(...)`` and ``key=value`` text -> ``<redacted>``;
-* e-mail addresses -> ``<email>``;
-* IPv4 and IPv6 client addresses -> ``<ip>`` (the port stays); version strings that look
-  like addresses (``v1.2.3.4``, ``0.10.2.dev378``) stay;
-* journald host names in source names (``[vllm[4127]@gpu-node-3]`` -> ``@<host>``);
-* user names in home paths: ``/home/alice/`` -> ``/home/<user>/`` (also ``/Users/``,
-  ``C:\\Users\\``);
-* prompt text of request-logging lines (``Received request ...: prompt: '...'``) ->
-  ``'<prompt redacted>'``, and prompt token ids.
+* credentials that say what they are, wherever they stand: Hugging Face ``hf_``, OpenAI /
+  Anthropic ``sk-``, AWS access key ids (``AKIA...``, ``ASIA...``), GitHub ``ghp_``/``gho_``/
+  ``ghs_``/``ghu_``/``ghr_``/``github_pat_``, GitLab ``glpat-``, Slack ``xox?-``/``xapp-`` and
+  webhook URLs, Stripe ``sk_live_``/``rk_live_``, Google ``AIza...`` keys and ``ya29.``
+  tokens, npm, PyPI, SendGrid, Databricks -> the prefix and ``<redacted>``; JWTs
+  (``eyJ...``, even glued to a word) -> ``<jwt redacted>``; PEM private-key blocks and bare
+  base64 lines -> ``<private key redacted>`` / ``<base64 redacted>``;
+* the value of every ``Authorization`` / ``Proxy-Authorization`` header, whatever the
+  scheme (``Basic``, ``Bearer``, ``Token``, ``Digest``, AWS SigV4, none) and of ``Bearer``
+  anywhere (short tokens too, and a token glued to it by a re-joined line wrap);
+* the value of any key that names a secret (``api_key``, ``x-api-key``, ``hf_token``,
+  ``HUGGING_FACE_HUB_TOKEN``, ``password``, ``secret``, ``aws_secret_access_key``,
+  ``credentials``, ``cookie``, ``signature``...), in ``key=value``, ``key: value``,
+  ``'key': 'value'``, JSON, JSON inside a string (``\\"key\\": \\"v\\"``), list values
+  (``'api_key': ['...']``), URL-encoded (``key%3Dvalue``) and ``--flag value`` forms;
+* URL user info (``scheme://user:pass@host``, ``redis://:pass@host``) and secret query
+  parameters (``?token=``, ``X-Amz-Signature``/``X-Amz-Credential``/``X-Amz-Security-Token``,
+  ``X-Goog-Signature``, Azure SAS ``sig=``, ``access_token``, ``key``, ...), also when the
+  URL is the model path;
+* prompt text: the request logger's ``prompt: '...'`` and ``prompt_token_ids``, and the
+  value of a ``prompt``, ``messages``, ``input``, ``content``, ``instructions``, ``text``...
+  field wherever it stands (an exception message, a ``messages=[...]`` repr, a JSON body
+  in a validation error) -> ``<prompt redacted>``;
+* e-mail addresses -> ``<email>``; IPv4 and IPv6 addresses -> ``<ip>`` (the port stays;
+  version strings that look like addresses, ``v1.2.3.4``, ``0.10.2.dev378``, stay);
+* people and machines get stable pseudonyms per verdict, so sources stay apart: user names
+  in home paths (``/home/alice/`` -> ``/home/<user-1>/``, also ``/Users/`` and
+  ``C:\\Users\\``), journald hosts (``x.log [vllm[4127]@gpu-node-3]`` ->
+  ``x.log [vllm[4127]@<host-1>]``, with or without a PID) and pods (``x.log
+  [pod/vllm-7d9f/vllm]`` -> ``x.log [pod/<pod-1>/vllm]``), in every field that names a source.
 
-Numbers, model names and versions - what the diagnosis needs - are kept.
+Numbers, model names, versions and PIDs - what the diagnosis needs - are kept. Rule
+formats follow the public rule sets of secret scanners (gitleaks, detect-secrets); the
+rules are ours because the verdict is small and the pseudonyms and prompt fields are
+specific to it.
 """
 
 from __future__ import annotations
 
-import copy
-from typing import Any
+from typing import Dict, List, Optional, Tuple
 
 import regex
 
-_RULES = [
-    # prompts first: they may contain anything, including text the rules below would half-redact
-    (regex.compile(r"(prompt: )(['\"])(?:\\.|(?!\2).)*+\2", regex.S), r"\1'<prompt redacted>'"),
-    (regex.compile(r"(prompt: )(['\"]).*$", regex.S), r"\1'<prompt redacted>'"),
-    (regex.compile(r"(prompt_token_ids: )\[[^\]]*+\]?"), r"\1[<redacted>]"),
-    (
-        regex.compile(
-            r"(['\"]?(?:api[_-]?key|hf[_-]?token|token|access[_-]?token|auth[_-]?token|password|passwd|secret"
-            r"|secret[_-]?key|aws_secret_access_key|authorization)['\"]?\s*[:=]\s*)(['\"])[^'\"]*+\2",
-            regex.I,
-        ),
-        r"\1\2<redacted>\2",
+from .catalog import regex_timed_out
+from .render.inert import map_strings, one_line
+
+#: Seconds one rule may spend on one string before the string is withheld.
+TIMEOUT = 0.5
+#: Tokens one redactor remembers for :meth:`Redactor.scrub` (bounds its work on a huge verdict).
+MAX_TOKENS = 4096
+WITHHELD = "<line withheld: too complex to redact safely>"
+
+# Left edge of a self-identifying token: not preceded by a letter or digit, or preceded by a
+# URL escape (%3D, %20) or by a word it was glued to when a wrapped line was re-joined.
+_L = r"(?:(?<![A-Za-z0-9])|(?<=%[0-9A-Fa-f]{2})|(?<=[Bb]earer|BEARER|[Tt]oken|TOKEN|[Kk]ey|KEY))"
+
+_PEM = regex.compile(
+    r"-----BEGIN[A-Z0-9 _-]{0,40}PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END[A-Z0-9 _-]{0,40}PRIVATE KEY(?: BLOCK)?-----|$)",
+    regex.S,
+)
+_BASE64_LINE = regex.compile(r"\s*(?=[A-Za-z0-9+/]*[0-9])(?=[A-Za-z0-9+/]*[a-z])[A-Za-z0-9+/]{60,}={0,2}\s*")
+
+# Authorization schemes (IANA HTTP Authentication Scheme Registry, plus common API ones).
+_SCHEMES = (
+    r"basic|bearer|token|digest|negotiate|ntlm|hoba|mutual|apikey|key|sso-key|dpop|gnap|privatetoken"
+    r"|aws4-hmac-sha256|goog4-hmac-sha256|scram-sha-256|vapid"
+)
+
+
+def _rule(pattern: str, placeholder: str = "<redacted>") -> Tuple["regex.Pattern", str]:
+    """A token rule: ``pattern`` has a group ``s`` (the secret, replaced by ``placeholder``)
+    and may have ``k`` (kept before it) and ``t`` (kept after it)."""
+    return regex.compile(pattern), placeholder
+
+
+# Token rules, applied in order by Redactor.text; see the module doc.
+_TOKENS: List[Tuple["regex.Pattern", str]] = [
+    _rule(r"(?P<k>prompt_token_ids(?::\s*|=))(?P<s>\[[^\]]*+\]?)", "[<redacted>]"),
+    _rule(
+        r"(?i)(?P<k>(?<![A-Za-z0-9])(?:proxy-)?authorization\\{0,2}['\"]?\s*[:=]\s*\\{0,2}['\"]?\s*"
+        r"(?!(?:" + _SCHEMES + r")\s+<redacted>|<redacted>)(?:(?:" + _SCHEMES + r")\s+)?)"
+        r"(?P<s>(?:[A-Za-z][\w.-]{0,30}\s+(?=[^\s'\",;\\]{8,})(?=[^\s'\",;\\]*[0-9+/=]))?[^\s'\",;\\]+)"
     ),
-    (
-        regex.compile(
-            r"((?:--)?(?:api[_-]?key|hf[_-]?token|access[_-]?token|password|secret)[= ])(?!<redacted>)[^\s,'\")]+",
-            regex.I,
-        ),
-        r"\1<redacted>",
+    _rule(
+        r"(?P<k>(?<![A-Za-z0-9])(?:[Bb]earer|BEARER)(?:\s+|(?=eyJ|hf_|sk-|gh[pousr]_|github_pat_|xox|ya29\.)))"
+        r"(?!<redacted>|(?i:token|tokens|auth|authentication|authorization|header|is|was|the|an?|missing|invalid"
+        r"|required|scheme|realm|credentials?|none|null)(?![A-Za-z0-9._~+/=-]))(?P<s>[A-Za-z0-9._~+/=-]+)",
+        " <redacted>",
     ),
-    (regex.compile(r"\bBearer\s+[A-Za-z0-9._~+/=-]{8,}"), "Bearer <redacted>"),
-    (regex.compile(r"\bhf_[A-Za-z0-9]{16,}"), "hf_<redacted>"),
-    (regex.compile(r"\bsk-[A-Za-z0-9_-]{16,}"), "sk-<redacted>"),
-    (regex.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b"), "<email>"),
+    _rule(r"(?i)(?P<k>(?<![A-Za-z0-9+.-])[a-z][a-z0-9+.-]{0,20}://)(?P<s>[^\s/?#'\"<>]*:[^\s/?#'\"<>]*)(?P<t>@)"),
+    _rule(
+        r"(?i)(?P<k>(?:[?&;#]|&amp;|%3F|%26)(?:x-amz-signature|x-amz-credential|x-amz-security-token|x-goog-signature"
+        r"|x-goog-credential|signature|sig|token|access_token|id_token|refresh_token|auth|auth_token|api_key|apikey"
+        r"|api-key|key|password|passwd|pass|secret|client_secret|code|awsaccesskeyid|jwt|session|sessionid|ticket)"
+        r"(?:=|%3D))(?!<redacted>)(?P<s>(?:(?!%26|&amp;)[^&\s#'\"<>])+)"
+    ),
+    _rule(r"(?i)(?P<k>hooks\.slack\.com/(?:services|workflows|triggers)/)(?P<s>[A-Za-z0-9/_-]+)"),
+    _rule(
+        _L + r"(?P<k>A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)(?P<s>[A-Z0-9]{16})(?![A-Z0-9])"
+    ),
+    _rule(_L + r"(?P<k>gh[pousr]_|github_pat_)(?P<s>[A-Za-z0-9_]{20,})"),
+    _rule(_L + r"(?P<k>glpat-)(?P<s>[A-Za-z0-9_-]{20,})"),
+    _rule(_L + r"(?P<k>xox[abposre]-|xapp-)(?P<s>[A-Za-z0-9-]{10,})"),
+    _rule(_L + r"(?P<k>(?:sk|rk)_(?:live|test|prod)_)(?P<s>[A-Za-z0-9]{10,})"),
+    _rule(_L + r"(?P<k>AIza)(?P<s>[0-9A-Za-z_-]{35})"),
+    _rule(_L + r"(?P<k>ya29\.)(?P<s>[0-9A-Za-z_-]{20,})"),
+    _rule(_L + r"(?P<k>hf_|api_org_)(?P<s>[A-Za-z0-9]{16,})"),
+    _rule(_L + r"(?P<k>sk-)(?P<s>[A-Za-z0-9_-]{16,})"),
+    _rule(_L + r"(?P<k>npm_)(?P<s>[A-Za-z0-9]{36})"),
+    _rule(_L + r"(?P<k>pypi-)(?P<s>AgE[A-Za-z0-9_-]{50,})"),
+    _rule(_L + r"(?P<k>SG\.)(?P<s>[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,})"),
+    _rule(_L + r"(?P<k>dapi)(?P<s>[a-f0-9]{32})(?![a-f0-9])"),
+    _rule(r"(?P<s>eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{4,}(?:\.[A-Za-z0-9_-]*)?)", "<jwt redacted>"),
+]
+
+# Keys whose value is a secret. Found by the key word itself (no lazy prefix: linear on any
+# line); the value is then measured by _value_end, so quotes, lists and JSON all end right.
+_SECRET_KEY = regex.compile(
+    r"(?i)(?:api[_-]?key|apikey|token|secret|password|passwd|credentials?|private[_-]?key|access[_-]?key"
+    r"|secret[_-]?key|session[_-]?key|client[_-]?secret|cookie|signature|x-auth-token)(?![A-Za-z0-9])"
+    r"(?:\\{0,2}['\"])?\s*(?:=>|[:=]|%3[Dd])\s*"
+)
+_SECRET_FLAG = regex.compile(
+    r"(?i)(?<![A-Za-z0-9-])--[a-z0-9-]{0,30}?(?:api-key|token|password|secret)(?![a-z0-9-])\s+"
+)
+_PROMPT_KEY = regex.compile(
+    r"(?P<q>\\{0,2}['\"])?(?<![A-Za-z0-9_])"
+    r"(?P<k>prompt|prompts|messages|input|inputs|content|instructions|system_prompt|query|text|documents)"
+    r"(?![A-Za-z0-9_])(?(q)\\{0,2}['\"])\s*(?P<sep>=|:)\s*"
+)
+_PLACEHOLDERS = ("<redacted>", "<jwt redacted>", "<email>", "<ip>")
+_KEEP_VALUES = ("None", "null", "True", "False", "true", "false", "''", '""', "[]", "{}", "<redacted>")
+
+_EMAIL = regex.compile(
+    r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}(?![A-Za-z0-9-])"
+)
+_NETWORK = [
     (
         regex.compile(
             r"(?<![\w.])(?<!v)(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)(?![\w.]*\d)(?!\.\w)"
@@ -64,41 +159,269 @@ _RULES = [
         ),
         "<ip>",
     ),
-    (regex.compile(r"(/home/|/Users/)(?!<user>)[^/\s'\"]+"), r"\1<user>"),
-    # journald host names, as kept in sub-source names "INPUT [unit[pid]@host]"
-    (regex.compile(r"(\[[^\]\s]*\[\d+\]@)(?!<host>)[^\]\s]+(\])"), r"\1<host>\2"),
-    (regex.compile(r"([A-Za-z]:\\Users\\)[^\\\s'\"]+"), r"\1<user>"),
 ]
+_HOME = regex.compile(r"(/home/|/Users/|[A-Za-z]:\\Users\\)(?!<user)([^/\\\s'\"]+)")
+_SOURCE = regex.compile(r"(?s)(?P<input>.*?) \[(?P<key>.*)\]")
+_JOURNALD_KEY = regex.compile(r"(?s)(?P<unit>.*?)(?P<pid>\[[0-9]+\])?@(?P<host>.*)")
+
+
+def _value_end(text: str, i: int, bare_to_end: bool = False) -> int:
+    """Where the value starting at ``text[i]`` ends: past its closing quote (backslash
+    escapes honoured, ``\\"`` quoting too) or bracket (nesting and quotes honoured), or at
+    the first delimiter for a bare value (the end of ``text`` with ``bare_to_end``). An
+    unclosed quote or bracket runs to the end: a cut line leaks nothing."""
+    n = len(text)
+    j = i
+    while j < n and text[j] == "\\":
+        j += 1
+    if j < n and text[j] in "'\"":
+        quote = text[i : j + 1]
+        k = j + 1
+        while k < n:
+            if text.startswith(quote, k) and (len(quote) > 1 or text[k - 1] != "\\" or text[k - 2 : k] == "\\\\"):
+                return k + len(quote)
+            k += 1
+        return n
+    if i < n and text[i] in "[{(":
+        closer = {"[": "]", "{": "}", "(": ")"}
+        stack = [closer[text[i]]]
+        k = i + 1
+        quote = None
+        while k < n and stack:
+            c = text[k]
+            if quote:
+                if c == "\\":
+                    k += 1
+                elif c == quote:
+                    quote = None
+            elif c in "'\"":
+                quote = c
+            elif c in closer:
+                stack.append(closer[c])
+            elif c == stack[-1]:
+                stack.pop()
+            k += 1
+        return k if not stack else n
+    if bare_to_end:
+        return n
+    k = i
+    while k < n and not text[k].isspace() and text[k] not in ",;&)]}'\"<>\\":
+        k += 1
+        for mark in _PLACEHOLDERS:  # a token an earlier rule already cut ("hf_<redacted>")
+            if text.startswith(mark, k):
+                k += len(mark)
+    return k
+
+
+def _mask(value: str, placeholder: str) -> str:
+    """``value`` replaced by ``placeholder``, keeping its quotes or brackets."""
+    j = 0
+    while j < len(value) and value[j] == "\\":
+        j += 1
+    if j < len(value) and value[j] in "'\"":
+        quote = value[: j + 1]
+        return quote + placeholder + (quote if len(value) >= 2 * len(quote) and value.endswith(quote) else "")
+    if value[:1] in "[{(":
+        close = {"[": "]", "{": "}", "(": ")"}[value[0]]
+        return value[0] + placeholder + (close if value.endswith(close) and len(value) > 1 else "")
+    return placeholder
+
+
+def _mask_values(text: str, rx: "regex.Pattern", placeholder: str, accept=None) -> str:
+    """Replace the value after every match of ``rx`` (a key and its separator).
+    ``accept(match, value_start)`` may return None (leave it), False (bare value to the
+    next delimiter) or True (bare value to the end of ``text``)."""
+    out: List[str] = []
+    pos = 0
+    while True:
+        m = rx.search(text, pos, timeout=TIMEOUT)
+        if m is None:
+            break
+        start = m.end()
+        to_end = accept(m, start) if accept else False
+        if to_end is None or start >= len(text):
+            out.append(text[pos:start])
+            pos = start
+            continue
+        end = _value_end(text, start, bare_to_end=to_end)
+        value = text[start:end]
+        if not value or value in _KEEP_VALUES or value.strip("'\"\\") in ("None", "null", "<redacted>", placeholder):
+            out.append(text[pos:end])
+        else:
+            out.append(text[pos:start] + _mask(value, placeholder))
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _prompt_accept(m, start: int) -> Optional[bool]:
+    text = m.string
+    nxt = text[start : start + 3].lstrip("\\")[:1]
+    if m["q"] or m["sep"] == "=":
+        return False if nxt in ("'", '"', "[", "{", "(") else m["k"] in ("prompt", "messages")
+    if m["k"] not in ("prompt", "messages"):
+        # prose such as "Invalid input: 'Input prompt (8193 tokens) is too long'" or tqdm's
+        # "Processed prompts: 100%|..." stays
+        return None
+    # An unquoted "prompt: hello ..." runs to the end of the line.
+    return nxt not in ("'", '"', "[", "{")
+
+
+class Redactor:
+    """Redacts strings and verdicts, giving hosts, pods and users stable pseudonyms
+    (``<host-1>``, ``<pod-1>``, ``<user-1>``, numbered in order of first appearance) for as
+    long as the instance lives: one per verdict, or one per ``--follow`` session so that
+    the findings printed as they come and the summary agree."""
+
+    def __init__(self) -> None:
+        self.hosts: Dict[str, str] = {}
+        self.pods: Dict[str, str] = {}
+        self.users: Dict[str, str] = {}
+        self._names: Dict[str, str] = {}
+        # token -> (its kept prefix, what replaces it): to scrub copies a rule cannot see,
+        # such as a title that cut the token short ("Look up 'ValueError: ... hf_abcd").
+        self._tokens: Dict[str, Tuple[str, str]] = {}
+
+    @staticmethod
+    def _pseudonym(table: Dict[str, str], kind: str, name: str) -> str:
+        if name not in table:
+            table[name] = f"<{kind}-{len(table) + 1}>"
+        return table[name]
+
+    def _token(self, m, placeholder: str) -> str:
+        kept = m["k"] or "" if "k" in m.re.groupindex else ""
+        after = m["t"] or "" if "t" in m.re.groupindex else ""
+        if placeholder.startswith(" ") and kept[-1:].isspace():
+            placeholder = placeholder[1:]
+        replacement = kept + placeholder + after
+        if len(self._tokens) < MAX_TOKENS:
+            self._tokens.setdefault(kept + m["s"], (kept, kept + placeholder))
+        return replacement
+
+    def _rules(self, text: str) -> str:
+        if "PRIVATE KEY" in text:
+            text = _PEM.sub("<private key redacted>", text, timeout=TIMEOUT)
+        if _BASE64_LINE.fullmatch(text, timeout=TIMEOUT):
+            return "<base64 redacted>"
+        text = _mask_values(text, _PROMPT_KEY, "<prompt redacted>", _prompt_accept)
+        for rx, placeholder in _TOKENS:
+            text = rx.sub(lambda m, p=placeholder: self._token(m, p), text, timeout=TIMEOUT)
+        text = _mask_values(text, _SECRET_KEY, "<redacted>")
+        text = _mask_values(
+            text, _SECRET_FLAG, "<redacted>", lambda m, s: None if m.string[s : s + 1] == "-" else False
+        )
+        text = _EMAIL.sub("<email>", text, timeout=TIMEOUT)
+        for rx, repl in _NETWORK:
+            text = rx.sub(repl, text, timeout=TIMEOUT)
+        return _HOME.sub(lambda m: m[1] + self._pseudonym(self.users, "user", m[2]), text, timeout=TIMEOUT)
+
+    def scrub(self, text: str) -> str:
+        """Replace every token this redactor has seen, and every cut copy of one (a title or
+        a remedy quotes a message cut short: ``Look up 'ValueError: ... hf_abcd'``): a copy is
+        its kept prefix and at least one more character (four of a token with no kept prefix,
+        a JWT), ending where the token ends or before a character no token continues with."""
+        for token, (kept, replacement) in self._tokens.items():
+            probe = token[: len(kept) + 1] if kept else token[:4]
+            if probe not in text:
+                continue
+            need = 1 if kept else 4
+            out: List[str] = []
+            pos = 0
+            while True:
+                i = text.find(probe, pos)
+                if i < 0:
+                    break
+                n = len(probe)
+                while n < len(token) and i + n < len(text) and text[i + n] == token[n]:
+                    n += 1
+                after = text[i + n : i + n + 1]
+                continues = after != "" and (after.isalnum() or after in "_-.")
+                if n - len(kept) >= need and (n == len(token) or not continues):
+                    out.append(text[pos:i] + replacement)
+                    pos = i + n
+                else:
+                    out.append(text[pos : i + 1])
+                    pos = i + 1
+            out.append(text[pos:])
+            text = "".join(out)
+        return text
+
+    def text(self, text: str) -> str:
+        """``text`` made inert (one line) and redacted (see the module doc). A string the
+        rules cannot finish within their time limit is withheld whole."""
+        if not text:
+            return text
+        text = one_line(text)
+        for original, redacted in self._names.items():
+            if original != redacted and original in text:
+                text = text.replace(original, redacted)
+        try:
+            return self.scrub(self._rules(text))
+        except TimeoutError as exc:
+            if not regex_timed_out(exc):
+                raise
+            return WITHHELD
+
+    def source_name(self, name: str, input_name: Optional[str] = None) -> str:
+        """A source name with its host or pod pseudonymised and its input name redacted:
+        ``INPUT [unit[pid]@host]`` (journald, with or without unit and PID), ``INPUT
+        [pod/POD/CONTAINER]`` (kubectl --prefix); any other name is redacted as text."""
+        if name in self._names:
+            return self._names[name]
+        clean = one_line(name)
+        if input_name is not None and clean.startswith(one_line(input_name) + " [") and clean.endswith("]"):
+            base, key = one_line(input_name), clean[len(one_line(input_name)) + 2 : -1]
+        else:
+            m = _SOURCE.fullmatch(clean)
+            if m is None:
+                redacted = self.text(clean)
+                self._names[name] = redacted
+                return redacted
+            base, key = m["input"], m["key"]
+        if key.startswith("pod/"):
+            pod, _, container = key[4:].partition("/")
+            key = f"pod/{self._pseudonym(self.pods, 'pod', pod)}/{self.text(container)}"
+        else:
+            j = _JOURNALD_KEY.fullmatch(key)
+            if j is not None:
+                host = j["host"] if j["host"] in ("", "?") else self._pseudonym(self.hosts, "host", j["host"])
+                key = f"{self.text(j['unit'])}{j['pid'] or ''}@{host}"
+            else:
+                key = self.text(key)
+        redacted = f"{self.text(base)} [{key}]"
+        if name != clean:
+            self._names[clean] = redacted
+        self._names[name] = redacted
+        return redacted
+
+    def _register_sources(self, obj) -> None:
+        for s in getattr(obj, "sources", ()):
+            self.source_name(s.name, s.input)
+        findings = getattr(obj, "findings", None)
+        for f in findings if findings is not None else [obj]:
+            self.source_name(f.source)
+            for e in f.evidence:
+                self.source_name(e.source)
+        for r in getattr(obj, "runs", ()):
+            self.source_name(r.source)
+
+    def _string(self, text: str) -> str:
+        return self._names.get(text) or self.text(text)
+
+    def verdict(self, verdict):
+        """A redacted, inert copy of a :class:`~vllm_doctor.verdict.Verdict` (or of one
+        :class:`~vllm_doctor.verdict.Finding`); the original is not changed."""
+        self._register_sources(verdict)
+        return map_strings(map_strings(verdict, self._string), self.scrub)
 
 
 def redact_text(text: str) -> str:
-    """Return ``text`` with secrets and personal data replaced (see the module doc)."""
-    if not text:
-        return text
-    for rx, repl in _RULES:
-        try:
-            text = rx.sub(repl, text, timeout=0.5)
-        except TimeoutError:
-            return "<line withheld: too complex to redact safely>"
-    return text
+    """Return ``text`` inert and with secrets and personal data replaced (see the module doc)."""
+    return Redactor().text(text)
 
 
-def _walk(obj: Any) -> Any:
-    if isinstance(obj, str):
-        return redact_text(obj)
-    if isinstance(obj, list):
-        return [_walk(x) for x in obj]
-    if isinstance(obj, tuple):
-        return tuple(_walk(x) for x in obj)
-    if isinstance(obj, dict):
-        return {k: _walk(v) for k, v in obj.items()}
-    if hasattr(obj, "__dataclass_fields__"):
-        for name in obj.__dataclass_fields__:
-            setattr(obj, name, _walk(getattr(obj, name)))
-        return obj
-    return obj
-
-
-def redact_verdict(verdict):
-    """A redacted deep copy of a :class:`~vllm_doctor.verdict.Verdict`."""
-    return _walk(copy.deepcopy(verdict))
+def redact_verdict(verdict, redactor: Optional[Redactor] = None):
+    """A redacted copy of a :class:`~vllm_doctor.verdict.Verdict` or
+    :class:`~vllm_doctor.verdict.Finding`; pass one ``redactor`` to keep pseudonyms stable
+    across calls."""
+    return (redactor or Redactor()).verdict(verdict)

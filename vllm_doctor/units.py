@@ -4,11 +4,19 @@ Memory is always returned in GiB (binary, 2**30 bytes), because that is the unit
 vLLM and PyTorch print (`format_size` in `c10/cuda/CUDACachingAllocator.cpp`,
 `format_gib` in `vllm/utils/mem_utils.py`). Old V0 builds wrote ``GB`` for what
 were GiB values (`Loading model weights took 14.9888 GB`): ``GB`` is read as GiB.
+
+Every parser here reads ASCII digits only (``str.isdigit`` and ``float`` also take
+``²`` or Arabic-Indic digits, which no log prints and which a damaged line can carry),
+refuses a number text longer than :data:`MAX_NUMBER_CHARS`, and never returns an
+infinity or a NaN: a bad value is a ValueError at parse time, so the pattern that met it
+is dropped and nothing downstream has to guard its arithmetic.
 """
 
 from __future__ import annotations
 
 import math
+
+import regex
 
 _UNIT_GIB = {
     "bytes": 1 / 2**30,
@@ -23,20 +31,48 @@ _UNIT_GIB = {
     "TiB": 1024.0,
 }
 
+#: Longest number text read (a 48-digit byte count is already beyond any real GPU).
+MAX_NUMBER_CHARS = 48
+#: Largest count :func:`to_int` returns (no real count is that large; a damaged line must
+#: not overflow the arithmetic downstream).
+MAX_COUNT = 10**18
+#: Largest memory size, in GiB, :func:`to_gib` returns (about an exabyte).
+MAX_GIB = 1e9
+
+# ASCII only (the regex module's \d is Unicode): a sign, digits (V1 prints "447,088"),
+# an optional fraction, an optional short exponent.
+_FLOAT = regex.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]{1,3})?")
+_COUNT = regex.compile(r"[+-]?(?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(?:\.0*)?")
+
+
+def to_float(text: str) -> float:
+    """A finite decimal number as printed (``"0.90"``, ``"-2.77"``, ``"1e-3"``).
+
+    Raises ValueError for anything else: non-ASCII digits, ``inf``/``nan``, ``1_000``,
+    more than :data:`MAX_NUMBER_CHARS` characters, or a value that overflows a float."""
+    t = text.strip()
+    if len(t) > MAX_NUMBER_CHARS or not _FLOAT.fullmatch(t):
+        raise ValueError(f"not a number: {text[:40]!r}")
+    number = float(t)
+    if not math.isfinite(number):
+        raise ValueError(f"not a finite number: {text[:40]!r}")
+    return number
+
 
 def to_gib(value: str, unit: str = "GiB") -> float:
     """Return a memory size in GiB.
 
     ``value`` is the number as printed (``"50.00"``, ``"-2.77"``); ``unit`` one of
     bytes, KiB, MiB, GiB, TiB (or the GB/MB spellings old builds used for binary
-    units). Raises ValueError on an unknown unit or a non-number.
+    units). Raises ValueError on an unknown unit, a non-number (see :func:`to_float`) or
+    a size beyond :data:`MAX_GIB`.
     """
     try:
         factor = _UNIT_GIB[unit]
     except KeyError:
-        raise ValueError(f"unknown memory unit {unit!r}") from None
-    number = float(value) * factor
-    if not math.isfinite(number) or abs(number) > 1e9:
+        raise ValueError(f"unknown memory unit {unit[:20]!r}") from None
+    number = to_float(value) * factor
+    if not math.isfinite(number) or abs(number) > MAX_GIB:
         raise ValueError(f"not a memory size: {value[:40]!r}")
     return number
 
@@ -50,13 +86,15 @@ def size_to_gib(text: str) -> float:
 def to_int(text: str) -> int:
     """An integer as vLLM prints it: ``"447,088"`` (V1 separators), ``"32768.0"``.
 
-    Raises ValueError for a non-number, or one past 10**18 (no real count is that large;
-    a damaged line is not allowed to overflow the arithmetic downstream)."""
-    t = text.replace(",", "")
-    whole, _, frac = t.partition(".")
-    if len(whole.lstrip("-")) > 18 or (frac and not frac.strip("0").isdigit() and frac.strip("0")):
+    Raises ValueError for a non-number, non-ASCII digits, a fraction that is not zero,
+    more than :data:`MAX_NUMBER_CHARS` characters, or a value past :data:`MAX_COUNT`."""
+    t = text.strip()
+    if len(t) > MAX_NUMBER_CHARS or not _COUNT.fullmatch(t):
         raise ValueError(f"not a count: {text[:40]!r}")
-    return int(whole) if whole.lstrip("-").isdigit() else int(float(t))
+    value = int(t.partition(".")[0].replace(",", ""))
+    if abs(value) > MAX_COUNT:
+        raise ValueError(f"not a count: {text[:40]!r}")
+    return value
 
 
 def tidy(value: float, digits: int = 6) -> float:

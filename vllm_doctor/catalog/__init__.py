@@ -22,10 +22,18 @@ import regex
 
 from ..envelopes import Record
 from ..events import Event, Phase
-from ..units import size_to_gib, to_gib, to_int
+from ..units import size_to_gib, to_float, to_gib, to_int
 
 #: Seconds one pattern may spend on one record before it is abandoned.
 TIMEOUT = 0.25
+
+
+def regex_timed_out(exc: BaseException) -> bool:
+    """True when ``exc`` is the ``regex`` module's own timeout (``TimeoutError('regex timed
+    out')``, raised by a search given ``timeout=``), not a ``TimeoutError`` from elsewhere
+    (a caller's ``signal.alarm`` handler, a socket) that merely passed through a search."""
+    return isinstance(exc, TimeoutError) and exc.args == ("regex timed out",)
+
 
 INT_FIELDS = {
     "max_model_len",
@@ -71,12 +79,41 @@ FLOAT_FIELDS = {
 }
 
 
+#: Bounds (inclusive unless noted) a value must keep, or the match is dropped at parse time:
+#: ``gpu_memory_utilization`` is a fraction in (0, 1] (vllm/config/cache.py CacheConfig
+#: validates the same range), percentages stay within 0-100, rates and counts are not negative.
+FLOAT_RANGES = {
+    "gpu_memory_utilization": (0.0, 1.0),
+    "kv_usage_pct": (0.0, 100.0),
+    "cpu_kv_usage_pct": (0.0, 100.0),
+    "prefix_hit_pct": (0.0, 100.0),
+    "prompt_tps": (0.0, 1e9),
+    "generation_tps": (0.0, 1e9),
+    "max_concurrency": (0.0, 1e9),
+}
+
+
 def convert(name: str, value: str) -> Any:
-    """Turn one captured group into a value by its name (see INT_FIELDS, FLOAT_FIELDS, ``*_gib``)."""
+    """Turn one captured group into a value by its name.
+
+    Counts (:data:`INT_FIELDS`) become ``int`` (not negative), :data:`FLOAT_FIELDS`
+    ``float`` within :data:`FLOAT_RANGES` (``gpu_memory_utilization`` must be in (0, 1]),
+    ``*_gib`` fields a size in GiB (``"2.00 GiB"``, ``"512 MiB"``, ``"14.9888GB"``); other
+    names stay text. Raises ValueError for a value that is not such a number (see
+    :mod:`vllm_doctor.units`: ASCII digits, length cap, finite), so a damaged line is
+    dropped where it is read instead of carrying ``inf`` or ``"4k"`` into the arithmetic.
+    """
     if name in INT_FIELDS:
-        return to_int(value)
+        number = to_int(value)
+        if number < 0:
+            raise ValueError(f"{name} cannot be negative: {value[:40]!r}")
+        return number
     if name in FLOAT_FIELDS:
-        return float(value)
+        number = to_float(value)
+        low, high = FLOAT_RANGES.get(name, (0.0, 1e18))
+        if not low <= number <= high or (name == "gpu_memory_utilization" and number == 0):
+            raise ValueError(f"{name} out of range: {value[:40]!r}")
+        return number
     if name.endswith("_gib"):
         value = value.strip()
         return size_to_gib(value) if " " in value else to_gib(value.rstrip("GiB").rstrip("GB"))
@@ -175,13 +212,14 @@ class Catalog:
         for _, p in _anchors_in(text):
             try:
                 m = p.compiled().search(text, timeout=TIMEOUT)
-            except TimeoutError:
+                if m is None:
+                    continue
+                data = p.build(m, rec)
+            except TimeoutError as exc:
+                if not regex_timed_out(exc):
+                    raise  # a caller's timeout (a signal handler, a socket) is not ours to swallow
                 self.timeouts += 1
                 continue
-            if m is None:
-                continue
-            try:
-                data = p.build(m, rec)
             except (ValueError, TypeError, KeyError, IndexError, OverflowError):
                 continue
             if data is None:

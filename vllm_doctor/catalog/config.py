@@ -24,6 +24,7 @@ from typing import Any, Dict, Optional
 import regex
 
 from ..events import Phase
+from ..units import MAX_GIB, to_float, to_int
 from . import Pattern, convert
 
 #: Keys read from ``non-default args``, ``args: Namespace(...)`` and the engine config line.
@@ -56,16 +57,41 @@ _DICT_ITEM = regex.compile(r"'(?P<k>" + _KEYS + r")': (?P<v>'[^']*'|\"[^\"]*\"|[
 _KWARG_ITEM = regex.compile(r"(?<![\w.])(?P<k>" + _KEYS + r")=(?P<v>'[^']*'|\"[^\"]*\"|[\w.+/:-]+)")
 
 
+#: Config keys that are switches; anything but True/False is dropped.
+BOOL_KEYS = frozenset({"enforce_eager", "enable_prefix_caching", "enable_chunked_prefill"})
+#: Config keys that hold a size in GiB as a plain number (``--cpu-offload-gb``, ``--swap-space``).
+GIB_KEYS = frozenset({"cpu_offload_gb", "swap_space"})
+#: Config keys that hold a count (besides the catalog's INT_FIELDS).
+COUNT_KEYS = frozenset({"max_logprobs"})
+#: Config keys kept as text (names, dtypes, methods).
+TEXT_KEYS = frozenset({"model", "served_model_name", "quantization", "kv_cache_dtype", "dtype", "limit_mm_per_prompt"})
+
+
 def _value(key: str, raw: str) -> Any:
+    """One config value, typed by its key; None when it is unset or does not parse.
+
+    A value that is not of its key's type (``max_seq_len=4k``, ``gpu_memory_utilization=inf``,
+    ``enforce_eager=maybe``) is dropped rather than kept as text: the rules do arithmetic
+    on numbers, and a string where a number is expected would cost the whole verdict."""
     raw = raw.strip("'\"")
     if raw in ("None", ""):
         return None
-    if raw in ("True", "False"):
-        return raw == "True"
-    try:
-        return convert(key, raw)
-    except ValueError:
+    if key in BOOL_KEYS:
+        return {"True": True, "False": False}.get(raw)
+    if key in TEXT_KEYS:
         return raw
+    try:
+        if key in GIB_KEYS:
+            value = to_float(raw)
+            return value if 0 <= value <= MAX_GIB else None
+        if key in COUNT_KEYS:
+            return to_int(raw)
+        value = convert(key, raw)
+    except ValueError:
+        return None
+    if isinstance(value, str) and key not in TEXT_KEYS:
+        return None  # a key convert() does not type: never let text stand in for a number
+    return value
 
 
 def _items(rx: "regex.Pattern", text: str) -> Dict[str, Any]:
