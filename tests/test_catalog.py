@@ -805,6 +805,14 @@ SCHEDULER = [
         "INFO 06-16 21:24:15 [metrics.py:486] Prefix cache hit rate: GPU: 45.12%, CPU: 0.00%",
         prefix_hit_pct=45.12,
     ),
+    # Rendered from vllm/v1/metrics/loggers.py StatLoggerManager (0.10.2 to 0.33.0).
+    case(
+        "stats_logging_disabled",
+        "marker",
+        "(APIServer pid=1) WARNING 09-24 19:58:12 [loggers.py:1386] AsyncLLM created with api_server_count more "
+        "than 1; disabling stats logging to avoid incomplete stats.",
+        marker="stats_logging_disabled",
+    ),
     case(
         "v1_stats",
         "stats",

@@ -168,16 +168,11 @@ def diagnose(
         chosen = select_rules(select.split(",")) if select else None
     except KeyError as exc:
         raise click.BadParameter(exc.args[0], param_hint="--select") from None
-    # --- METRICS-HOOK (vllm_doctor.metrics) ------------------------------------------------
-    # Metrics inputs are split off here and read into series. Until the rules judge them, the
-    # series are only summarised (stderr beside a log verdict; stdout when they are the only
-    # input): the lead connects `series` to the rules and the verdict at this point.
+    # Metrics inputs (a scrape, a directory of scrapes, a query_range export, --metrics URL)
+    # are split off the FILE arguments and read into series, judged below beside the logs.
     series, specs, metric_errors = _metrics_inputs(specs, metrics_urls, interval, count)
     if follow and (series or metric_errors):
         raise click.UsageError("--follow reads a log: metrics inputs do not apply")
-    if not specs:
-        _metrics_only(series, metric_errors, fmt)
-    # --- end METRICS-HOOK ------------------------------------------------------------------
     if follow:
         if len(specs) != 1:
             raise click.UsageError("--follow takes exactly one FILE (or - for standard input)")
@@ -195,8 +190,12 @@ def diagnose(
     else:
         outcomes = [_diagnose_one(spec, progress, input_format, chosen) for spec in specs]
     results = [r for rs, _ in outcomes if rs for r in rs]
-    errors = [e for _, errs in outcomes for e in errs]
+    errors = [e for _, errs in outcomes for e in errs] + metric_errors
     unreadable = [(spec, errs[0]) for spec, (rs, errs) in zip(specs, outcomes) if not rs and errs]
+    if series:
+        from .pipeline import metrics_results
+
+        results += metrics_results(series, results, chosen)
     if not results:
         for e in errors:
             streams.write_stderr(f"vllm-doctor: error: {e}")
@@ -225,7 +224,6 @@ def diagnose(
         pass  # the reader (| head) has what it wanted; the exit code still tells the verdict
     for e in errors:
         streams.write_stderr(f"vllm-doctor: error: {e}")
-    _metrics_notes(series, metric_errors)  # METRICS-HOOK: until the rules read the series
     if verdict.exit_code == EXIT_UNRECOGNISED:
         from .formats import TRIED
 
@@ -236,7 +234,7 @@ def diagnose(
                 f"vllm-doctor: warning: {s.name}: {s.internal_errors} internal error(s), the first: "
                 f"{s.first_internal_error} (please report it)"
             )
-    sys.exit(EXIT_USAGE if errors or metric_errors or failed or streams.stderr_failed else verdict.exit_code)
+    sys.exit(EXIT_USAGE if errors or failed or streams.stderr_failed else verdict.exit_code)
 
 
 def _metrics_inputs(specs: List[str], urls: Tuple[str, ...], interval: float, count: int):
@@ -263,35 +261,6 @@ def _metrics_inputs(specs: List[str], urls: Tuple[str, ...], interval: float, co
         except MetricsError as exc:
             errors.append(str(exc))
     return series, logs, errors
-
-
-def _metrics_only(series, errors: List[str], fmt: str) -> None:
-    """Metrics were the only input: print their summaries and exit (METRICS-HOOK: replaced
-    by a verdict once the rules read metrics)."""
-    import json as _json
-
-    from .metrics import describe
-
-    if fmt == "json":
-        click.echo(_json.dumps({"metrics": [s.to_dict() for s in series]}, ensure_ascii=False, default=str))
-    else:
-        for s in series:
-            click.echo(describe(s))
-    for e in errors:
-        streams.write_stderr(f"vllm-doctor: error: {e}")
-    if series:
-        click.echo("vllm-doctor: note: metrics are read and summarised; the rules do not judge them yet", err=True)
-    sys.exit(EXIT_USAGE if errors or not series else EXIT_OK)
-
-
-def _metrics_notes(series, errors: List[str]) -> None:
-    """Beside a log verdict: one line per metrics source, and its errors (METRICS-HOOK)."""
-    from .metrics import describe
-
-    for s in series:
-        click.echo(f"vllm-doctor: metrics: {describe(s)}", err=True)
-    for e in errors:
-        streams.write_stderr(f"vllm-doctor: error: {e}")
 
 
 def _fail(text: str) -> None:

@@ -24,6 +24,7 @@ from .tracker import SourceTracker, unexplained_error
 from .verdict import SEVERITY_RANK, Finding, RunSummary, SourceSummary, Verdict
 
 if TYPE_CHECKING:
+    from .metrics import MetricsSeries
     from .sources import Source
 
 
@@ -172,11 +173,7 @@ class _SourceReader:
 
     def judge(self, run, summary: SourceSummary) -> List[Finding]:
         """The run's findings; a rule that raises is reported as an internal error."""
-        errors: List[Tuple[str, BaseException]] = []
-        findings = diagnose_run(run, self.select, errors)
-        for code, exc in errors:
-            note_internal_error(summary, f"rule {code} on run {run.index}", exc)
-        return findings
+        return _judge(run, summary, self.select)
 
 
 def diagnose_source(
@@ -255,6 +252,74 @@ def diagnose_input(
         else:
             reader.consume(reasm.flush())
     return reader.finish(scanner.lines)
+
+
+def metrics_results(
+    series: Iterable["MetricsSeries"], logs: List[SourceResult] = (), select: Optional[frozenset] = None
+) -> List[SourceResult]:
+    """Judge metrics series (:mod:`vllm_doctor.metrics`), alone or beside logs.
+
+    Logs and metrics together: a series fills the stats of the newest run of a log source
+    that printed none of its own (stats logging disabled, ``--disable-log-stats``, idle stats
+    at DEBUG), when it serves that run's model, or is the only series beside the only log and
+    that log says its stats logging is off;
+    that log source is judged again with them, so the log gives phase, config and tracebacks
+    and the metrics the stats. Every other series is a source of its own. Returns the
+    results of those sources (the logs' results are updated in place)."""
+    from .metrics.view import fill
+
+    series = list(series)
+    out: List[SourceResult] = []
+    for s in series:
+        host = _log_host(s, logs, len(series))
+        if host is not None:
+            res, run = host
+            fill(run, s)
+            res.findings = [f for f in res.findings if f.run != run.index]
+            res.findings.extend(_judge(run, res.summary, select))
+            res.summary.metrics = (res.summary.metrics or []) + [s.name]
+            continue
+        tracker = SourceTracker(s.name, observers=new_observers)
+        tracker.vllm_seen = True
+        fill(tracker.run, s)
+        summary = SourceSummary(
+            name=s.name,
+            input=s.input,
+            format=s.format or "metrics",
+            lines=s.scrapes,
+            records=s.scrapes,
+            recognised=len(s.samples),
+            runs=1,
+            vllm_output=True,
+            wrappers=[],
+        )
+        summary.internal_errors = 0
+        result = SourceResult(tracker, summary, _judge(tracker.run, summary, select))
+        out.append(result)
+    return out
+
+
+def _log_host(s, logs: List[SourceResult], n_series: int):
+    """The log result and run a series fills, or None (see :func:`metrics_results`)."""
+    from .metrics.view import same_model
+
+    candidates = []
+    for res in logs:
+        run = res.tracker.runs[-1] if res.tracker.runs else None
+        if run is None or run.stats.count:
+            continue
+        silent = "stats_logging_disabled" in run.markers or run.value("disable_log_stats") is True
+        if same_model(s, run.value("model")) or (silent and len(logs) == 1 and n_series == 1):
+            candidates.append((res, run))
+    return candidates[0] if len(candidates) == 1 else None
+
+
+def _judge(run, summary: SourceSummary, select: Optional[frozenset]) -> List[Finding]:
+    errors: List[Tuple[str, BaseException]] = []
+    findings = diagnose_run(run, select, errors)
+    for code, exc in errors:
+        note_internal_error(summary, f"rule {code} on run {run.index}", exc)
+    return findings
 
 
 def _run_summary(run, findings: List[Finding]) -> RunSummary:

@@ -40,7 +40,9 @@ class Line:
     :data:`MAX_LINE_CHARS`; ``time`` is vLLM's ``MM-DD HH:MM:SS`` (no year) when printed;
     ``proc``/``pid``/``rank`` name the process prefix; ``stream`` keys the process (see
     :attr:`Record.stream`); ``repeated`` is Ray's ``[repeated Nx]`` count; ``level`` and ``file`` are
-    vLLM's record prefix (``ERROR``, ``core.py``) where printed.
+    vLLM's record prefix (``ERROR``, ``core.py``) where printed. A line that stands for a
+    metrics scrape instead of a log line has ``lineno`` = the scrape's number (1-based),
+    ``time`` = its ISO time and ``metric`` = what it read (see the field).
     """
 
     source: str
@@ -56,6 +58,9 @@ class Line:
     unit: Optional[str] = None
     level: Optional[str] = None
     file: Optional[str] = None
+    #: For a metrics sample (no log line): the series it reads (field -> metric name), their
+    #: labels, the interval's start and end (ISO 8601, UTC) and where the scrape came from.
+    metric: Optional[Dict[str, Any]] = None
 
     @classmethod
     def of(cls, rec: Record) -> "Line":
