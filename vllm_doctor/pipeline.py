@@ -11,12 +11,13 @@ processes). :func:`build_verdict` turns the results into the
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import chain, islice
 from typing import TYPE_CHECKING, Iterable, List, Optional, Tuple
 
 from . import __version__
 from .catalog import Catalog
 from .diagnoses import BY_CLASS, diagnose_run
-from .envelopes import unwrap
+from .envelopes import Envelopes, unwrap
 from .frames import code_tags
 from .reassemble import Reassembler
 from .sources import ARCHIVE_ERRORS
@@ -41,9 +42,12 @@ MAX_SUBSOURCES = 256
 class _SourceReader:
     """Feeds one input's lines through unwrap -> reassemble -> recognise -> track.
 
-    Lines from different pods (``kubectl logs --prefix``) or journald hosts/processes are
+    Lines from different pods (``kubectl logs --prefix``, Loki's ``pod`` label, a learned
+    ``<pod> <container>`` prefix), CloudWatch log streams or journald hosts/processes are
     kept apart: each gets a tracker of its own (a sub-source named ``INPUT [key]``), so runs
     and findings never mix. Lines without such a key stay with the last sub-source seen.
+    Unwrapping is per input (:class:`~vllm_doctor.envelopes.Envelopes`): what :meth:`sniff`
+    learns from the first lines applies to every line read after it.
     """
 
     def __init__(self, name: str, input_format: str = "auto") -> None:
@@ -54,21 +58,34 @@ class _SourceReader:
         self.forced = input_format if input_format != "auto" else None
         self.catalog = Catalog()
         self.reasm = Reassembler()
+        self.env = Envelopes(self.allowed)
         self.trackers = {}
         self.summaries = {}
         self.current = None
         self.sniffed = []
 
     def sniff(self, text: str) -> None:
-        """Note the wrapper of one of the input's first lines (format detection)."""
+        """Learn from one of the input's first lines: its wrapper (format detection) and
+        prefixes that repeat (:meth:`vllm_doctor.envelopes.Envelopes.sniff`)."""
         if len(self.sniffed) < SNIFF_LINES and text.strip():
-            recs = unwrap(self.name, 0, text, allowed=self.allowed)
-            self.sniffed.append(recs[0].wrapper if recs else None)
+            self.sniffed.append(self.env.sniff(text))
+
+    def unwrap(self, lineno: int, text: str):
+        """The records of one physical line, read as this input's lines are."""
+        return self.env.unwrap(self.name, lineno, text)
 
     def _key(self, rec) -> str:
-        if rec.wrapper == "kubectl-prefix":
-            return f"pod/{rec.host}/{rec.unit}"
-        if rec.wrapper in ("journald", "journald-iso", "journald-json") and (rec.host or rec.pids):
+        """The sub-source a record belongs to ("" for the input itself): ``pod/NAME[/CONTAINER]``
+        (kubectl ``--prefix``, Loki labels), ``stream/NAME`` (CloudWatch), a learned prefix's
+        names, ``UNIT[PID]@HOST`` (journald)."""
+        w = rec.wrapper
+        if w in ("kubectl-prefix", "loki", "loki-text") and rec.host:
+            return f"pod/{rec.host}/{rec.unit}" if rec.unit else f"pod/{rec.host}"
+        if w in ("loki", "loki-text", "learned") and (rec.unit or rec.host):
+            return rec.unit or rec.host
+        if w in ("cloudwatch", "cloudwatch-json") and rec.unit:
+            return f"stream/{rec.unit}"
+        if w in ("journald", "journald-iso", "journald-json") and (rec.host or rec.pids):
             pid = f"[{rec.pids[0]}]" if rec.pids else ""
             return f"{rec.unit or ''}{pid}@{rec.host or '?'}"
         return ""
@@ -114,7 +131,7 @@ class _SourceReader:
 
     def line(self, lineno: int, text: str) -> None:
         try:
-            records = unwrap(self.name, lineno, text, allowed=self.allowed)
+            records = self.env.unwrap(self.name, lineno, text)
         except Exception:  # noqa: BLE001 - the last guard: one bad line never stops the rest
             if self.current is not None:
                 self.summaries[self.current.source].malformed += 1
@@ -155,10 +172,12 @@ def diagnose_source(name: str, lines: Iterable[Tuple[int, str]], input_format: s
     unwrapped and offered to the catalog. :func:`diagnose_input` gives the same verdict
     faster on large inputs. Returns one result per sub-source (see :class:`_SourceReader`)."""
     reader = _SourceReader(name, input_format)
+    lines = iter(lines)
+    head = list(islice(lines, SNIFF_LINES))
+    for _, text in head:  # learn from the first lines before reading any (as the pre-filter path does)
+        reader.sniff(text)
     n = 0
-    for n, text in lines:
-        if n <= SNIFF_LINES:
-            reader.sniff(text)
+    for n, text in chain(head, lines):
         reader.line(n, text)
     return reader.finish(n)
 
@@ -186,15 +205,16 @@ def diagnose_input(
     """Diagnose one opened input; with ``prefilter`` (and ``ahocorasick_rs`` installed)
     only lines holding a catalog literal are read (:mod:`vllm_doctor.prefilter`). A
     compressed input that ends early sets ``src.truncated``; what was read is diagnosed.
-    ``journalctl -o json`` input is read line by line (its messages are JSON-escaped)."""
-    from .formats import looks_like_journald_json
+    JSON envelopes (``journalctl -o json``, Loki, CloudWatch, vLLM JSON) are read line by
+    line (their messages are JSON-escaped)."""
+    from .formats import JSON_FORMATS, reads_every_line
     from .prefilter import scanner_for
     from .sources import read_lines
 
     name = src.name
-    if prefilter and input_format in ("auto", "journald-json"):
+    if prefilter and (input_format == "auto" or input_format in JSON_FORMATS):
         head = _peek(src.stream)
-        if input_format == "journald-json" or looks_like_journald_json(head):
+        if input_format in JSON_FORMATS or reads_every_line(head):
             prefilter = False
     scanner = scanner_for(src, on_block) if prefilter else None
     if scanner is None:
@@ -202,7 +222,6 @@ def diagnose_input(
     reader = _SourceReader(name, input_format)
     scanner.on_head = reader.sniff
     reasm = reader.reasm
-    allowed = reader.allowed
     for lineno, text, candidate in scanner:
         if scanner.skipped:
             scanner.skipped = 0
@@ -211,7 +230,7 @@ def diagnose_input(
             reader.line(lineno, text)
             scanner.want_follow = True
             continue
-        recs = unwrap(name, lineno, text, allowed=allowed)
+        recs = reader.unwrap(lineno, text)
         if reasm.would_join(recs):
             reader.consume(reasm.feed(recs))
             scanner.want_follow = True
