@@ -146,15 +146,16 @@ _UVICORN = regex.compile(r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL):\s+")
 # "LEVEL | mod:func:N - ", "[    INFO]: ".
 _LEVEL = r"(?:DEBUG|INFO|WARNING|WARN|ERROR|ERR|CRITICAL|FATAL|TRACE|NOTICE)"
 _FOREIGN = regex.compile(
-    r"(?:[-|] +)?(?:[A-Za-z_][\w.]* +[-|] +)?"
-    rf"\[? *(?P<level>{_LEVEL}) *?\]?:?"
-    r"(?: +(?:[-|] +)?(?P<pid>[0-9]+)(?= ))?"
-    r"(?: +(?:[-|] +)?(?:\[(?P<file>[\w./-]+\.py):[0-9]{1,7}\]|(?P<file2>[\w./-]+\.py):[0-9]{1,7}"
-    r"|(?P<mod>[A-Za-z_][\w.]*):[\w<>.]+:[0-9]{1,7}))?"
-    r"(?: +(?P<sep>--|-|\|))?(?: |$)"  # one space: the message's own indentation stays (traceback lines)
+    # Space runs are bounded (padding is short): a hostile line of spaces cannot backtrack long.
+    r"(?:[-|] {1,16})?(?:[A-Za-z_][\w.]{0,127} {1,16}[-|] {1,16})?"
+    rf"\[? {{0,8}}(?P<level>{_LEVEL}) {{0,8}}?\]?:?"
+    r"(?: {1,16}(?:[-|] {1,16})?(?P<pid>[0-9]+)(?= ))?"
+    r"(?: {1,16}(?:[-|] {1,16})?(?:\[(?P<file>[\w./-]{1,255}\.py):[0-9]{1,7}\]|(?P<file2>[\w./-]{1,255}\.py):[0-9]{1,7}"
+    r"|(?P<mod>[A-Za-z_][\w.]{0,127}):[\w<>.]{1,127}:[0-9]{1,7}))?"
+    r"(?: {1,16}(?P<sep>--|-|\|))?(?: |$)"  # one space: the message's own indentation stays (traceback lines)
 )
 # rich's handler: the level column, the message, the source at the right edge.
-_INDENTED_LEVEL = regex.compile(rf" {{8,}}(?P<level>{_LEVEL}) {{2,}}")
+_INDENTED_LEVEL = regex.compile(rf" {{8,32}}(?P<level>{_LEVEL}) {{2,8}}")
 _TRAILING_LOC = regex.compile(r"(?: {2,}|\s*\()(?P<file>[\w.-]+\.py):[0-9]{1,7}\)?\s*$")
 
 # An embedded record prefix (glued records). A process prefix right before it belongs to it.

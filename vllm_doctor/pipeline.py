@@ -11,7 +11,7 @@ processes). :func:`build_verdict` turns the results into the
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from itertools import chain, islice
+from itertools import chain
 from typing import TYPE_CHECKING, Iterable, List, Optional, Tuple
 
 from . import __version__
@@ -36,6 +36,7 @@ class SourceResult:
 
 
 SNIFF_LINES = 200
+SNIFF_BYTES = 8 * 2**20  # the head held for sniffing stays bounded (lines may be 1 MiB each)
 MAX_SUBSOURCES = 256
 
 
@@ -173,8 +174,14 @@ def diagnose_source(name: str, lines: Iterable[Tuple[int, str]], input_format: s
     faster on large inputs. Returns one result per sub-source (see :class:`_SourceReader`)."""
     reader = _SourceReader(name, input_format)
     lines = iter(lines)
-    head = list(islice(lines, SNIFF_LINES))
-    for _, text in head:  # learn from the first lines before reading any (as the pre-filter path does)
+    head: List[Tuple[int, str]] = []
+    size = 0
+    for item in lines:  # learn from the first lines before reading any (as the pre-filter path does)
+        head.append(item)
+        size += len(item[1])
+        if len(head) >= SNIFF_LINES or size >= SNIFF_BYTES:
+            break
+    for _, text in head:
         reader.sniff(text)
     n = 0
     for n, text in chain(head, lines):
