@@ -336,6 +336,9 @@ def _stateless(allowed: Optional[FrozenSet[str]]) -> Envelopes:
     return env
 
 
+_FREE = _stateless(None)
+
+
 def _clean(s: str) -> str:
     """Paste damage that hides a line's first characters: BOM, ANSI (real and caret), ``^M``."""
     if s[:1] == "\ufeff":
@@ -438,9 +441,9 @@ def _inner(rec: Record, s: str) -> str:
             m = _PROC.match(s)
             if m:
                 rec.proc = m["name"]
-                pid = _num(m["pid"])
-                if pid is not None:
-                    rec.pid = pid
+                digits = m["pid"]
+                if len(digits) <= MAX_DIGITS:  # a longer one is ignored (_num)
+                    rec.pid = pid = int(digits)
                     rec.pids.append(pid)
                 if m["rank"] is not None:
                     rank = _num(m["rank"])
@@ -612,10 +615,9 @@ def _peeler(source: str, lineno: int):
     """The ``peel`` callback :mod:`vllm_doctor.fleet` uses for the lines inside a JSON
     envelope: any wrapper may sit inside (a Loki line is a raw container line); JSON may
     nest up to :data:`vllm_doctor.fleet.MAX_NESTING` deep."""
-    free = _stateless(None)
 
     def peel(text: str, depth: int) -> List[Record]:
-        return _unwrap(source, lineno, text, free, depth < fleet.MAX_NESTING, depth)
+        return _unwrap(source, lineno, text, _FREE, depth < fleet.MAX_NESTING, depth)
 
     return peel
 
@@ -644,7 +646,7 @@ def unwrap(source: str, lineno: int, line: str, _outer_ok: bool = True, allowed=
     the outer wrappers (a forced ``--input-format``). Nothing is learned here: see
     :class:`Envelopes` for per-input prefixes. Never raises.
     """
-    return _unwrap(source, lineno, line, _stateless(allowed), _outer_ok, 0)
+    return _unwrap(source, lineno, line, _FREE if allowed is None else _stateless(allowed), _outer_ok, 0)
 
 
 def _unwrap(source: str, lineno: int, line: str, env: Envelopes, outer: bool, depth: int) -> List[Record]:
@@ -657,7 +659,8 @@ def _unwrap(source: str, lineno: int, line: str, env: Envelopes, outer: bool, de
             return recs
     if len(s) > MAX_RECORD_CHARS:
         s = s[:MAX_RECORD_CHARS]
-    s = _clean(s)
+    if "\x1b" in s or "^" in s:
+        s = _clean(s)
     if "\r" in s:
         # Carriage returns separate progress-bar updates, a record written after a bar, or
         # whole lines (old CR-only line endings): each piece is read as a line of its own.
@@ -675,7 +678,7 @@ def _unwrap(source: str, lineno: int, line: str, env: Envelopes, outer: bool, de
     text = first.text
     if first.proc is not None and text[:2] == '{"' and depth < fleet.MAX_NESTING:
         # vLLM's JSON logging still gets the process prefix ((EngineCore pid=N) {...}).
-        recs = _json_line(source, lineno, text, _stateless(None), depth + 1)
+        recs = _json_line(source, lineno, text, _FREE, depth + 1)
         if recs is not None:
             for rec in recs:  # the process prefix (and Ray's count after the object) are the line's
                 rec.proc, rec.rank, rec.repeated = first.proc, first.rank, first.repeated
