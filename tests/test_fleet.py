@@ -293,3 +293,16 @@ def test_journald_json_behind_a_bom_or_a_header_line_reads_as_journald(head):
 )
 def test_reads_every_line(head, expected):
     assert reads_every_line(head) is expected
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"object": "error", "message": "This model's maximum context length is 3 tokens.", "type": "BadRequestError"},
+        {"message": "hi", "name": "bob"},
+    ],
+)
+def test_a_json_body_with_a_message_is_not_a_logging_record(body):
+    line = json.dumps(body)
+    (rec,) = unwrap("x", 1, line)
+    assert (rec.wrapper, rec.text) == (None, line)

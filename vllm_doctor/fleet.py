@@ -50,8 +50,10 @@ def envelope_int(value: Any) -> Optional[int]:
 #: ``peel(text, depth)`` turns one message line into records (the caller's unwrapping).
 Peel = Callable[[str, int], list]
 
-#: Keys that make an object with a string ``message`` a Python logging record (vLLM JSON).
-LOGGING_KEYS = ("levelname", "asctime", "process", "processName", "vllm_process_name", "filename", "lineno", "name")
+#: Keys that make an object with a string ``message`` a Python logging record (vLLM JSON):
+#: one of the first, or two of the second (a request or error body has ``message`` too).
+LOGGING_KEYS = ("levelname", "asctime", "levelno")
+LOGGING_EXTRA_KEYS = ("process", "processName", "vllm_process_name", "filename", "lineno", "name", "funcName")
 _CLOUDWATCH_KEYS = ("logStreamName", "eventId", "ingestionTime")
 #: Loki labels that name a source, in order of preference when there is no ``pod`` label.
 LOKI_SOURCE_LABELS = (
@@ -90,7 +92,7 @@ def kind_of(obj: Any) -> Optional[str]:
     if isinstance(obj.get("message"), str):
         if any(k in obj for k in _CLOUDWATCH_KEYS):
             return "cloudwatch-json"
-        if any(k in obj for k in LOGGING_KEYS):
+        if any(k in obj for k in LOGGING_KEYS) or sum(k in obj for k in LOGGING_EXTRA_KEYS) >= 2:
             return "vllm-json"
     if isinstance(obj.get("log"), str) and ("stream" in obj or "time" in obj):
         return "docker-json"
