@@ -144,7 +144,9 @@ class BlockScanner:
             for raw in block.split(b"\n", left)[:left]:
                 self.on_head(raw.decode("utf-8", "replace"))
             left -= block.count(b"\n")
-        yield from held
+        block = b""  # the loop variable must not keep the last held block alive
+        while held:  # drop each held block once handed on (memory stays at one block)
+            yield held.pop(0)
         yield from blocks
 
     def __iter__(self) -> Iterator[Tuple[int, str, bool]]:
