@@ -35,7 +35,6 @@ A signature of one or two name-like tokens and no level or time (``<pod> <contai
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 import regex
@@ -159,16 +158,16 @@ def _shape_re(shape: str) -> str:
     return "".join(r"[A-Za-z0-9_]+" if ch == "w" else regex.escape(ch) for ch in shape)
 
 
-@dataclass
 class Signature:
     """One learned prefix: ``regex`` matches it at the start of a line's text (after the
     outer wrapper). ``key_groups`` name the groups whose values identify the source
-    (empty: the prefix names no source). ``count`` is how many sample lines carried it."""
+    (empty: the prefix names no source). ``count`` is how many sample lines carried it;
+    ``text`` is one of them (for messages and tests)."""
 
-    regex: "regex.Pattern"
-    key_groups: Tuple[str, ...]
-    count: int
-    text: str  # one sample, for messages and tests
+    __slots__ = ("regex", "key_groups", "count", "text")
+
+    def __init__(self, pattern: "regex.Pattern", key_groups: Tuple[str, ...], count: int, text: str) -> None:
+        self.regex, self.key_groups, self.count, self.text = pattern, key_groups, count, text
 
     def match(self, text: str) -> Optional[Tuple[int, Optional[str], Optional[str]]]:
         """``(end, key, level)`` when ``text`` starts with this prefix, else None."""
@@ -179,13 +178,17 @@ class Signature:
         return m.end(), key, m.groupdict().get("level")
 
 
-@dataclass
 class _Group:
-    count: int = 0
-    strong: int = 0  # samples anchored on vLLM's own prefixes
-    values: List[Counter] = field(default_factory=list)
-    trailing: Counter = field(default_factory=Counter)
-    sample: str = ""
+    """The samples of one coarse shape: how many, how many strongly anchored, the values
+    seen at each token position, the white space after the prefix."""
+
+    __slots__ = ("count", "strong", "values", "trailing", "sample")
+
+    def __init__(self, ntokens: int, sample: str) -> None:
+        self.count = self.strong = 0
+        self.values: List[Counter] = [Counter() for _ in range(ntokens)]
+        self.trailing: Counter = Counter()
+        self.sample = sample
 
 
 class Learner:
@@ -216,7 +219,7 @@ class Learner:
         if g is None:
             if len(self._groups) >= 4 * MAX_SIGNATURES:
                 return
-            g = self._groups[shape] = _Group(values=[Counter() for _ in tokens], sample=prefix)
+            g = self._groups[shape] = _Group(len(tokens), prefix)
         g.count += 1
         g.strong += strong
         for counter, tok in zip(g.values, tokens):
