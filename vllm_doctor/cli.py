@@ -10,9 +10,10 @@ import click
 
 from . import streams
 from ._version import __version__
+from .formats import FORMATS
 
 EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, EXIT_UNRECOGNISED = 0, 1, 2, 3
-FORMAT_NAMES = ("auto", "plain", "journald", "journald-json", "docker", "compose", "kubectl", "kubectl-prefix")
+FORMAT_NAMES = tuple(FORMATS)  # --input-format choices: one list, in formats.py
 
 EXIT_CODES_HELP = """\b
 Exit codes:
@@ -65,7 +66,9 @@ def cli() -> None:
     default="auto",
     show_default=True,
     help="What wraps each line. auto detects it per input (journald short/iso/precise/cat/json, docker "
-    "-t, docker compose, kubectl --timestamps/--prefix, Ray); name one to force it.",
+    "-t / json-file, docker compose, kubectl --timestamps/--prefix, Loki logcli -o jsonl, aws logs tail / "
+    "filter-log-events, vLLM JSON logging, Ray, and any prefix that repeats before vLLM's records); "
+    "name one to force it.",
 )
 @click.option(
     "-j",

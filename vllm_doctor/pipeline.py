@@ -11,11 +11,12 @@ processes). :func:`build_verdict` turns the results into the
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import TYPE_CHECKING, Iterable, List, Optional, Tuple
 
 from ._version import __version__
 from .catalog import Catalog
-from .envelopes import unwrap
+from .envelopes import Envelopes, unwrap
 from .frames import code_tags
 from .reassemble import Reassembler
 from .rules import BY_NAME, diagnose_run, new_observers
@@ -50,15 +51,19 @@ def note_internal_error(summary: SourceSummary, where: str, exc: BaseException) 
 
 
 SNIFF_LINES = 200
+SNIFF_BYTES = 8 * 2**20  # the head held for sniffing stays bounded (lines may be 1 MiB each)
 MAX_SUBSOURCES = 256
 
 
 class _SourceReader:
     """Feeds one input's lines through unwrap -> reassemble -> recognise -> track.
 
-    Lines from different pods (``kubectl logs --prefix``) or journald hosts/processes are
+    Lines from different pods (``kubectl logs --prefix``, Loki's ``pod`` label, a learned
+    ``<pod> <container>`` prefix), CloudWatch log streams or journald hosts/processes are
     kept apart: each gets a tracker of its own (a sub-source named ``INPUT [key]``), so runs
     and findings never mix. Lines without such a key stay with the last sub-source seen.
+    Unwrapping is per input (:class:`~vllm_doctor.envelopes.Envelopes`): what :meth:`sniff`
+    learns from the first lines applies to every line read after it.
     """
 
     def __init__(self, name: str, input_format: str = "auto", select: Optional[frozenset] = None) -> None:
@@ -71,21 +76,34 @@ class _SourceReader:
         self.forced = input_format if input_format != "auto" else None
         self.catalog = Catalog()
         self.reasm = Reassembler()
+        self.env = Envelopes(self.allowed)
         self.trackers = {}
         self.summaries = {}
         self.current = None
         self.sniffed = []
 
     def sniff(self, text: str) -> None:
-        """Note the wrapper of one of the input's first lines (format detection)."""
+        """Learn from one of the input's first lines: its wrapper (format detection) and
+        prefixes that repeat (:meth:`vllm_doctor.envelopes.Envelopes.sniff`)."""
         if len(self.sniffed) < SNIFF_LINES and text.strip():
-            recs = unwrap(self.name, 0, text, allowed=self.allowed)
-            self.sniffed.append(recs[0].wrapper if recs else None)
+            self.sniffed.append(self.env.sniff(text))
+
+    def unwrap(self, lineno: int, text: str):
+        """The records of one physical line, read as this input's lines are."""
+        return self.env.unwrap(self.name, lineno, text)
 
     def _key(self, rec) -> str:
-        if rec.wrapper == "kubectl-prefix":
-            return f"pod/{rec.host}/{rec.unit}"
-        if rec.wrapper in ("journald", "journald-iso", "journald-json") and (rec.host or rec.pids):
+        """The sub-source a record belongs to ("" for the input itself): ``pod/NAME[/CONTAINER]``
+        (kubectl ``--prefix``, Loki labels), ``stream/NAME`` (CloudWatch), a learned prefix's
+        names, ``UNIT[PID]@HOST`` (journald)."""
+        w = rec.wrapper
+        if w in ("kubectl-prefix", "loki", "loki-text") and rec.host:
+            return f"pod/{rec.host}/{rec.unit}" if rec.unit else f"pod/{rec.host}"
+        if w in ("loki", "loki-text", "learned") and (rec.unit or rec.host):
+            return rec.unit or rec.host
+        if w in ("cloudwatch", "cloudwatch-json") and rec.unit:
+            return f"stream/{rec.unit}"
+        if w in ("journald", "journald-iso", "journald-json") and (rec.host or rec.pids):
             pid = f"[{rec.pids[0]}]" if rec.pids else ""
             return f"{rec.unit or ''}{pid}@{rec.host or '?'}"
         return ""
@@ -136,7 +154,7 @@ class _SourceReader:
 
     def line(self, lineno: int, text: str) -> None:
         try:
-            records = unwrap(self.name, lineno, text, allowed=self.allowed)
+            records = self.env.unwrap(self.name, lineno, text)
         except Exception as exc:  # noqa: BLE001 - one bad line never stops the rest; counted, reported
             self._error(f"line {lineno}", exc)
             return
@@ -185,10 +203,18 @@ def diagnose_source(
     unwrapped and offered to the catalog. :func:`diagnose_input` gives the same verdict
     faster on large inputs. Returns one result per sub-source (see :class:`_SourceReader`)."""
     reader = _SourceReader(name, input_format, select)
+    lines = iter(lines)
+    head: List[Tuple[int, str]] = []
+    size = 0
+    for item in lines:  # learn from the first lines before reading any (as the pre-filter path does)
+        head.append(item)
+        size += len(item[1])
+        if len(head) >= SNIFF_LINES or size >= SNIFF_BYTES:
+            break
+    for _, text in head:
+        reader.sniff(text)
     n = 0
-    for n, text in lines:
-        if n <= SNIFF_LINES:
-            reader.sniff(text)
+    for n, text in chain(head, lines):
         reader.line(n, text)
     return reader.finish(n)
 
@@ -220,15 +246,16 @@ def diagnose_input(
     """Diagnose one opened input; with ``prefilter`` (and ``ahocorasick_rs`` installed)
     only lines holding a catalog literal are read (:mod:`vllm_doctor.prefilter`). A
     compressed input that ends early sets ``src.truncated``; what was read is diagnosed.
-    ``journalctl -o json`` input is read line by line (its messages are JSON-escaped)."""
-    from .formats import looks_like_journald_json
+    JSON envelopes (``journalctl -o json``, Loki, CloudWatch, vLLM JSON) are read line by
+    line (their messages are JSON-escaped)."""
+    from .formats import JSON_FORMATS, reads_every_line
     from .prefilter import scanner_for
     from .sources import read_lines
 
     name = src.name
-    if prefilter and input_format in ("auto", "journald-json"):
+    if prefilter and (input_format == "auto" or input_format in JSON_FORMATS):
         head = _peek(src.stream)
-        if input_format == "journald-json" or looks_like_journald_json(head):
+        if input_format in JSON_FORMATS or reads_every_line(head):
             prefilter = False
     scanner = scanner_for(src, on_block) if prefilter else None
     if scanner is None:
@@ -236,7 +263,6 @@ def diagnose_input(
     reader = _SourceReader(name, input_format, select)
     scanner.on_head = reader.sniff
     reasm = reader.reasm
-    allowed = reader.allowed
     for lineno, text, candidate in scanner:
         if scanner.skipped:
             scanner.skipped = 0
@@ -245,7 +271,7 @@ def diagnose_input(
             reader.line(lineno, text)
             scanner.want_follow = True
             continue
-        recs = unwrap(name, lineno, text, allowed=allowed)
+        recs = reader.unwrap(lineno, text)
         if reasm.would_join(recs):
             reader.consume(reasm.feed(recs))
             scanner.want_follow = True
