@@ -1104,6 +1104,13 @@ ERRORS = [
     ),
     case("executor_failed", "engine_dead", "RuntimeError: Executor failed.", marker="executor_failed"),
     case(
+        "workerproc_init_failed",
+        "engine_dead",
+        fixture_line("t025", 3),
+        marker="workerproc_init_failed",
+        phase_hint="startup",
+    ),
+    case(
         "see_root_cause_above",
         "engine_dead",
         fixture_line("r015", 1)[:140],

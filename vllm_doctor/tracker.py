@@ -43,7 +43,11 @@ MEMORY_KINDS = frozenset({"oom", "sampler_oom", "load_oom"})
 #: max_model_len a length check used): kept with the run when no config line gave it.
 CONFIG_IN_ERRORS = ("gpu_memory_utilization", "max_model_len", "max_num_batched_tokens", "max_num_seqs")
 #: Event kinds any Python program prints: alone they do not prove the input is vLLM output.
-GENERIC_KINDS = frozenset({"tb_start", "tb_frame", "tb_chain", "exception", "access", "cuda_error"})
+#: (A CUDA error does count: it is what a GPU server's log is read for, pasted bare or not.)
+GENERIC_KINDS = frozenset({"tb_start", "tb_frame", "tb_chain", "exception", "access"})
+#: When one record holds several failure events, the most specific names the failure:
+#: "RuntimeError: CUDA error: an illegal memory access" is a CUDA error before an exception.
+FAILURE_PRIORITY = {"exception": 2, "cuda_error": 1}
 FAILURE_KINDS = MEMORY_KINDS | {
     "kv_error",
     "free_memory",
@@ -284,6 +288,8 @@ class SourceTracker:
         if vllmish:
             self.vllm_seen = True
         failure_made = False
+        if len(events) > 1:  # the most specific failure event first (stable for the rest)
+            events = sorted(events, key=lambda e: FAILURE_PRIORITY.get(e.kind, 0))
         for ev in events:
             if ev.phase is not None:
                 run.reached(ev.phase, line)

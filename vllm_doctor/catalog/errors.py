@@ -236,6 +236,15 @@ PATTERNS = [
         _dead("model_execution_failed", _RUNTIME),
     ),
     Pattern(
+        "workerproc_init_failed",
+        "engine_dead",
+        ("WorkerProc initialization failed",),
+        r"WorkerProc initialization failed due to an exception in a background process",
+        "vllm/v1/executor/multiproc_executor.py WorkerProc.wait_for_ready (0.8+)",
+        None,
+        _dead("workerproc_init_failed", _STARTUP),
+    ),
+    Pattern(
         "worker_failed_with_error",
         "engine_dead",
         ("Worker failed with error",),
