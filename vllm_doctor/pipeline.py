@@ -10,9 +10,10 @@ processes). :func:`build_verdict` turns the results into the
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from itertools import chain
-from typing import TYPE_CHECKING, Iterable, List, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Tuple
 
 from ._version import __version__
 from .catalog import Catalog
@@ -21,7 +22,7 @@ from .frames import code_tags
 from .reassemble import Reassembler
 from .rules import BY_NAME, diagnose_run, new_observers
 from .sources import ARCHIVE_ERRORS
-from .tracker import SourceTracker, unexplained_error
+from .tracker import RunBudget, SourceTracker, unexplained_error
 from .verdict import SEVERITY_RANK, Finding, RunSummary, SourceSummary, Verdict
 
 if TYPE_CHECKING:
@@ -75,9 +76,11 @@ class _SourceReader:
         self.allowed = allowed(input_format)
         self.forced = input_format if input_format != "auto" else None
         self.catalog = Catalog()
+        self.budget = RunBudget()
+        self.evicted_sources = 0
         self.reasm = Reassembler()
         self.env = Envelopes(self.allowed)
-        self.trackers = {}
+        self.trackers: "OrderedDict[str, SourceTracker]" = OrderedDict()
         self.summaries = {}
         self.current = None
         self.sniffed = []
@@ -112,17 +115,30 @@ class _SourceReader:
         key = self._key(rec)
         if not key and self.current is not None:
             return self.current
-        if key not in self.trackers and len(self.trackers) >= MAX_SUBSOURCES:
-            key = "(more)"
         tracker = self.trackers.get(key)
         if tracker is None:
+            if len(self.trackers) >= MAX_SUBSOURCES:
+                self._evict_source()
             tracker = self.trackers[key] = SourceTracker(
-                f"{self.name} [{key}]" if key else self.name, observers=new_observers
+                f"{self.name} [{key}]" if key else self.name, observers=new_observers, budget=self.budget
             )
             summary = self.summaries[tracker.source] = SourceSummary(name=tracker.source, input=self.name)
             summary.wrappers_seen = set()
+        else:
+            self.trackers.move_to_end(key)
         self.current = tracker
         return tracker
+
+    def _evict_source(self) -> None:
+        """Past MAX_SUBSOURCES, the least recently active sub-source goes (never merged into
+        another: each pod keeps its own runs); counted in ``evicted_sources``."""
+        key = next((k for k, t in self.trackers.items() if t is not self.current), None)
+        if key is None:
+            return
+        tracker = self.trackers.pop(key)
+        self.summaries.pop(tracker.source, None)
+        tracker.release()
+        self.evicted_sources += 1
 
     def consume(self, records) -> None:
         for rec in records:
@@ -167,6 +183,7 @@ class _SourceReader:
         if not self.trackers:
             self._tracker(unwrap(self.name, 0, "")[0])
         first = self.summaries[next(iter(self.trackers.values())).source]
+        first.evicted_sources = self.evicted_sources
         first.internal_errors += self.orphan_errors.internal_errors
         first.first_internal_error = first.first_internal_error or self.orphan_errors.first_internal_error
         fmt = self.forced or detect(self.sniffed)
@@ -417,6 +434,32 @@ def _healthy_title(summary: str, notes: List[Finding], select: Optional[frozense
     return summary
 
 
+#: Findings of one class shown at most (the primary first); the rest are counted, with the first
+#: and last time they were seen, so a log of 64 restarts x 256 pods stays a readable ticket.
+MAX_SHOWN_PER_CLASS = 3
+
+
+def _fold_repeats(findings: List[Finding]) -> Tuple[List[Finding], Dict[str, int]]:
+    shown: List[Finding] = []
+    count: Dict[str, int] = {}
+    folded: Dict[str, List[Finding]] = {}
+    for f in findings:
+        count[f.class_id] = count.get(f.class_id, 0) + 1
+        if count[f.class_id] <= MAX_SHOWN_PER_CLASS:
+            shown.append(f)
+        else:
+            folded.setdefault(f.class_id, []).append(f)
+    for cls, rest in folded.items():
+        times = [e.time for f in rest for e in f.evidence if e.time]
+        when = f" (first at {min(times)}, last at {max(times)})" if times else ""
+        first = next(f for f in shown if f.class_id == cls)
+        first.notes.append(
+            f"The same finding in {len(rest)} more run(s) or source(s){when}, not shown: "
+            f"{', '.join(sorted({f'{f.source} run {f.run}' for f in rest})[:3])}{' ...' if len(rest) > 3 else ''}"
+        )
+    return shown, {cls: len(rest) for cls, rest in folded.items()}
+
+
 def build_verdict(
     results: List[SourceResult], unreadable: Iterable[Tuple[str, str]] = (), select: Optional[frozenset] = None
 ) -> Verdict:
@@ -459,7 +502,7 @@ def build_verdict(
     if best is not None:
         findings.remove(best)
         findings.insert(0, best)
-    verdict.findings = findings
+    verdict.findings, verdict.omitted_findings = _fold_repeats(findings)
     verdict.runs = runs
     verdict.sources = sources
     verdict.tool_version = __version__

@@ -116,6 +116,7 @@ class SourceSummary:
     truncated: bool = False  # a compressed input ended early
     primary_class: Optional[str] = None
     metrics: Optional[List[str]] = None  # metrics series that filled this log source's stats
+    evicted_sources: int = 0  # sub-sources of this input dropped past the cap (least recently active)
 
 
 @dataclass
@@ -130,6 +131,7 @@ class Verdict:
     tool_version: str = ""
     schema_version: str = SCHEMA_VERSION
     primary_finding: Optional[Finding] = None
+    omitted_findings: Dict[str, int] = field(default_factory=dict)  # class -> findings folded away
 
     @property
     def exit_code(self) -> int:
@@ -171,6 +173,7 @@ class Verdict:
             "primary_finding": self.primary_index,
             "primary_source": self.primary_finding.source if self.primary_finding else None,
             "findings": [f.to_dict() for f in self.findings],
+            "omitted_findings": dict(self.omitted_findings),
             "runs": [asdict(r) for r in self.runs],
             "sources": [asdict(s) for s in self.sources],
         }
