@@ -1103,6 +1103,24 @@ ERRORS = [
         marker="worker_failed",
     ),
     case("executor_failed", "engine_dead", "RuntimeError: Executor failed.", marker="executor_failed"),
+    # Rendered from vllm/executor/multiproc_worker_utils.py and vllm/worker/worker_base.py (0.5-0.10).
+    case(
+        "worker_method_error",
+        "engine_dead",
+        "(VllmWorkerProcess pid=2421) ERROR 10-14 12:32:47 [multiproc_worker_utils.py:233] Exception in worker "
+        "VllmWorkerProcess while processing method load_model.",
+        marker="worker_method_error",
+        method="load_model",
+        who="VllmWorkerProcess",
+    ),
+    case(
+        "worker_method_error",
+        "engine_dead",
+        "ERROR 10-14 12:32:47 [worker_base.py:620] Error executing method 'determine_num_available_blocks'. This "
+        "might cause deadlock in distributed execution.",
+        marker="worker_method_error",
+        method="determine_num_available_blocks",
+    ),
     case(
         "workerproc_init_failed",
         "engine_dead",

@@ -141,6 +141,7 @@ class Consequence:
     phase_hint: Optional[str] = None
     who: Optional[str] = None
     exception: Optional[str] = None
+    method: Optional[str] = None  # the method a worker was running when it failed (load_model ...)
 
 
 @dataclass(frozen=True)
@@ -354,6 +355,9 @@ class Run:
     start_patterns: Set[Tuple[str, str]] = field(default_factory=set)
     recognised: int = 0
     records: int = 0
+    #: What the methods sibling workers failed in tell of the phase (frames.TAG_FUNCS tags):
+    #: "Exception in worker ... while processing method load_model" puts this run in loading.
+    sibling_tags: Set[str] = field(default_factory=set)
     errors_seen: int = 0  # ERROR / CRITICAL records with something recognised in them
     first_error: Optional[Line] = None
     unexplained_errors: int = 0  # vLLM's ERROR / CRITICAL records with nothing recognised

@@ -499,7 +499,12 @@ class SourceTracker:
 
     def _on_engine_dead(self, run: Run, ev: Event, line: Line) -> None:
         d = ev.data
-        run.add_consequence(Consequence(line, d.get("marker", "engine_dead"), d.get("phase_hint"), d.get("who")))
+        method = d.get("method")
+        run.add_consequence(
+            Consequence(line, d.get("marker", "engine_dead"), d.get("phase_hint"), d.get("who"), method=method)
+        )
+        if method:
+            run.sibling_tags |= frame_tags(method, "")
 
     def _on_marker(self, run: Run, ev: Event, line: Line) -> None:
         name = ev.data.get("marker") or ev.pattern

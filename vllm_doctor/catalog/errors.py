@@ -236,6 +236,20 @@ PATTERNS = [
         _dead("model_execution_failed", _RUNTIME),
     ),
     Pattern(
+        "worker_method_error",
+        "engine_dead",
+        ("while processing method", "Error executing method"),
+        r"Exception in worker (?P<who>\S+) while processing method (?P<method>\w+)"
+        r"|Error executing method '?(?P<method2>\w+)'?\. This might cause deadlock",
+        "vllm/executor/multiproc_worker_utils.py _run_worker_process; vllm/worker/worker_base.py execute_method",
+        None,
+        lambda m, rec: {
+            "marker": "worker_method_error",
+            "method": m["method"] or m["method2"],
+            **({"who": m["who"]} if m["who"] else {}),
+        },
+    ),
+    Pattern(
         "workerproc_init_failed",
         "engine_dead",
         ("WorkerProc initialization failed",),
