@@ -60,8 +60,8 @@ def _frame(m, rec) -> Dict[str, Any]:
 
 def _cuda_error(m, rec) -> Optional[Dict[str, Any]]:
     what = m["what"].strip().rstrip(".")
-    if what.startswith("out of memory"):
-        return None
+    if what.startswith("out of memory") or "_STATUS_ALLOC_FAILED" in what:
+        return None  # an out-of-memory: catalog/oom.py
     return {"exception": "CUDA error", "message": what}
 
 
