@@ -14,7 +14,6 @@ CASES = load_manifest()
 KNOWN_WRONG_CLASS = {
     "t005-failed-to-load-model-newest-wording-second-process-8gib.log",
     "t011-kaito-hand-wrapped-kv-1m-newest-wording-no-paren.log",
-    "t016-deepgemm-warmup-oom-hard-wrapped-140-columns.log",
     "t023-docker-desktop-timestamps-no-kernel-image-5060ti.log",
     "t025-runpod-rfc3339nano-out-of-order-workerproc-failed-no-root-cause.log",
     "u013-tui-box-pane-illegal-memory-access-ray-abort.log",
