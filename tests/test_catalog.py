@@ -228,6 +228,19 @@ STARTUP = [
         "Loading pt checkpoint shards: 100% Completed | 1/1 [00:00<00:00, 40.98it/s]",
         pct="100",
     ),
+    case(
+        "loading_shards",
+        "phase",
+        # vllm 0.10+ weight_utils.py: "(eager)" and the multi-thread loader's lower-case "loading"
+        "(Worker_TP0 pid=9260) Loading safetensors checkpoint shards (eager):  25% Completed | 1/4 [00:01<00:03]",
+        pct="25",
+    ),
+    case(
+        "loading_shards",
+        "phase",
+        "Multi-thread loading pt checkpoint shards: 100% Completed | 8/8 [00:09<00:00,  1.13s/it]",
+        pct="100",
+    ),
     case("loading_weights_from", "phase", fixture_line("r038", 1)),
     case(
         "loading_weights_took", "phase", "INFO 08-20 14:03:52 [default_loader.py:280] Loading weights took 0.15 seconds"
@@ -1325,6 +1338,52 @@ SCHEDULER = [
 
 REQUESTS = [
     case(
+        "too_long_output_and_prompt",
+        "too_long",
+        # vllm 0.18-0.31 renderers/params.py, the exact count form
+        "(APIServer pid=1) ERROR 03-02 10:00:00 [serving.py:300] This model's maximum context length is 32768 tokens. "
+        "However, you requested 4096 output tokens and your prompt contains 30000 input tokens, for a total of "
+        "34096 tokens. Please reduce the length of the input prompt or the number of requested output tokens.",
+        max_model_len=32768,
+        max_tokens=4096,
+        prompt_tokens=30000,
+        requested_tokens=34096,
+        variant="output+prompt",
+    ),
+    case(
+        "too_long_prompt_only",
+        "too_long",
+        # vllm 0.32+ renderers/params.py
+        "This model's maximum context length is 32768 tokens. However, your prompt contains at least 40000 input "
+        "tokens, which exceeds this limit even without any output tokens. Please reduce the length of the input prompt.",
+        max_model_len=32768,
+        prompt_tokens=40000,
+        variant="prompt-alone",
+    ),
+    case(
+        "too_long_prompt_characters",
+        "too_long",
+        # vllm 0.18+ renderers/params.py: rejected on its length in characters before tokenizing
+        "This model's maximum context length is 32768 tokens. However, you requested 1024 output tokens and your "
+        "prompt contains 900000 characters (more than 786432 characters, which is the upper bound for 31744 input "
+        "tokens). Please reduce the length of the input prompt or the number of requested output tokens.",
+        max_model_len=32768,
+        max_tokens=1024,
+        prompt_chars=900000,
+        prompt_tokens_at_least=31744,
+        variant="prompt-characters",
+    ),
+    case(
+        "too_long_pooling_input",
+        "too_long",
+        # vllm 0.9-0.19 serving_engine.py _validate_input for embedding / score requests
+        "This model's maximum context length is 512 tokens. However, you requested 600 tokens in the input for "
+        "embedding generation. Please reduce the length of the input.",
+        max_model_len=512,
+        prompt_tokens=600,
+        variant="input",
+    ),
+    case(
         "too_long_messages_completion",
         "too_long",
         fixture_line("r010", 1),
@@ -1483,6 +1542,22 @@ ERRORS = [
         phase_hint="startup",
     ),
     case("engine_core_proc_died", "engine_dead", fixture_line("x019", 3), marker="proc_died", who="EngineCore_DP0"),
+    case(
+        "engine_core_proc_died",
+        "engine_dead",
+        # vllm 0.20+ v1/engine/core_client.py (RuntimeError)
+        "RuntimeError: Engine core process EngineCore_DP0 died unexpectedly.",
+        marker="proc_died",
+        who="EngineCore_DP0",
+    ),
+    case(
+        "worker_failed_with_error",
+        "engine_dead",
+        # vllm 0.8+ v1/executor/multiproc_executor.py get_response
+        "RuntimeError: Worker failed with error 'CUDA out of memory. Tried to allocate 2.00 GiB', please check the "
+        "stack trace above for the root cause",
+        marker="worker_failed",
+    ),
     case(
         "engine_core_proc_died",
         "engine_dead",

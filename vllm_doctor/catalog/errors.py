@@ -157,8 +157,10 @@ PATTERNS = [
         "engine_core_proc_died",
         "engine_dead",
         ("died unexpectedly",),
-        r"(?:Engine core|Worker) proc (?P<who>\S+) died unexpectedly",
-        "vllm/v1/engine/core_client.py; vllm/v1/executor/multiproc_executor.py",
+        r"(?:(?:Engine core|Worker) proc(?:ess)?|RayWorkerProc) (?P<who>\S+) died unexpectedly",
+        "vllm/v1/engine/core_client.py ('Engine core proc X', v0.20+ 'Engine core process X'); "
+        "vllm/v1/executor/multiproc_executor.py ('Worker proc X', v0.26+ '(exit code: N)'); ray executor "
+        "('RayWorkerProc rank=N')",
         None,
         _dead("proc_died", None),
     ),
@@ -170,6 +172,15 @@ PATTERNS = [
         "vllm/v1/executor/multiproc_executor.py",
         None,
         _dead("workerproc_exception", None),
+    ),
+    Pattern(
+        "worker_failed_with_error",
+        "engine_dead",
+        ("please check the stack trace above for the root cause",),
+        r"Worker failed with error '.*?', please check the stack trace above for the root cause",
+        "vllm/v1/executor/multiproc_executor.py get_response (RuntimeError)",
+        None,
+        _dead("worker_failed", None),
     ),
     Pattern(
         "output_handler_failed",

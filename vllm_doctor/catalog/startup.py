@@ -37,9 +37,9 @@ PATTERNS = [
     Pattern(
         "loading_shards",
         "phase",
-        ("Loading safetensors checkpoint shards", "Loading pt checkpoint shards"),
-        r"Loading (?:safetensors|pt) checkpoint shards:\s+(?P<pct>\d+)%",
-        "model_executor/model_loader/weight_utils.py (tqdm)",
+        ("oading safetensors checkpoint shards", "oading pt checkpoint shards", "oading np_cache checkpoint shards"),
+        r"[Ll]oading (?:safetensors|pt|np_cache) checkpoint shards(?: \([^)]*\))?:\s+(?P<pct>\d+)%",
+        "model_executor/model_loader/weight_utils.py (tqdm; v0.10+ also '(eager)' and 'Multi-thread loading ...')",
         Phase.LOADING_WEIGHTS,
     ),
     Pattern(
@@ -154,9 +154,10 @@ PATTERNS = [
         "startup_memory_summary_kv",
         "facts",
         ("Current kv cache memory in use is",),
-        r"Current kv cache memory in use is\s*(?P<kv_available_gib>\d+(?:\.\d+)?)\s*GiB",
-        "vllm/v1/worker/gpu_worker.py compile_or_warm_up_model",
+        r"Current kv cache memory in use is\s*(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>GiB|bytes)",
+        "vllm/v1/worker/gpu_worker.py compile_or_warm_up_model (v0.10 prints bytes, later GiB)",
         Phase.WARMUP,
+        lambda m, rec: {"kv_available_gib": float(m["value"]) / (2**30 if m["unit"] == "bytes" else 1)},
     ),
     Pattern(
         "kv_cache_memory_bytes",
