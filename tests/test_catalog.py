@@ -948,6 +948,24 @@ OOM = [
     case(
         "torch_oom",
         "oom",
+        # t016 joined back from its 140-column hard wrap: the space at the wrap ("allocate|666.00") is lost
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate666.00 MiB. GPU 3 has a total capacity of "
+        "95.10 GiB of which 145.94 MiB is free. Process 53397 has 94.95 GiB memory in use. Of the allocated memory "
+        "92.33 GiB is allocated by PyTorch, and 32.77 MiB is reserved by PyTorch but unallocated.",
+        form="torch",
+        backend="CUDA",
+        tried_to_allocate_gib=666 * MiB,
+        gpu_index=3,
+        gpu_total_gib=95.1,
+        gpu_free_gib=145.94 * MiB,
+        processes=[(53397, 94.95)],
+        processes_listed=True,
+        pytorch_allocated_gib=92.33,
+        reserved_unallocated_gib=32.77 * MiB,
+    ),
+    case(
+        "torch_oom",
+        "oom",
         # torch_npu (Ascend): the old allocator form with "NPU N" and "current active" (public Ascend FAQ)
         "RuntimeError: NPU out of memory. Tried to allocate 260.00 MiB (NPU 0; 28.50 GiB total capacity; 10.24 GiB "
         "already allocated; 10.24 GiB current active; 149.57 MiB free; 10.28 GiB reserved in total by PyTorch)",
@@ -1549,6 +1567,13 @@ ERRORS = [
         "RuntimeError: Engine core process EngineCore_DP0 died unexpectedly.",
         marker="proc_died",
         who="EngineCore_DP0",
+    ),
+    case(
+        "workerproc_init_failed",
+        "engine_dead",
+        fixture_line("t025", 3),
+        marker="workerproc_init_failed",
+        phase_hint="startup",
     ),
     case(
         "worker_failed_with_error",

@@ -447,6 +447,7 @@ COVER: Tuple[Cover, ...] = (
             R(r"exit code: $|pid $", None, 1),
             R(r"proc\(s\): $", None, "{'EngineCore_DP0': 1}"),
             R(r"with error '$", None, "boom"),
+            R(r"original error: $", None, "ValueError('boom')"),
         ),
     ),
     # --- startup / ready -----------------------------------------------------------------------

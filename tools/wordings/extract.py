@@ -6,7 +6,8 @@ Reads the ``.py`` trees of several vLLM releases (fetched by ``fetch.py`` into
 * logger call (``logger.info(...)``, ``logger.warning_once(...)``, ``logger.exception(...)``,
   old ``print_warning_once(...)``) -- the message is the first argument, ``%``-formatted
   with the others;
-* ``raise X(...)`` -- the message is the exception's first argument;
+* ``raise X(...)`` -- the message is the exception's first argument (any ``...Error(...)`` /
+  ``...Exception(...)`` built with a message, raised at once or kept and raised later);
 * ``assert cond, msg`` -- vLLM's "Error in memory profiling" was an assertion for years;
 * ``tqdm(desc=...)`` progress bars whose text marks a phase (``Capturing CUDA graphs``),
 
@@ -556,6 +557,9 @@ def _aliased(scope: "_Scope", name: str) -> bool:
     return name in scope.log_aliases
 
 
+_EXC_NAME = re.compile(r"(?:^|\.)(?:[A-Z]\w*)?(?:Error|Exception)$")
+
+
 def _exc_name(node: ast.AST) -> str:
     if isinstance(node, ast.Call):
         node = node.func
@@ -584,12 +588,14 @@ def messages(tree: ast.AST) -> Iterator[Tuple[str, str, ast.AST, List[ast.AST], 
                 yield ONCE_FUNCS[f.id], func, node.args[0], [], scope
             elif isinstance(f, ast.Name) and scope is not None and node.args and _aliased(scope, f.id):
                 yield "info", func, node.args[0], list(node.args[1:]), scope
+            elif isinstance(f, (ast.Name, ast.Attribute)) and _EXC_NAME.search(_unparse(f)) and node.args:
+                # an exception built with its message: raised here, or kept and raised later
+                # (``e = Exception("WorkerProc initialization failed ..."); ...; raise e``)
+                yield f"raise:{_exc_name(f)}", func, node.args[0], [], scope
             elif _unparse(f).split(".")[-1] == "tqdm":
                 for kw in node.keywords:
                     if kw.arg == "desc":
                         yield "tqdm", func, kw.value, [], scope
-        elif isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args:
-            yield f"raise:{_exc_name(node.exc)}", func, node.exc.args[0], [], scope
         elif isinstance(node, ast.Assert) and node.msg is not None:
             yield "assert", func, node.msg, [], scope
         for child in ast.iter_child_nodes(node):

@@ -174,6 +174,16 @@ PATTERNS = [
         _dead("workerproc_exception", None),
     ),
     Pattern(
+        "workerproc_init_failed",
+        "engine_dead",
+        ("WorkerProc initialization failed",),
+        r"WorkerProc initialization failed due to an exception in a\s*background process",
+        "vllm/v1/executor/multiproc_executor.py WorkerProc.wait_for_ready (the root cause is in the worker's "
+        "own lines)",
+        None,
+        _dead("workerproc_init_failed", _STARTUP),
+    ),
+    Pattern(
         "worker_failed_with_error",
         "engine_dead",
         ("please check the stack trace above for the root cause",),

@@ -60,13 +60,20 @@ from typing import Any, Dict, Optional
 
 import regex
 
-from ..units import size_to_gib, to_gib
+from ..units import to_gib
 from . import Pattern
 
-_SIZE = r"[\d.]+ (?:bytes|KiB|MiB|GiB|TiB)"
-_TRIED = regex.compile(r"Tried to allocate (?P<v>" + _SIZE + r")")
+# A space lost where a hard-wrapped line was joined back ("allocate|666.00 MiB") or a unit glued
+# to its number must not lose the figure: the numbers and their roles are the invariant core.
+_SIZE = r"\d+(?:\.\d+)?\s*(?:bytes|KiB|MiB|GiB|TiB)"
+_SIZE_PARTS = regex.compile(r"(?P<n>\d+(?:\.\d+)?)\s*(?P<u>bytes|KiB|MiB|GiB|TiB)")
+_TRIED = regex.compile(r"Tried to allocate\s*(?P<v>" + _SIZE + r")")
 _NEW_GPU = regex.compile(
-    r"GPU (?P<gpu>\d+) has a total capac(?:i)?ty of (?P<total>" + _SIZE + r") of which (?P<free>" + _SIZE + r") is free"
+    r"GPU\s*(?P<gpu>\d+)\s*has a total capac(?:i)?ty of\s*(?P<total>"
+    + _SIZE
+    + r")\s*of which\s*(?P<free>"
+    + _SIZE
+    + r")\s*is free"
 )
 # torch <= 2.0, torch_npu ("(NPU 0; ...; C current active; F free; ...)"), IPEX XPU (no "free").
 _OLD_GPU = regex.compile(
@@ -75,11 +82,23 @@ _OLD_GPU = regex.compile(
     r"(?: (?P<allowed>" + _SIZE + r") allowed;)?(?: (?P<resv>" + _SIZE + r") reserved in total)?"
 )
 _PROC = regex.compile(
-    r"(?:Process (?P<pid>\d+)|Including non-PyTorch memory, this process) has (?P<mem>" + _SIZE + r") memory in use"
+    r"(?:Process\s*(?P<pid>\d+)|Including non-PyTorch memory, this process)\s*has\s*(?P<mem>"
+    + _SIZE
+    + r")\s*memory in use"
 )
-_ALLOCATED = regex.compile(r"Of the allocated memory (?P<v>" + _SIZE + r") is allocated by PyTorch")
-_PRIVATE = regex.compile(r"with (?P<v>" + _SIZE + r") allocated in private pools")
-_UNALLOCATED = regex.compile(r"(?P<v>" + _SIZE + r") is reserved by PyTorch but unallocated")
+_ALLOCATED = regex.compile(r"Of the allocated memory\s*(?P<v>" + _SIZE + r")\s*is allocated by PyTorch")
+_PRIVATE = regex.compile(r"with\s*(?P<v>" + _SIZE + r")\s*allocated in private pools")
+_UNALLOCATED = regex.compile(r"(?P<v>" + _SIZE + r")\s*is reserved by PyTorch but unallocated")
+
+
+def size_to_gib(text: str) -> float:
+    """``"666.00 MiB"`` or ``"666.00MiB"`` -> GiB. Raises ValueError when it is not a size."""
+    m = _SIZE_PARTS.fullmatch(text.strip())
+    if m is None:
+        raise ValueError(f"not a size: {text[:40]!r}")
+    return to_gib(m["n"], m["u"])
+
+
 _BACKEND = regex.compile(r"\b(?P<b>CUDA|HIP|XPU|MUSA|MLU|NPU) out of memory")
 
 
