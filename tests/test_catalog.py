@@ -315,6 +315,55 @@ STARTUP = [
         kv_available_gib=-7.83,
     ),
     case(
+        "profiling_result_v1",
+        "facts",
+        # llm-d-fast-model-actuation issue 746 (vLLM at DEBUG, EngineCore)
+        "(EngineCore pid=418) DEBUG 09-02 20:06:36 [v1/worker/gpu_worker.py:559] Memory profiling takes 14.06 seconds. "
+        "Total non KV cache memory: 1.05GiB; torch peak memory increase: 0.24GiB; non-torch forward increase memory: "
+        "0.14GiB; weights memory: 0.67GiB.",
+        non_kv_cache_gib=1.05,
+        activation_peak_gib=0.24,
+        non_torch_gib=0.14,
+        weights_gib=0.67,
+    ),
+    case(
+        "profiling_result_v1",
+        "facts",
+        # vllm 0.29+ utils/mem_utils.py MemoryProfilingResult.__repr__
+        "Memory profiling takes 20.11 seconds. Total non KV cache memory: 58.4GiB; torch peak memory increase: "
+        "2.04GiB; total consumed (from mem_get_info): 61.49GiB; weights memory: 55.87GiB.",
+        non_kv_cache_gib=58.4,
+        activation_peak_gib=2.04,
+        consumed_gib=61.49,
+        weights_gib=55.87,
+    ),
+    case(
+        "profiling_requested_v1",
+        "facts",
+        # the same issue: "Initial free memory: %s GiB; Requested memory: %f (util), %s GiB"
+        "(EngineCore pid=418) DEBUG 09-02 20:06:36 [v1/worker/gpu_worker.py:548] Initial free memory: 78.66 GiB; "
+        "Requested memory: 0.825000 (util), 65.32 GiB",
+        gpu_free_gib=78.66,
+        gpu_memory_utilization=0.825,
+        requested_gib=65.32,
+    ),
+    case(
+        "profiling_requested_v1_early",
+        "facts",
+        # vllm 0.9.2 v1/worker/gpu_worker.py determine_available_memory (DEBUG)
+        "(VllmWorker rank=0 pid=3013) DEBUG 06-01 10:00:00 [gpu_worker.py:220] Initial free memory: 78.66 GiB, free "
+        "memory: 12.10 GiB, requested GPU memory: 71.27 GiB",
+        gpu_free_gib=78.66,
+        requested_gib=71.27,
+    ),
+    case(
+        "worker_requested_memory",
+        "facts",
+        # vllm 0.14+ v1/worker/gpu_worker.py init_device
+        "(EngineCore pid=418) DEBUG 09-02 20:06:20 [v1/worker/gpu_worker.py:122] worker requested memory: 65.32GiB",
+        requested_gib=65.32,
+    ),
+    case(
         "available_kv_memory",
         "facts",
         "(Worker_TP1_EP1 pid=2295) INFO 09-24 19:58:12 [gpu_worker.py:298] Available KV cache memory: 25.91 GiB",

@@ -262,7 +262,7 @@ COVER: Tuple[Cover, ...] = (
     ),
     Cover(
         "kv_sizing",
-        r"^Memory profiling takes",  # three lines, each with the record prefix
+        r"^Memory profiling takes \{0\} seconds\n",  # V0: three lines, each with the record prefix
         "facts",
         (
             R(r"profiling takes $", None, 17.59),
@@ -276,6 +276,43 @@ COVER: Tuple[Cover, ...] = (
         ),
         Phase.KV_SIZING,
     ),
+    Cover(
+        "kv_sizing",
+        r"^Memory profiling takes \{0\} seconds\. Total non KV cache memory",  # V1 repr, logged at DEBUG
+        "facts",
+        (
+            R(r"profiling takes $", None, 14.06),
+            R(r"non KV cache memory: $", "non_kv_cache_gib", 1.05),
+            R(r"peak memory increase: $", "activation_peak_gib", 0.24),
+            R(r"forward increase memory: $", "non_torch_gib", 0.14),
+            R(r"mem_get_info\): $", "consumed_gib", 61.49),
+            R(r"weights memory: $", "weights_gib", 0.67),
+        ),
+        Phase.KV_SIZING,
+    ),
+    Cover(
+        "kv_sizing",
+        r"^Initial free memory: \{0\} GiB; Requested memory",
+        "facts",
+        (
+            R(r"Initial free memory: $", "gpu_free_gib", 78.66),
+            R(r"Requested memory: $", "gpu_memory_utilization", 0.85),  # %.2f in v0.10, %f later
+            R(r"\(util\), $", "requested_gib", 65.32),
+        ),
+        Phase.KV_SIZING,
+    ),
+    Cover(
+        "kv_sizing",
+        r"^Initial free memory: \{0\} GiB, free memory",
+        "facts",
+        (
+            R(r"Initial free memory: $", "gpu_free_gib", 78.66),
+            R(r", free memory: $", None, 12.1),
+            R(r"requested GPU memory: $", "requested_gib", 71.27),
+        ),
+        Phase.KV_SIZING,
+    ),
+    Cover("kv_sizing", r"^worker requested memory", "facts", (R(r"memory: $", "requested_gib", 65.32),)),
     Cover(
         "kv_sizing",
         r"^Memory profiling results",
@@ -547,6 +584,12 @@ NOT_COVERED: Tuple[Tuple[str, str, str], ...] = (
         "a note on context-parallel scaling; the KV cache size line that follows carries the result",
     ),
     (
+        "kv_sizing",
+        r"^Free memory after profiling",
+        "a DEBUG intermediate of determine_available_memory; the KV cache budget it leads to is read from "
+        "'Available KV cache memory'",
+    ),
+    (
         "weights",
         r"^Loading model weights took in total \{0\}$",
         "Intel Gaudi (HPU) runner only; its value is a free-form memory summary string",
@@ -667,6 +710,8 @@ def shapes(row: dict, version: str, message: str) -> List[Tuple[str, List[str]]]
     proc = process_prefix(version, file)
     if level == "tqdm":
         return [("tqdm", [f"{proc}{message}: 100%|##########| 35/35 [00:43<00:00,  1.24s/it]"])]
+    if level == "repr":
+        level = "debug"  # logger.debug(profile_result)
     if level.startswith("raise:") or level == "assert":
         exc = "AssertionError" if level == "assert" else level.split(":", 1)[1]
         line = f"{exc}: {message}"

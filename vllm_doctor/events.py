@@ -61,11 +61,11 @@ KINDS = {
     "facts": "startup facts (KV sizing, weights, GPU memory, CUDA graph memory)",
     "phase": "a phase marker with no values",
     "kv_error": "the KV cache cannot hold one max-length request, or no room for any block",
-    "oom": "a device (GPU/accelerator) out-of-memory error: {form, backend} and, where printed, "
-    "{tried_to_allocate_gib, gpu_free_gib, gpu_total_gib, gpu_index, processes, ...} (catalog/oom.py)",
-    "host_oom": "a process killed for HOST memory (RAM), not a GPU OOM: {killer: ray|kernel|cgroup|kubernetes} "
-    "and, where printed, {pid, process, host_used_gib, host_total_gib, host_usage_fraction, threshold, "
-    "process_used_gib, anon_rss_gib, workers_killed} (catalog/host_memory.py)",
+    "oom": "an out-of-memory error (torch allocator message, CUDA/driver/NCCL error)",
+    "host_oom": "HOST memory (RAM) ran out, not a GPU OOM: a process killed or a CPU allocation refused; "
+    "{killer: ray|kernel|cgroup|kubernetes|torch-cpu-allocator} and, where printed, {pid, process, "
+    "host_used_gib, host_total_gib, host_usage_fraction, threshold, process_used_gib, anon_rss_gib, "
+    "workers_killed, tried_to_allocate_gib} (catalog/host_memory.py)",
     "sampler_oom": "OOM while warming up the sampler/pooler with N dummy requests",
     "load_oom": "vLLM's own 'Failed to load model - not enough GPU memory'",
     "free_memory": "startup check: free memory below gpu_memory_utilization x total",

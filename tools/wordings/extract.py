@@ -9,6 +9,8 @@ Reads the ``.py`` trees of several vLLM releases (fetched by ``fetch.py`` into
 * ``raise X(...)`` -- the message is the exception's first argument (any ``...Error(...)`` /
   ``...Exception(...)`` built with a message, raised at once or kept and raised later);
 * ``assert cond, msg`` -- vLLM's "Error in memory profiling" was an assertion for years;
+* ``return f"..."`` in a ``__repr__`` / ``__str__`` -- what ``logger.debug(result)`` prints
+  (V1's ``MemoryProfilingResult``: "Memory profiling takes ... weights memory: X GiB.");
 * ``tqdm(desc=...)`` progress bars whose text marks a phase (``Capturing CUDA graphs``),
 
 turns each message into a *template* with typed placeholders, keeps those of the families
@@ -84,7 +86,8 @@ FAMILIES: Tuple[Tuple[str, str], ...] = (
         "kv_sizing",
         r"Memory profiling|memory reserved for KV Cache|Available KV cache memory|GPU KV cache size"
         r"|Maximum concurrency for|# \{\} blocks|# GPU blocks|# CPU blocks|after num_gpu_blocks is"
-        r"|memory for KV Cache as specified|the current vLLM instance can use",
+        r"|memory for KV Cache as specified|the current vLLM instance can use|Initial free memory: "
+        r"|Free memory after profiling|worker requested memory",
     ),
     # weight loading markers (section 3)
     (
@@ -598,6 +601,9 @@ def messages(tree: ast.AST) -> Iterator[Tuple[str, str, ast.AST, List[ast.AST], 
                         yield "tqdm", func, kw.value, [], scope
         elif isinstance(node, ast.Assert) and node.msg is not None:
             yield "assert", func, node.msg, [], scope
+        elif isinstance(node, ast.Return) and func in ("__repr__", "__str__") and node.value is not None:
+            if _is_stringy(node.value):
+                yield "repr", func, node.value, [], scope
         for child in ast.iter_child_nodes(node):
             yield from visit(child)
 

@@ -110,6 +110,44 @@ PATTERNS = [
         Phase.KV_SIZING,
     ),
     Pattern(
+        "profiling_result_v1",
+        "facts",
+        ("Total non KV cache memory",),
+        r"Total non KV cache memory:\s*(?P<non_kv_cache_gib>-?\d+(?:\.\d+)?)\s*GiB;\s*torch peak memory increase:\s*"
+        r"(?P<activation_peak_gib>-?\d+(?:\.\d+)?)\s*GiB;\s*(?:non-torch forward increase memory:\s*"
+        r"(?P<non_torch_gib>-?\d+(?:\.\d+)?)|total consumed \(from mem_get_info\):\s*"
+        r"(?P<consumed_gib>-?\d+(?:\.\d+)?))\s*GiB;\s*weights memory:\s*(?P<weights_gib>-?\d+(?:\.\d+)?)\s*GiB",
+        "vllm/utils/mem_utils.py (earlier vllm/utils) MemoryProfilingResult.__repr__, logged at DEBUG by "
+        "gpu_worker.determine_available_memory (v0.9+; 'total consumed (from mem_get_info)' in the newest)",
+        Phase.KV_SIZING,
+    ),
+    Pattern(
+        "profiling_requested_v1",
+        "facts",
+        ("; Requested memory: ",),
+        r"Initial free memory:\s*(?P<gpu_free_gib>\d+(?:\.\d+)?)\s*GiB;\s*Requested memory:\s*"
+        r"(?P<gpu_memory_utilization>\d+(?:\.\d+)?)\s*\(util\),\s*(?P<requested_gib>\d+(?:\.\d+)?)\s*GiB",
+        "vllm/v1/worker/gpu_worker.py determine_available_memory (DEBUG)",
+        Phase.KV_SIZING,
+    ),
+    Pattern(
+        "profiling_requested_v1_early",
+        "facts",
+        ("requested GPU memory:",),
+        r"Initial free memory:\s*(?P<gpu_free_gib>\d+(?:\.\d+)?)\s*GiB,\s*free memory:\s*\d+(?:\.\d+)?\s*GiB,\s*"
+        r"requested GPU memory:\s*(?P<requested_gib>\d+(?:\.\d+)?)\s*GiB",
+        "vllm/v1/worker/gpu_worker.py determine_available_memory (DEBUG, v0.9)",
+        Phase.KV_SIZING,
+    ),
+    Pattern(
+        "worker_requested_memory",
+        "facts",
+        ("worker requested memory:",),
+        r"worker requested memory:\s*(?P<requested_gib>\d+(?:\.\d+)?)\s*GiB",
+        "vllm/v1/worker/gpu_worker.py init_device (DEBUG)",
+        Phase.CONFIG,
+    ),
+    Pattern(
         "available_kv_memory",
         "facts",
         ("Available KV cache memory:",),
