@@ -611,6 +611,8 @@ def messages(tree: ast.AST) -> Iterator[Tuple[str, str, ast.AST, List[ast.AST], 
 
 
 def family_of(text: str) -> Optional[str]:
+    """The first :data:`FAMILIES` entry whose expression is found in ``text`` (a message with
+    ``{}`` for each placeholder), or None: the message is not one the catalog covers."""
     for name, rx in _FAMILY_RX:
         if rx.search(text):
             return name
@@ -618,6 +620,7 @@ def family_of(text: str) -> Optional[str]:
 
 
 def version_key(v: str) -> Tuple:
+    """Sort key for release numbers: ``0.6.6.post1`` after ``0.6.6``, ``0.10.2`` after ``0.9.2``."""
     parts = re.findall(r"\d+|[a-z]+", v)
     return tuple(int(p) if p.isdigit() else -1 for p in parts)
 
