@@ -28,7 +28,7 @@ Sources (``shared/vllm-messages.md`` sections 3, 4, 5, 9):
 from __future__ import annotations
 
 from ..events import Phase
-from . import Pattern
+from .pattern import Pattern
 
 _N = r"(?:-?[\d.]+)"
 
