@@ -49,9 +49,40 @@ def test_same_verdict_with_tiny_blocks(case, monkeypatch):
     assert fast(path, 97, monkeypatch) == slow(path)
 
 
-def test_every_anchor_is_a_prefilter_literal():
-    literals = set(prefilter.LITERALS)
-    assert all(a in literals for p in PATTERNS for a in p.anchors)
+def _catalog_literals():
+    """What the pre-filter must find, taken from the catalog and the frame tags themselves."""
+    from vllm_doctor.frames import TAG_FUNCS
+
+    return {a for p in PATTERNS for a in p.anchors} | {f for funcs in TAG_FUNCS.values() for f in funcs}
+
+
+def test_the_gate_covers_every_anchor_and_tag_function_in_at_most_64_literals():
+    gate = prefilter.GATE
+    assert len(gate) <= prefilter.MAX_GATE == 64
+    uncovered = sorted(lit for lit in _catalog_literals() if not any(g in lit for g in gate))
+    assert uncovered == []
+
+
+def test_the_gate_stays_a_cover_when_patterns_are_added():
+    # A new anchor no preferred gate literal is part of gets one of its own.
+    new = ["Zebra stripes overflowed", "quux_frobnicate", "Zebra stripes underflowed", "ab"]
+    gate = prefilter.gate_literals(list(prefilter.LITERALS) + new)
+    assert all(any(g in lit for g in gate) for lit in list(prefilter.LITERALS) + new)
+    assert len(gate) <= len(prefilter.GATE) + 3  # the two Zebra lines share one
+
+
+@pytest.mark.parametrize("literal", sorted(_catalog_literals()))
+def test_a_line_holding_any_literal_is_a_candidate(literal):
+    noise = b'INFO:     10.0.0.1:4000 - "POST /v1/chat/completions HTTP/1.1" 200 OK\n'
+    line = b"(EngineCore_DP0 pid=7) WARNING 01-01 00:00:00 [x.py:1] zz " + literal.encode() + b" zz\n"
+    block = noise * 3 + line + noise * 2
+    assert prefilter.candidate_starts(block) == [len(noise) * 3]
+
+
+def test_a_gate_hit_without_a_literal_is_not_a_candidate():
+    # "initial" hits the gate's "init", "reload" its "load": neither is a literal.
+    block = b"the initial plan was to reload\n" + b"    self.model_runner.init_device()\n"
+    assert prefilter.candidate_starts(block) == [len(b"the initial plan was to reload\n")]
 
 
 def test_scanner_counts_every_line_and_numbers_candidates():
@@ -75,12 +106,11 @@ def test_over_long_lines_are_cut_the_same_way_on_both_paths(monkeypatch):
     from vllm_doctor import sources
 
     monkeypatch.setattr(sources, "LINE_LIMIT", 64)
-    monkeypatch.setattr(prefilter, "LINE_LIMIT", 64)
     line = b"ValueError: No available memory for the cache blocks. " + b"x" * 500 + b"\n"
     data = b"a" * 1000 + b"\n" + line + b"b" * 70
     slow_v = comparable(diagnose_source("x", read_lines(Source("x", io.BytesIO(data)))))
-    sc_results = build_verdict_from_scanner(data, 16)
-    assert sc_results == slow_v
+    for block_size in (16, 97, 4096):
+        assert build_verdict_from_scanner(data, block_size) == slow_v
     assert slow_v["primary_class"] == "kv_cache_capacity" and slow_v["sources"][0]["lines"] == 3
 
 

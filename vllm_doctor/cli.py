@@ -254,12 +254,13 @@ def _diagnose_one(spec: str, progress: bool, input_format: str = "auto"):
 
 
 def _progress_bar(src):
-    """A rich progress bar on stderr for a large plain file, or None."""
-    try:
-        size = os.fstat(src.stream.fileno()).st_size if src.compression is None else 0
-    except (OSError, AttributeError, ValueError):
-        size = 0
-    if size < PROGRESS_MIN_BYTES:
+    """A rich progress bar on stderr, or None: for a large file, plain or compressed (the
+    compressed bytes read against the file's size), and for standard input (bytes read, no
+    total). Returns ``(bar, on_read)``; ``on_read`` is called after each window is read."""
+    size = src.size()
+    if size is not None and size < (PROGRESS_MIN_BYTES if src.compression is None else PROGRESS_MIN_BYTES // 8):
+        return None
+    if size is None and src.name != "<stdin>":
         return None
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
@@ -273,8 +274,9 @@ def _progress_bar(src):
         console=Console(stderr=True),
         transient=True,
     )
-    task = bar.add_task(os.path.basename(src.name), total=size)
-    return bar, lambda n: bar.advance(task, n)
+    label = os.path.basename(src.name) + (f" ({src.compression})" if src.compression else "")
+    task = bar.add_task(label, total=size)
+    return bar, lambda n: bar.update(task, completed=src.position())
 
 
 def _write_atomic(path: str, text: str) -> None:

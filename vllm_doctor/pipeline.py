@@ -198,7 +198,7 @@ def diagnose_input(
             prefilter = False
     scanner = scanner_for(src, on_block) if prefilter else None
     if scanner is None:
-        return diagnose_source(name, read_lines(src), input_format)
+        return diagnose_source(name, read_lines(src, on_read=on_block), input_format)
     reader = _SourceReader(name, input_format)
     scanner.on_head = reader.sniff
     reasm = reader.reasm
