@@ -132,10 +132,7 @@ def diagnose(
     if progress is None:
         progress = sys.stderr.isatty() and fmt != "json" and "CI" not in os.environ
     if jobs > 1 and len(specs) > 1 and "-" not in specs:
-        from concurrent.futures import ProcessPoolExecutor
-
-        with ProcessPoolExecutor(max_workers=min(jobs, len(specs))) as pool:
-            outcomes = list(pool.map(_diagnose_one, specs, [False] * len(specs), [input_format] * len(specs)))
+        outcomes = _diagnose_in_workers(specs, jobs, input_format)
     else:
         outcomes = [_diagnose_one(spec, progress, input_format) for spec in specs]
     results = [r for rs, _ in outcomes if rs for r in rs]
@@ -219,7 +216,29 @@ def _follow(spec: str, fmt: str, input_format: str, no_redact: bool, color: Opti
     sys.exit(verdict.exit_code)
 
 
-def _diagnose_one(spec: str, progress: bool, input_format: str = "auto"):
+def _diagnose_in_workers(specs: List[str], jobs: int, input_format: str):
+    """``-j``: one input per worker process (:mod:`vllm_doctor.workers`: they die with this
+    process). SIGTERM ends the command like Ctrl-C: the workers are killed, nothing waits."""
+    import signal
+
+    from . import workers
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    ex = workers.pool(min(jobs, len(specs)))
+    try:
+        # Within a worker an input is read whole (no chunk pool inside a pool).
+        return list(
+            ex.map(_diagnose_one, specs, [False] * len(specs), [input_format] * len(specs), [False] * len(specs))
+        )
+    finally:
+        workers.shutdown(ex)
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _diagnose_one(spec: str, progress: bool, input_format: str = "auto", chunks: bool = True):
     """Open and diagnose one input: (SourceResult or None, [one-line errors]).
     Top-level so worker processes (-j) can run it."""
     from .pipeline import diagnose_input
@@ -235,9 +254,9 @@ def _diagnose_one(spec: str, progress: bool, input_format: str = "auto"):
     try:
         if bar is not None:
             with bar[0]:
-                result = diagnose_input(src, on_block=bar[1], input_format=input_format)
+                result = diagnose_input(src, on_block=bar[1], input_format=input_format, chunks=chunks)
         else:
-            result = diagnose_input(src, input_format=input_format)
+            result = diagnose_input(src, input_format=input_format, chunks=chunks)
     except InputError as exc:
         errors.append(str(exc))
     except Exception as exc:  # noqa: BLE001 - never a traceback: name the input and the error

@@ -181,14 +181,16 @@ def _peek(stream, size: int = 65536) -> bytes:
 
 
 def diagnose_input(
-    src: "Source", prefilter: bool = True, on_block=None, input_format: str = "auto"
+    src: "Source", prefilter: bool = True, on_block=None, input_format: str = "auto", chunks: bool = True
 ) -> List[SourceResult]:
     """Diagnose one opened input; with ``prefilter`` (and ``ahocorasick_rs`` installed)
     only lines holding a catalog literal are read (:mod:`vllm_doctor.prefilter`). A
     compressed input that ends early sets ``src.truncated``; what was read is diagnosed.
-    ``journalctl -o json`` input is read line by line (its messages are JSON-escaped)."""
+    ``journalctl -o json`` input is read line by line (its messages are JSON-escaped).
+    With ``chunks`` a large plain file is scanned by worker processes, chunk by chunk
+    (:mod:`vllm_doctor.chunks`), for the same verdict."""
     from .formats import looks_like_journald_json
-    from .prefilter import scanner_for
+    from .prefilter import available, scanner_for
     from .sources import read_lines
 
     name = src.name
@@ -196,9 +198,26 @@ def diagnose_input(
         head = _peek(src.stream)
         if input_format == "journald-json" or looks_like_journald_json(head):
             prefilter = False
-    scanner = scanner_for(src, on_block) if prefilter else None
-    if scanner is None:
-        return diagnose_source(name, read_lines(src, on_read=on_block), input_format)
+    pooled = None
+    if prefilter and chunks and available():
+        from .chunks import PooledScan, chunkable
+
+        size = chunkable(src)
+        if size is not None:
+            pooled = PooledScan(src.name, size, on_block)
+    try:
+        scanner = pooled.scanner if pooled is not None else scanner_for(src, on_block) if prefilter else None
+        if scanner is None:
+            return diagnose_source(name, read_lines(src, on_read=on_block), input_format)
+        return _read_candidates(name, input_format, scanner)
+    finally:
+        if pooled is not None:
+            pooled.close()
+
+
+def _read_candidates(name: str, input_format: str, scanner) -> List[SourceResult]:
+    """The pre-filtered path: candidate lines (and the continuations the reassembler takes)
+    from a :class:`~vllm_doctor.prefilter.BlockScanner` or a chunk scanner."""
     reader = _SourceReader(name, input_format)
     scanner.on_head = reader.sniff
     reasm = reader.reasm

@@ -265,6 +265,7 @@ class LineCutter:
         self.limit = LINE_LIMIT if limit is None else limit
         self.carry = b""
         self.skipping = False  # reading past the rest of a line longer than the limit
+        self.cuts = 0  # lines cut so far (block offsets then differ from the input's)
 
     def feed(self, chunk: bytes) -> bytes:
         if self.skipping:
@@ -277,6 +278,7 @@ class LineCutter:
             carry = self.carry + chunk if self.carry else chunk
             if len(carry) >= self.limit:
                 self.carry, self.skipping = b"", True
+                self.cuts += 1
                 return carry[: self.limit] + b"\n"
             self.carry = carry
             return b""
@@ -288,6 +290,7 @@ class LineCutter:
         if len(rest) >= self.limit:
             block += rest[: self.limit] + b"\n"
             rest, self.skipping = b"", True
+            self.cuts += 1
         self.carry = rest
         return block
 
@@ -312,7 +315,7 @@ def text(line: bytes) -> str:
     return line.decode("utf-8", "replace")
 
 
-def windows(src: Source, size: int = WINDOW, on_read=None) -> Iterator[bytes]:
+def windows(src: Source, size: int = WINDOW, on_read=None, decode: bool = True) -> Iterator[bytes]:
     """The one line reader: blocks of whole UTF-8 lines from ``src``, each ending in ``\\n``.
 
     Reads ``size`` bytes at a time (``read1`` where the stream has it, so a cut archive
@@ -320,12 +323,16 @@ def windows(src: Source, size: int = WINDOW, on_read=None) -> Iterator[bytes]:
     at line ends (:class:`LineCutter`). ``on_read(n)`` is called with the byte count of each
     read (decompressed bytes; see :meth:`Source.position` for compressed progress). Memory:
     one window plus one held line. A damaged archive ends the blocks with ``src.truncated``
-    set; a plain file that cannot be read raises :class:`InputError`.
+    set; a plain file that cannot be read raises :class:`InputError`. ``decode=False``
+    takes the bytes as they are (a chunk from the middle of a file has no BOM).
+    ``src.cutter`` is set to the :class:`LineCutter` in use (its ``cuts`` count lines cut).
     """
     stream = src.stream
     read = getattr(stream, "read1", None) or stream.read
     dec = Decoder()
-    cutter = LineCutter()
+    if not decode:
+        dec.encoding = "utf-8"
+    cutter = src.cutter = LineCutter()
     delivered = 0  # decompressed bytes handed over
     while True:
         try:

@@ -1,0 +1,310 @@
+"""Both cores on one large file: scan chunks in worker processes, read the results in order.
+
+A plain (uncompressed, UTF-8) file of at least :data:`MIN_BYTES` is cut at line starts into
+chunks of about :data:`CHUNK` bytes (:func:`plan`). Each worker runs the pre-filter's gate
+and exact check over its chunk (:func:`scan`) through the one line reader
+(:func:`vllm_doctor.sources.windows`, same cap) and returns its line count and the
+candidate lines, each with the line after it (what the reassembler may want to join).
+:class:`ChunkScanner` hands them out in file order with their true line numbers, with the
+same protocol as :class:`vllm_doctor.prefilter.BlockScanner`, so unwrapping, recognition
+and the trackers stay serial and in order: the verdict is the serial one (a test diffs
+them on the whole corpus with tiny chunks). A line the caller wants beyond those returned
+(a chain of hard-wrapped continuations) is read from the file where it starts.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Iterator, List, Optional, Tuple
+
+from .prefilter import candidate_starts
+from .sources import LINE_LIMIT, WINDOW, Source, cap, text, windows
+
+#: Bytes per chunk: large enough that a worker's start-up and result are small beside its
+#: scan, small enough that both cores stay busy to the end.
+CHUNK = 64 * 2**20
+#: Files smaller than this are scanned in this process (a pool costs about 0.1 s to start).
+MIN_BYTES = 192 * 2**20
+
+#: One scanned line: (line index within the chunk from 0, capped bytes, offset of the next
+#: line in the file, True when it holds a literal).
+Hit = Tuple[int, bytes, int, bool]
+
+
+class _Range:
+    """``read1`` over the byte range [start, end) of a file (what :func:`windows` reads)."""
+
+    def __init__(self, path: str, start: int, end: int) -> None:
+        self.fh = open(path, "rb", buffering=0)
+        self.fh.seek(start)
+        self.left = end - start
+
+    def read1(self, n: int) -> bytes:
+        if self.left <= 0:
+            return b""
+        data = self.fh.read(min(n, self.left))
+        self.left -= len(data)
+        return data
+
+    def close(self) -> None:
+        self.fh.close()
+
+
+def line_at(fd: int, offset: int) -> Tuple[Optional[bytes], int]:
+    """The line starting at ``offset`` (capped, without its newline) and the offset of the
+    next line; ``(None, offset)`` at the end of the file."""
+    first = os.pread(fd, LINE_LIMIT + 1, offset)
+    if not first:
+        return None, offset
+    nl = first.find(b"\n")
+    if nl >= 0:
+        return cap(first[:nl]), offset + nl + 1
+    pos = offset + len(first)
+    while True:  # a line longer than the cap: find where it ends
+        more = os.pread(fd, WINDOW, pos)
+        if not more:
+            return cap(first), pos
+        nl = more.find(b"\n")
+        if nl >= 0:
+            return cap(first), pos + nl + 1
+        pos += len(more)
+
+
+def plan(path: str, size: int, chunk: int = CHUNK) -> List[Tuple[int, int]]:
+    """Byte ranges [start, end) covering the file, each starting at a line start."""
+    bounds = [0]
+    with open(path, "rb", buffering=0) as fh:
+        fd = fh.fileno()
+        pos = chunk
+        while pos < size:
+            _, nxt = line_at(fd, pos - 1)  # the line holding byte pos - 1 ends before nxt
+            if nxt >= size or nxt <= bounds[-1]:
+                break
+            bounds.append(nxt)
+            pos = nxt + chunk
+    bounds.append(size)
+    return list(zip(bounds, bounds[1:]))
+
+
+#: Bytes of candidate lines a worker returns at most for one chunk; past that the chunk is
+#: dense (a 5xx storm, a restart loop) and the parent reads it itself, so a result never
+#: holds more than this (memory stays bounded whatever the shape of the log).
+BUDGET = 4 * 2**20
+
+
+def _hits(path: str, start: int, end: int, out: dict) -> Iterator[Hit]:
+    """Every candidate line of the chunk [start, end) and the line after each (the next
+    chunk's first line for the last one), in line order. Sets ``out["lines"]`` (lines in
+    the chunk) at the end and ``out["heads"]`` (its first ``out["head"]`` lines, decoded).
+    A next-line offset is -1 where it is not known (after a line cut at the cap)."""
+    rng = _Range(path, start, end)
+    src = Source(path, rng)
+    head = out.get("head", 0)
+    heads: List[str] = out.setdefault("heads", [])
+    lines = 0
+    offset = start
+    if start == 0:
+        with open(path, "rb") as fh:
+            if fh.read(3) == b"\xef\xbb\xbf":
+                offset = 3  # chunk 0 decodes the UTF-8 BOM away
+    want_next = False  # the last line of the previous block was a candidate
+    try:
+        for block in windows(src, decode=start == 0):
+            if len(heads) < head:
+                need = head - len(heads)
+                heads.extend(text(cap(raw)) for raw in block.split(b"\n", need)[:need])
+            base = offset if src.cutter.cuts == 0 else None
+            starts = candidate_starts(block)
+            cand = set(starts)
+            find, count = block.find, block.count
+            if want_next:
+                le = find(b"\n")
+                if 0 not in cand:
+                    yield lines, cap(block[:le]), -1 if base is None else base + le + 1, False
+                want_next = False
+            pos, line = 0, lines
+            for ls in starts:
+                line += count(b"\n", pos, ls)
+                pos = ls
+                le = find(b"\n", ls)
+                yield line, cap(block[ls:le]), -1 if base is None else base + le + 1, True
+                nxt = le + 1
+                if nxt >= len(block):
+                    want_next = True
+                elif nxt not in cand:
+                    ne = find(b"\n", nxt)
+                    yield line + 1, cap(block[nxt:ne]), -1 if base is None else base + ne + 1, False
+            lines += count(b"\n")
+            offset += len(block)
+    finally:
+        rng.close()
+    out["lines"] = lines
+    if want_next and end < os.path.getsize(path):
+        with open(path, "rb", buffering=0) as fh:
+            nxt, after = line_at(fh.fileno(), end)
+        if nxt is not None:
+            yield lines, nxt, after, bool(candidate_starts(nxt + b"\n"))
+
+
+def scan(path: str, start: int, end: int, head: int = 0, budget: int = BUDGET):
+    """Scan one chunk in a worker: ``(lines, hits, head lines)`` (see :func:`_hits`), or
+    None when its candidate lines pass ``budget`` bytes (the parent then reads it itself)."""
+    out = {"head": head}
+    hits: List[Hit] = []
+    size = 0
+    for h in _hits(path, start, end, out):
+        hits.append(h)
+        size += len(h[1]) + 64
+        if size > budget:
+            return None
+    return out["lines"], hits, out["heads"]
+
+
+def _line_by_number(fd: int, start: int, k: int) -> bytes:
+    """Line ``k`` (from 0) of the chunk starting at ``start``, capped, counted the slow way
+    (only where a line cut at the cap made offsets unknown)."""
+    rng = _Range.__new__(_Range)
+    rng.fh = os.fdopen(os.dup(fd), "rb", buffering=0)
+    rng.fh.seek(start)
+    rng.left = os.fstat(fd).st_size - start
+    seen = 0
+    try:
+        for block in windows(Source("", rng), decode=start == 0):
+            n = block.count(b"\n")
+            if seen + n > k:
+                return cap(block.split(b"\n", k - seen + 1)[k - seen])
+            seen += n
+    finally:
+        rng.close()
+    return b""
+
+
+class ChunkScanner:
+    """The protocol of :class:`vllm_doctor.prefilter.BlockScanner` over chunks scanned in
+    worker processes. ``results`` yields ``(result, (start, end))`` in file order, where
+    ``result`` is what :func:`scan` returned (None for a dense chunk, which is then read
+    here, hit by hit); ``on_chunk(nbytes)`` is called as each chunk is done."""
+
+    def __init__(self, path: str, results, on_chunk=None) -> None:
+        self.path = path
+        self.results = results
+        self.on_chunk = on_chunk
+        self.on_head = None
+        self.want_follow = False
+        self.lines = 0
+        self.skipped = 0
+
+    def __iter__(self) -> Iterator[Tuple[int, str, bool]]:
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            yield from self._iter(fd)
+        finally:
+            os.close(fd)
+
+    def _iter(self, fd: int) -> Iterator[Tuple[int, str, bool]]:
+        self.last = 0  # number of the last line handed out
+        self.after = 0  # file offset of the line after it (-1: unknown)
+        self.chunks: List[Tuple[int, int]] = []  # (start offset, lines before) of each chunk seen
+        done = 0
+        for result, (start, end) in self.results:
+            self.chunks.append((start, done))
+            out = {"head": 200 if start == 0 else 0, "heads": []}
+            hits = _hits(self.path, start, end, out) if result is None else result[1]
+            heads = out["heads"] if result is None else result[2]
+            for idx, raw, after, cand in hits:
+                if heads:  # the chunk's first lines (format detection), before its first hit
+                    if self.on_head is not None:
+                        for h in heads:
+                            self.on_head(h)
+                    heads = ()
+                n = done + idx + 1
+                if n <= self.last:
+                    continue
+                # Lines the caller wants that the workers did not return (a chain of
+                # hard-wrapped continuations): read them where they are.
+                yield from self._wanted(fd, n - 1)
+                if n == self.last + 1 and self.want_follow:
+                    self.want_follow = False
+                elif not cand:
+                    continue
+                else:
+                    gap = n - self.last - 1
+                    self.skipped += gap
+                    self.want_follow = False
+                self.last, self.after = n, after
+                yield n, text(raw), cand
+            if heads and self.on_head is not None:
+                for h in heads:
+                    self.on_head(h)
+            done += out["lines"] if result is None else result[0]
+            if self.on_chunk is not None:
+                self.on_chunk(end - start)
+        yield from self._wanted(fd, done)
+        self.skipped += done - self.last
+        self.lines = done
+
+    def _wanted(self, fd: int, upto: int):
+        """Hand out the lines after the last one, up to line ``upto``, while wanted."""
+        while self.want_follow and self.last < upto:
+            self.want_follow = False
+            n = self.last + 1
+            if self.after >= 0:
+                line, self.after = line_at(fd, self.after)
+            else:
+                start, before = max(c for c in self.chunks if c[1] < n)
+                line, self.after = _line_by_number(fd, start, n - 1 - before), -1
+            self.last = n
+            yield n, text(line or b""), False
+
+
+def _ordered(ex, args, ahead: int):
+    """Results of ``scan(*a)`` for each ``a`` in ``args``, in order, with at most ``ahead``
+    chunks submitted and not yet handed out (bounded memory)."""
+    from collections import deque
+
+    pending = deque()
+    it = iter(args)
+    for a in it:
+        pending.append((ex.submit(scan, *a), a))
+        if len(pending) >= ahead:
+            break
+    while pending:
+        fut, a = pending.popleft()
+        result = fut.result()
+        nxt = next(it, None)
+        if nxt is not None:
+            pending.append((ex.submit(scan, *nxt), nxt))
+        yield result, (a[1], a[2])
+
+
+def chunkable(src: Source) -> Optional[int]:
+    """The size of ``src`` when it is worth scanning in chunks: a plain regular file of at
+    least :data:`MIN_BYTES`, UTF-8 (no UTF-16/32 byte-order mark). Else None."""
+    if src.compression is not None or not os.path.isfile(src.name):
+        return None
+    size = src.size()
+    if size is None or size < MIN_BYTES or (os.cpu_count() or 1) < 2:
+        return None
+    with open(src.name, "rb") as fh:
+        if fh.read(4).startswith((b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")):
+            return None
+    return size
+
+
+class PooledScan:
+    """A :class:`ChunkScanner` over ``path`` with its own worker pool (closed at the end)."""
+
+    def __init__(self, path: str, size: int, on_block=None, chunk: Optional[int] = None, workers: Optional[int] = None):
+        from . import workers as _workers
+
+        chunk = chunk or CHUNK
+        self.ex = _workers.pool(workers)
+        n = self.ex._max_workers
+        ranges = plan(path, size, chunk)
+        args = [(path, s, e, 200 if s == 0 else 0) for s, e in ranges]
+        self.scanner = ChunkScanner(path, _ordered(self.ex, args, 2 * n), on_block)
+
+    def close(self) -> None:
+        from . import workers as _workers
+
+        _workers.shutdown(self.ex)
