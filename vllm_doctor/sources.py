@@ -233,8 +233,8 @@ class Decoder:
         """UTF-8 bytes for ``data``; ``final`` at the end of the input flushes what is held."""
         if self.encoding is None:
             data = self._head + data
-            if len(data) < 4 and not final:
-                self._head = data  # cannot tell UTF-16 LE from UTF-32 LE yet
+            if len(data) < 4 and not final and any(bom.startswith(data) for bom, _ in _BOMS):
+                self._head = data  # could still be a BOM (UTF-16 LE or UTF-32 LE?): wait
                 return b""
             self._head = b""
             self.encoding = "utf-8"
