@@ -295,7 +295,15 @@ def _progress_bar(src):
     )
     label = os.path.basename(src.name) + (f" ({src.compression})" if src.compression else "")
     task = bar.add_task(label, total=size)
-    return bar, lambda n: bar.update(task, completed=src.position())
+    by_position = src.compression is not None or size is None  # compressed bytes, or stdin's count
+
+    def on_read(n: int) -> None:
+        if by_position:
+            bar.update(task, completed=src.position())
+        else:  # plain file: windows here, or chunks scanned by workers
+            bar.advance(task, n)
+
+    return bar, on_read
 
 
 def _write_atomic(path: str, text: str) -> None:
