@@ -48,14 +48,17 @@ def run(cmd, stdin=None, stdout=None, shell=False):
     count this Python process's pages copied at fork."""
     argv = ["sh", "-c", cmd] if shell else list(cmd)
     res = os.path.join(RESULT_DIR, "time.txt")
-    t0 = time.perf_counter()
-    p = subprocess.run(
-        ["/usr/bin/time", "-f", "%M", "-o", res, *argv],
-        stdin=stdin,
-        stdout=stdout or subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    dt = time.perf_counter() - t0
+    # Output to a file, never /dev/null: GNU grep stops at the first match when its output
+    # is /dev/null (it behaves like -q), which would time nothing.
+    with open(os.path.join(RESULT_DIR, "stdout.txt"), "wb") as sink:
+        t0 = time.perf_counter()
+        p = subprocess.run(
+            ["/usr/bin/time", "-f", "%M", "-o", res, *argv],
+            stdin=stdin,
+            stdout=stdout or sink,
+            stderr=subprocess.DEVNULL,
+        )
+        dt = time.perf_counter() - t0
     with open(res) as fh:
         kib = int(fh.read().split()[-1])
     return dt, kib / 1024, p.returncode

@@ -72,6 +72,39 @@ def test_worker_processes_give_the_serial_verdict(tmp_path, monkeypatch):
     with open(log, "rb") as fh:
         src = Source(str(log), fh)
         assert chunks.chunkable(src) == os.path.getsize(log)
-        got = comparable(diagnose_input(src))
+        got = comparable(diagnose_input(src, chunks=True))
     assert got == serial(log)
     assert got["sources"][0]["lines"] == sum(p.count(b"\n") for p in parts)
+
+
+def test_a_broken_pool_falls_back_to_reading_here(tmp_path):
+    class Broken:
+        def submit(self, *a):
+            from concurrent.futures.process import BrokenProcessPool
+
+            raise BrokenProcessPool("a worker died")
+
+    path = fixture_path(CASES[0]["file"])
+    size = os.path.getsize(path)
+    args = [(str(path), s, e, 200 if s == 0 else 0) for s, e in chunks.plan(str(path), size, 97)]
+    results = chunks._ordered(Broken(), args, 4)
+    got = comparable(_read_candidates(str(path), "auto", chunks.ChunkScanner(str(path), results)))
+    assert got == serial(path)
+
+
+BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "generate.py")
+
+
+@pytest.mark.parametrize("shape,mib", [("busy", 3), ("storm", 0.5), ("restarts", 0.5), ("traceback", 0.5)])
+def test_generated_logs_give_the_serial_verdict_on_every_path(tmp_path, shape, mib):
+    import subprocess
+    import sys
+
+    log = tmp_path / f"{shape}.log"
+    subprocess.run([sys.executable, BENCH, str(log), str(mib), "--shape", shape], check=True)
+    want = serial(log)
+    assert chunked(log, 64 * 1024, in_worker=True) == want
+    with open(log, "rb") as fh:
+        assert comparable(diagnose_input(Source(str(log), fh))) == want
+    if shape == "busy":
+        assert want["primary_class"] == "runtime_oom"

@@ -259,21 +259,40 @@ class ChunkScanner:
 
 def _ordered(ex, args, ahead: int):
     """Results of ``scan(*a)`` for each ``a`` in ``args``, in order, with at most ``ahead``
-    chunks submitted and not yet handed out (bounded memory)."""
+    chunks submitted and not yet handed out (bounded memory). Should the pool break (a
+    worker killed, a platform where workers cannot start), the chunks left are read here:
+    the result is None for them, as for a dense chunk."""
     from collections import deque
+    from concurrent.futures import BrokenExecutor
 
     pending = deque()
     it = iter(args)
+    broken = False
+
+    def submit(a):
+        nonlocal broken
+        if not broken:
+            try:
+                return ex.submit(scan, *a)
+            except (BrokenExecutor, RuntimeError, OSError):
+                broken = True
+        return None
+
     for a in it:
-        pending.append((ex.submit(scan, *a), a))
+        pending.append((submit(a), a))
         if len(pending) >= ahead:
             break
     while pending:
         fut, a = pending.popleft()
-        result = fut.result()
+        result = None
+        if fut is not None and not broken:
+            try:
+                result = fut.result()
+            except (BrokenExecutor, OSError):
+                broken = True
         nxt = next(it, None)
         if nxt is not None:
-            pending.append((ex.submit(scan, *nxt), nxt))
+            pending.append((submit(nxt), nxt))
         yield result, (a[1], a[2])
 
 

@@ -134,7 +134,7 @@ def diagnose(
     if jobs > 1 and len(specs) > 1 and "-" not in specs:
         outcomes = _diagnose_in_workers(specs, jobs, input_format)
     else:
-        outcomes = [_diagnose_one(spec, progress, input_format) for spec in specs]
+        outcomes = [_diagnose_one(spec, progress, input_format, chunks=True) for spec in specs]
     results = [r for rs, _ in outcomes if rs for r in rs]
     errors = [e for _, errs in outcomes for e in errs]
     unreadable = [(spec, errs[0]) for spec, (rs, errs) in zip(specs, outcomes) if not rs and errs]
@@ -238,7 +238,7 @@ def _diagnose_in_workers(specs: List[str], jobs: int, input_format: str):
         signal.signal(signal.SIGTERM, previous)
 
 
-def _diagnose_one(spec: str, progress: bool, input_format: str = "auto", chunks: bool = True):
+def _diagnose_one(spec: str, progress: bool, input_format: str = "auto", chunks: bool = False):
     """Open and diagnose one input: (SourceResult or None, [one-line errors]).
     Top-level so worker processes (-j) can run it."""
     from .pipeline import diagnose_input

@@ -181,14 +181,15 @@ def _peek(stream, size: int = 65536) -> bytes:
 
 
 def diagnose_input(
-    src: "Source", prefilter: bool = True, on_block=None, input_format: str = "auto", chunks: bool = True
+    src: "Source", prefilter: bool = True, on_block=None, input_format: str = "auto", chunks: bool = False
 ) -> List[SourceResult]:
     """Diagnose one opened input; with ``prefilter`` (and ``ahocorasick_rs`` installed)
     only lines holding a catalog literal are read (:mod:`vllm_doctor.prefilter`). A
     compressed input that ends early sets ``src.truncated``; what was read is diagnosed.
     ``journalctl -o json`` input is read line by line (its messages are JSON-escaped).
     With ``chunks`` a large plain file is scanned by worker processes, chunk by chunk
-    (:mod:`vllm_doctor.chunks`), for the same verdict."""
+    (:mod:`vllm_doctor.chunks`), for the same verdict (the command line asks for it; a
+    library caller gets no processes it did not ask for)."""
     from .formats import looks_like_journald_json
     from .prefilter import available, scanner_for
     from .sources import read_lines
