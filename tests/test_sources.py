@@ -108,3 +108,48 @@ def test_progress_positions_are_compressed_bytes(tmp_path):
     for _ in windows(src, on_read=lambda n: seen.append(src.position())):
         pass
     assert src.size() == p.stat().st_size and seen and seen[-1] == src.size()
+
+
+@pytest.mark.parametrize("window", [8, 50, 64, 65, 300, 4096])
+def test_files_read_in_place_keep_the_same_lines_as_the_stream_reader(tmp_path, monkeypatch, window):
+    # spans() reads a plain file without copies; windows() reads a stream: same lines, same cap.
+    monkeypatch.setattr(sources, "LINE_LIMIT", 64)
+    data = (
+        b"\xef\xbb\xbfshort\n" + b"L" * 200 + b"\n\n" + b"m" * 64 + b"\n" + b"n" * 63 + b"\n"
+        + b"ValueError: No available memory for the cache blocks. " + b"z" * 300 + b"\ntail without newline " + b"t" * 70
+    )  # fmt: skip
+    p = tmp_path / "x.log"
+    p.write_bytes(data)
+
+    def lines_of(blocks):
+        out = []
+        for block, end, _ in blocks:
+            out.extend(sources.cap(x) for x in block[:end].split(b"\n")[:-1])
+        return out
+
+    want = lines_of((b, len(b), -1) for b in windows(Source("x", io.BytesIO(data))))
+    with open(p, "rb") as fh:
+        got = lines_of(sources.spans(Source(str(p), fh), size=window))
+    assert got == want and len(want) == 7 and want[0] == b"short"
+    with open(p, "rb") as fh:
+        seen = []
+        for block, end, off in sources.spans(Source(str(p), fh), size=window):
+            if off >= 0:  # where an offset is given, the block is the file's bytes there
+                assert data[off : off + end] == block[:end]
+            seen.append(end)
+    with open(p, "rb") as fh:
+        assert verdict(data) == comparable_file(fh)
+
+
+def comparable_file(fh):
+    d = build_verdict(diagnose_input(Source(fh.name, fh))).to_dict()
+    for s in d["sources"]:
+        s.pop("records"), s.pop("joined")
+    d["sources"][0]["name"] = d["sources"][0]["input"] = "x"
+    for f in d["findings"]:
+        f["source"] = "x"
+        for e in f["evidence"]:
+            e["source"] = "x"
+    for r in d["runs"]:
+        r["source"] = "x"
+    return d

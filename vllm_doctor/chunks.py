@@ -18,7 +18,7 @@ import os
 from typing import Iterator, List, Optional, Tuple
 
 from .prefilter import candidate_starts
-from .sources import LINE_LIMIT, WINDOW, Source, cap, text, windows
+from .sources import LINE_LIMIT, WINDOW, Source, cap, spans, text
 
 #: Bytes per chunk: large enough that a worker's start-up and result are small beside its
 #: scan, small enough that both cores stay busy to the end.
@@ -29,25 +29,6 @@ MIN_BYTES = 192 * 2**20
 #: One scanned line: (line index within the chunk from 0, capped bytes, offset of the next
 #: line in the file, True when it holds a literal).
 Hit = Tuple[int, bytes, int, bool]
-
-
-class _Range:
-    """``read1`` over the byte range [start, end) of a file (what :func:`windows` reads)."""
-
-    def __init__(self, path: str, start: int, end: int) -> None:
-        self.fh = open(path, "rb", buffering=0)
-        self.fh.seek(start)
-        self.left = end - start
-
-    def read1(self, n: int) -> bytes:
-        if self.left <= 0:
-            return b""
-        data = self.fh.read(min(n, self.left))
-        self.left -= len(data)
-        return data
-
-    def close(self) -> None:
-        self.fh.close()
 
 
 def line_at(fd: int, offset: int) -> Tuple[Optional[bytes], int]:
@@ -96,25 +77,21 @@ def _hits(path: str, start: int, end: int, out: dict) -> Iterator[Hit]:
     """Every candidate line of the chunk [start, end) and the line after each (the next
     chunk's first line for the last one), in line order. Sets ``out["lines"]`` (lines in
     the chunk) at the end and ``out["heads"]`` (its first ``out["head"]`` lines, decoded).
-    A next-line offset is -1 where it is not known (after a line cut at the cap)."""
-    rng = _Range(path, start, end)
-    src = Source(path, rng)
+    A next-line offset is -1 where it is not known (after a line longer than a window)."""
     head = out.get("head", 0)
     heads: List[str] = out.setdefault("heads", [])
     lines = 0
-    offset = start
-    if start == 0:
-        with open(path, "rb") as fh:
-            if fh.read(3) == b"\xef\xbb\xbf":
-                offset = 3  # chunk 0 decodes the UTF-8 BOM away
     want_next = False  # the last line of the previous block was a candidate
-    try:
-        for block in windows(src, decode=start == 0):
+    with open(path, "rb", buffering=0) as fh:
+        fd = fh.fileno()
+        if start == 0 and os.pread(fd, 3, 0) == b"\xef\xbb\xbf":
+            start = 3  # chunk 0 drops the UTF-8 BOM, as the serial reader does
+        for block, stop, offset in spans(Source(path, fh), region=(fd, start, end)):
             if len(heads) < head:
                 need = head - len(heads)
-                heads.extend(text(cap(raw)) for raw in block.split(b"\n", need)[:need])
-            base = offset if src.cutter.cuts == 0 else None
-            starts = candidate_starts(block)
+                heads.extend(text(cap(raw)) for raw in block[:stop].split(b"\n", need)[:need])
+            base = offset if offset >= 0 else None
+            starts = candidate_starts(block, stop)
             cand = set(starts)
             find, count = block.find, block.count
             if want_next:
@@ -129,21 +106,17 @@ def _hits(path: str, start: int, end: int, out: dict) -> Iterator[Hit]:
                 le = find(b"\n", ls)
                 yield line, cap(block[ls:le]), -1 if base is None else base + le + 1, True
                 nxt = le + 1
-                if nxt >= len(block):
+                if nxt >= stop:
                     want_next = True
                 elif nxt not in cand:
                     ne = find(b"\n", nxt)
                     yield line + 1, cap(block[nxt:ne]), -1 if base is None else base + ne + 1, False
-            lines += count(b"\n")
-            offset += len(block)
-    finally:
-        rng.close()
-    out["lines"] = lines
-    if want_next and end < os.path.getsize(path):
-        with open(path, "rb", buffering=0) as fh:
-            nxt, after = line_at(fh.fileno(), end)
-        if nxt is not None:
-            yield lines, nxt, after, bool(candidate_starts(nxt + b"\n"))
+            lines += count(b"\n", 0, stop)
+        out["lines"] = lines
+        if want_next and end < os.fstat(fd).st_size:
+            nxt, after = line_at(fd, end)
+            if nxt is not None:
+                yield lines, nxt, after, bool(candidate_starts(nxt + b"\n"))
 
 
 def scan(path: str, start: int, end: int, head: int = 0, budget: int = BUDGET):
@@ -162,20 +135,15 @@ def scan(path: str, start: int, end: int, head: int = 0, budget: int = BUDGET):
 
 def _line_by_number(fd: int, start: int, k: int) -> bytes:
     """Line ``k`` (from 0) of the chunk starting at ``start``, capped, counted the slow way
-    (only where a line cut at the cap made offsets unknown)."""
-    rng = _Range.__new__(_Range)
-    rng.fh = os.fdopen(os.dup(fd), "rb", buffering=0)
-    rng.fh.seek(start)
-    rng.left = os.fstat(fd).st_size - start
+    (only where a line longer than a window made offsets unknown)."""
     seen = 0
-    try:
-        for block in windows(Source("", rng), decode=start == 0):
-            n = block.count(b"\n")
-            if seen + n > k:
-                return cap(block.split(b"\n", k - seen + 1)[k - seen])
-            seen += n
-    finally:
-        rng.close()
+    if start == 0 and os.pread(fd, 3, 0) == b"\xef\xbb\xbf":
+        start = 3
+    for block, stop, _ in spans(Source("", None), region=(fd, start, None)):
+        n = block.count(b"\n", 0, stop)
+        if seen + n > k:
+            return cap(block[:stop].split(b"\n", k - seen + 1)[k - seen])
+        seen += n
     return b""
 
 

@@ -38,7 +38,7 @@ from typing import Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from .catalog import ANCHORS
 from .frames import TAG_FUNCS
-from .sources import WINDOW, Source, cap, text, windows
+from .sources import WINDOW, Source, cap, spans, text
 
 LITERALS: Tuple[str, ...] = tuple(sorted(set(ANCHORS) | {f for funcs in TAG_FUNCS.values() for f in funcs}))
 #: Kept for callers that set the window size of a scanner (tests use tiny ones).
@@ -145,15 +145,19 @@ def _gate_hits(block: bytes, gates) -> List[Tuple[int, int]]:
     return hits
 
 
-def candidate_starts(block: bytes) -> List[int]:
-    """Start offsets, ascending, of the lines of ``block`` (whole lines, ending in a newline)
-    that hold one of :data:`LITERALS`."""
+def candidate_starts(block: bytes, end: Optional[int] = None) -> List[int]:
+    """Start offsets, ascending, of the lines of ``block[:end]`` (whole lines, ending in a
+    newline; bytes past ``end`` are ignored) that hold one of :data:`LITERALS`."""
     gates, exact, sure = _automata()
+    if end is None:
+        end = len(block)
     starts: List[int] = []
     unsure: List[Tuple[int, int]] = []  # (start, end) of lines hit only through a partial literal
     line_end = -1
     rfind, find = block.rfind, block.find
     for s, idx in _gate_hits(block, gates):
+        if s >= end:
+            break
         if s < line_end:
             if idx in sure and unsure and unsure[-1][0] == starts[-1]:
                 unsure.pop()  # the same line: a full literal after all
@@ -186,7 +190,8 @@ class BlockScanner:
     False for the line after one that the caller asked to see by setting ``want_follow``
     before resuming. ``lines`` counts every line read; ``skipped`` counts lines passed over
     since the caller last reset it (the caller ends a held record when it is non-zero).
-    ``blocks`` may replace the windows of ``src`` (an iterable of whole-line blocks).
+    ``blocks`` may replace the windows of ``src`` (an iterable of ``(block, end, offset)``
+    as :func:`vllm_doctor.sources.spans` gives).
     """
 
     def __init__(self, src: "Source", block_size: int = BLOCK_SIZE, on_block=None, blocks=None) -> None:
@@ -199,10 +204,10 @@ class BlockScanner:
         self.lines = 0
         self.skipped = 0
 
-    def _follow(self, block: bytes, pos: int, cand):
-        """Yield the lines from ``pos`` on for as long as the caller sets ``want_follow``;
-        return the position after the last one yielded."""
-        while self.want_follow and pos < len(block):
+    def _follow(self, block: bytes, end: int, pos: int, cand):
+        """Yield the lines from ``pos`` on (up to ``end``) for as long as the caller sets
+        ``want_follow``; return the position after the last one yielded."""
+        while self.want_follow and pos < end:
             self.want_follow = False
             le = block.find(b"\n", pos)
             self.lines += 1
@@ -212,16 +217,16 @@ class BlockScanner:
 
     def __iter__(self) -> Iterator[Tuple[int, str, bool]]:
         head = 200
-        blocks = self.blocks if self.blocks is not None else windows(self.src, self.block_size, self.on_block)
-        for block in blocks:
+        blocks = self.blocks if self.blocks is not None else spans(self.src, self.block_size, self.on_block)
+        for block, end, _ in blocks:
             if head and self.on_head is not None:
-                for raw in block.split(b"\n", head)[:head]:
+                for raw in block[:end].split(b"\n", head)[:head]:
                     self.on_head(text(cap(raw)))
-                head = max(0, head - block.count(b"\n"))
-            starts = candidate_starts(block)
+                head = max(0, head - block.count(b"\n", 0, end))
+            starts = candidate_starts(block, end)
             cand = set(starts)
             # The caller may still want the line after the last one of the previous block.
-            pos = yield from self._follow(block, 0, cand)
+            pos = yield from self._follow(block, end, 0, cand)
             count = block.count
             for ls in starts:
                 if ls < pos:
@@ -233,8 +238,8 @@ class BlockScanner:
                 self.lines += 1
                 self.want_follow = False
                 yield self.lines, text(cap(block[ls:le])), True
-                pos = yield from self._follow(block, le + 1, cand)
-            gap = count(b"\n", pos)
+                pos = yield from self._follow(block, end, le + 1, cand)
+            gap = count(b"\n", pos, end)
             self.lines += gap
             self.skipped += gap
             if gap:

@@ -13,6 +13,7 @@ import codecs
 import gzip
 import lzma
 import os
+import stat
 import sys
 import zlib
 from dataclasses import dataclass
@@ -98,8 +99,6 @@ class Source:
             st = os.fstat(raw.fileno())
         except (OSError, AttributeError, ValueError):
             return None
-        import stat
-
         return st.st_size if stat.S_ISREG(st.st_mode) else None
 
 
@@ -355,6 +354,99 @@ def windows(src: Source, size: int = WINDOW, on_read=None, decode: bool = True) 
         block = cutter.feed(dec.feed(chunk))
         if block:
             yield block
+
+
+def _plain_region(src: Source):
+    """(fd, start) for a regular, uncompressed file read from its start that needs no
+    transcoding (no UTF-16/32 BOM; start skips a UTF-8 one), else None."""
+    if src.compression is not None or (src.raw is not None and src.stream is not src.raw):
+        return None
+    try:
+        fd = src.stream.fileno()
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or src.stream.tell() != 0:
+            return None
+    except (OSError, AttributeError, ValueError):
+        return None
+    head = os.pread(fd, 4, 0)
+    if head.startswith((b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")):
+        return None
+    return fd, 3 if head.startswith(b"\xef\xbb\xbf") else 0
+
+
+def spans(
+    src: Source, size: int = WINDOW, on_read=None, decode: bool = True, region=None
+) -> Iterator[Tuple[bytes, int, int]]:
+    """The one line reader without copies: ``(block, end, offset)`` where ``block[:end]``
+    are whole lines (``end`` just after a newline) and ``offset`` is the file offset of
+    ``block[0]`` (-1 where it is not known: input that is decompressed or transcoded, and
+    after a line longer than a window). Bytes past ``end`` start a line the next block
+    repeats. Same lines, cap and decoding as :func:`windows` (which it uses where a file
+    cannot be read in place); ``region=(fd, start, end)`` reads that byte range of a
+    plain file (``end`` None: to the end of the file, ``decode`` is then not applied).
+    """
+    if region is None:
+        plain = _plain_region(src)
+        if plain is None or not decode:
+            for block in windows(src, size, on_read, decode):
+                yield block, len(block), -1
+            return
+        fd, pos = plain
+        stop = None
+    else:
+        fd, pos, stop = region
+    while stop is None or pos < stop:
+        n = size if stop is None else min(size, stop - pos)
+        data = os.pread(fd, n, pos)
+        if not data:
+            return
+        at_end = len(data) < n or (stop is not None and pos + len(data) >= stop)
+        cut = data.rfind(b"\n") + 1
+        if not cut and not at_end:
+            # A line longer than the window: read it up to the cap in one piece, or keep its
+            # first LINE_LIMIT bytes and read past the rest.
+            data = os.pread(fd, LINE_LIMIT + 1 if stop is None else min(LINE_LIMIT + 1, stop - pos), pos)
+            nl = data.find(b"\n")
+            if nl >= 0:
+                if on_read is not None:
+                    on_read(nl + 1)
+                yield data, nl + 1, pos
+                pos += nl + 1
+                continue
+            if len(data) <= LINE_LIMIT:  # the last line of the file or range, no newline
+                if on_read is not None:
+                    on_read(len(data))
+                yield data + b"\n", len(data) + 1, -1  # a newline added: not the file's bytes
+                return
+            head = data[:LINE_LIMIT]
+            line_start = pos
+            pos += len(data)
+            while stop is None or pos < stop:
+                more = os.pread(fd, size if stop is None else min(size, stop - pos), pos)
+                if not more:
+                    break
+                nl = more.find(b"\n")
+                if nl >= 0:
+                    pos += nl + 1
+                    break
+                pos += len(more)
+            if on_read is not None:
+                on_read(pos - line_start)
+            yield head + b"\n", len(head) + 1, -1  # a cut line: its bytes are not the file's
+            continue
+        if cut:
+            if on_read is not None:
+                on_read(cut)
+            yield data, cut, pos
+            pos += cut
+        if at_end:
+            if cut < len(data):  # the last line has no newline: it still counts
+                rest = data[cut:]
+                if on_read is not None:
+                    on_read(len(rest))
+                block = rest[:LINE_LIMIT] + b"\n"
+                yield block, len(block), -1  # a newline added: not the file's bytes
+            return
 
 
 def read_lines(src: Source, on_read=None) -> Iterator[Tuple[int, str]]:
