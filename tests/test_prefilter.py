@@ -122,3 +122,26 @@ def build_verdict_from_scanner(data, block_size):
         return comparable(diagnose_input(src))
     finally:
         prefilter.scanner_for = original
+
+
+def test_the_cheap_continuation_test_never_rules_out_a_line_the_reassembler_would_join():
+    # _cannot_continue() decides without unwrapping; it must agree with would_join()
+    # whenever it says "no": over every pair of consecutive corpus lines, wrapped or not.
+    from vllm_doctor.envelopes import unwrap
+    from vllm_doctor.pipeline import _cannot_continue
+    from vllm_doctor.reassemble import Reassembler
+
+    checked = ruled_out = 0
+    for case in CASES:
+        lines = fixture_path(case["file"]).read_text(errors="replace").splitlines()
+        for prefix in ("", "(APIServer pid=1) ", "(EngineCore_DP0 pid=7) ERROR 01-01 00:00:00 [x.py:1] "):
+            reasm = Reassembler()
+            for n, line in enumerate(lines, 1):
+                cur = prefix + line if n % 2 else line
+                recs = unwrap("x", n, cur)
+                if _cannot_continue(reasm, cur):
+                    ruled_out += 1
+                    assert not reasm.would_join(recs), (case["file"], n)
+                checked += 1
+                reasm.feed(recs)
+    assert checked > 2000 and ruled_out > checked // 4

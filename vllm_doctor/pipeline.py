@@ -216,6 +216,25 @@ def diagnose_input(
             pooled.close()
 
 
+def _cannot_continue(reasm: Reassembler, line: str) -> bool:
+    """True when ``line`` (offered after a candidate) surely is no continuation of the
+    record the reassembler holds, decided without unwrapping it: the held record takes
+    none (short and no open OOM message, or full), or the line starts with a vLLM process
+    prefix (``(APIServer pid=1) ``: :func:`~vllm_doctor.envelopes.unwrap` finds no outer
+    wrapper before a ``(`` and then the prefix, and a record with a process is never a
+    continuation, :mod:`vllm_doctor.reassemble`). ``tests/test_prefilter.py`` checks it
+    against :meth:`Reassembler.would_join` on every line of the corpus. False: unwrap it."""
+    from .envelopes import _PROC, MAX_RECORD_CHARS
+    from .reassemble import MAX_JOINED, WRAP_MIN_WIDTH, _open_oom
+
+    held = reasm._held
+    if held is None or held.continued >= MAX_JOINED or len(held.text) >= MAX_RECORD_CHARS:
+        return True
+    if held.line_len < WRAP_MIN_WIDTH and not _open_oom(held.text):
+        return True
+    return line[:1] == "(" and "\x1b" not in line and "\r" not in line and _PROC.match(line) is not None
+
+
 def _read_candidates(name: str, input_format: str, scanner) -> List[SourceResult]:
     """The pre-filtered path: candidate lines (and the continuations the reassembler takes)
     from a :class:`~vllm_doctor.prefilter.BlockScanner` or a chunk scanner."""
@@ -230,6 +249,9 @@ def _read_candidates(name: str, input_format: str, scanner) -> List[SourceResult
         if candidate:
             reader.line(lineno, text)
             scanner.want_follow = True
+            continue
+        if _cannot_continue(reasm, text):
+            reader.consume(reasm.flush())
             continue
         recs = unwrap(name, lineno, text, allowed=allowed)
         if reasm.would_join(recs):
