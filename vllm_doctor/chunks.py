@@ -267,7 +267,7 @@ def _ordered(ex, args, ahead: int):
 def chunkable(src: Source) -> Optional[int]:
     """The size of ``src`` when it is worth scanning in chunks: a plain regular file of at
     least :data:`MIN_BYTES`, UTF-8 (no UTF-16/32 byte-order mark). Else None."""
-    if src.compression is not None or not os.path.isfile(src.name):
+    if not hasattr(os, "pread") or src.compression is not None or not os.path.isfile(src.name):
         return None
     size = src.size()
     if size is None or size < MIN_BYTES or (os.cpu_count() or 1) < 2:

@@ -103,7 +103,12 @@ class _FileFollower:
             return "truncated"
         if self.tail:
             try:
-                seen = os.pread(self.fh.fileno(), len(self.tail), self.pos - len(self.tail))
+                if hasattr(os, "pread"):
+                    seen = os.pread(self.fh.fileno(), len(self.tail), self.pos - len(self.tail))
+                else:  # Windows: seek, read, seek back
+                    self.fh.seek(self.pos - len(self.tail))
+                    seen = self.fh.read(len(self.tail))
+                    self.fh.seek(self.pos)
             except OSError:
                 return None
             if seen != self.tail:

@@ -359,8 +359,8 @@ def windows(src: Source, size: int = WINDOW, on_read=None, decode: bool = True) 
 def _plain_region(src: Source):
     """(fd, start) for a regular, uncompressed file read from its start that needs no
     transcoding (no UTF-16/32 BOM; start skips a UTF-8 one), else None."""
-    if src.compression is not None or (src.raw is not None and src.stream is not src.raw):
-        return None
+    if not hasattr(os, "pread") or src.compression is not None or (src.raw is not None and src.stream is not src.raw):
+        return None  # (no pread on Windows: the stream reader reads it)
     try:
         fd = src.stream.fileno()
         st = os.fstat(fd)
