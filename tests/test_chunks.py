@@ -108,3 +108,54 @@ def test_generated_logs_give_the_serial_verdict_on_every_path(tmp_path, shape, m
         assert comparable(diagnose_input(Source(str(log), fh))) == want
     if shape == "busy":
         assert want["primary_class"] == "runtime_oom"
+
+
+class _Here:
+    """An executor that runs each call at once, in this process (for the plan logic)."""
+
+    def submit(self, fn, *args):
+        from concurrent.futures import Future
+
+        f = Future()
+        f.set_result(fn(*args))
+        return f
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["file"] for c in CASES])
+def test_windows_planned_elsewhere_give_the_serial_verdict(case):
+    import io
+
+    from vllm_doctor import prefilter
+
+    path = fixture_path(case["file"])
+    data = path.read_bytes()
+    src = Source(str(path), io.BytesIO(data))
+    blocks = chunks.planned_windows(src, _Here(), 3, size=131)
+    got = comparable(_read_candidates(str(path), "auto", prefilter.BlockScanner(src, blocks=blocks)))
+    assert got == serial(path)
+
+
+def test_a_gzip_log_gated_by_worker_processes_gives_the_serial_verdict(tmp_path, monkeypatch):
+    import gzip
+
+    parts = [fixture_path(c["file"]).read_bytes() for c in CASES[:12]]
+    plain = tmp_path / "many.log"
+    plain.write_bytes(b"".join(parts))
+    gz = tmp_path / "many.log.gz"
+    gz.write_bytes(gzip.compress(plain.read_bytes()))
+    from vllm_doctor import pipeline
+    from vllm_doctor.sources import open_input
+
+    monkeypatch.setattr(chunks, "COMPRESSED_MIN", 1)
+    real = chunks.PooledBlocks
+    monkeypatch.setattr(chunks, "PooledBlocks", lambda src, on_block=None: real(src, on_block, size=4096))
+    src = open_input(str(gz))
+    try:
+        got = build_verdict(pipeline.diagnose_input(src, chunks=True)).to_dict()
+    finally:
+        src.stream.close()
+    want = build_verdict(diagnose_source(str(gz), read_lines(open_input(str(gz))))).to_dict()
+    for d in (got, want):
+        for s in d["sources"]:
+            s.pop("records"), s.pop("joined")
+    assert got == want and got["sources"][0]["lines"] == sum(p.count(b"\n") for p in parts)

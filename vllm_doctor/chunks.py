@@ -295,3 +295,64 @@ class PooledScan:
         from . import workers as _workers
 
         _workers.shutdown(self.ex)
+
+
+#: Compressed files at least this large (compressed size) have their windows gated by
+#: workers while this process decompresses (a second thread with ISA-L) and reads on.
+COMPRESSED_MIN = 16 * 2**20
+
+
+def planned_windows(src: Source, ex, ahead: int, on_read=None, size: int = WINDOW):
+    """The windows of ``src`` (any input: decompressed, transcoded) with their plans
+    (:func:`vllm_doctor.prefilter.plan_block`) made by the workers of ``ex``, in order,
+    at most ``ahead`` windows in flight (bounded memory). A broken pool: plans made here."""
+    from collections import deque
+    from concurrent.futures import BrokenExecutor
+
+    from .prefilter import plan_block
+    from .sources import windows
+
+    pending = deque()
+    broken = False
+
+    def ready(block, fut):
+        nonlocal broken
+        if fut is not None and not broken:
+            try:
+                return fut.result()
+            except (BrokenExecutor, OSError):
+                broken = True
+        return plan_block(block)
+
+    for block in windows(src, size, on_read=on_read):
+        fut = None
+        if not broken:
+            try:
+                fut = ex.submit(plan_block, block)
+            except (BrokenExecutor, RuntimeError, OSError):
+                broken = True
+        pending.append((block, fut))
+        if len(pending) >= ahead:
+            b, f = pending.popleft()
+            yield b, len(b), -1, ready(b, f)
+    while pending:
+        b, f = pending.popleft()
+        yield b, len(b), -1, ready(b, f)
+
+
+class PooledBlocks:
+    """A :class:`vllm_doctor.prefilter.BlockScanner` over a compressed input whose windows
+    are gated by a worker pool (closed at the end)."""
+
+    def __init__(self, src: Source, on_block=None, workers: Optional[int] = None, size: int = WINDOW):
+        from . import workers as _workers
+        from .prefilter import BlockScanner
+
+        self.ex = _workers.pool(workers)
+        blocks = planned_windows(src, self.ex, 2 * self.ex._max_workers + 1, on_block, size)
+        self.scanner = BlockScanner(src, blocks=blocks)
+
+    def close(self) -> None:
+        from . import workers as _workers
+
+        _workers.shutdown(self.ex)

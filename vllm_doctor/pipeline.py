@@ -10,6 +10,7 @@ processes). :func:`build_verdict` turns the results into the
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable, List, Optional, Tuple
 
@@ -201,11 +202,13 @@ def diagnose_input(
             prefilter = False
     pooled = None
     if prefilter and chunks and available():
-        from .chunks import PooledScan, chunkable
+        from . import chunks as _chunks
 
-        size = chunkable(src)
+        size = _chunks.chunkable(src)
         if size is not None:
-            pooled = PooledScan(src.name, size, on_block)
+            pooled = _chunks.PooledScan(src.name, size, on_block)
+        elif src.compression is not None and (src.size() or 0) >= _chunks.COMPRESSED_MIN and (os.cpu_count() or 1) > 1:
+            pooled = _chunks.PooledBlocks(src, on_block)
     try:
         scanner = pooled.scanner if pooled is not None else scanner_for(src, on_block) if prefilter else None
         if scanner is None:

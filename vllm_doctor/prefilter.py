@@ -183,6 +183,22 @@ def candidate_starts(block: bytes, end: Optional[int] = None) -> List[int]:
     return [ls for ls in starts if ls not in rejected] if rejected else starts
 
 
+def plan_block(block: bytes, end: Optional[int] = None) -> Tuple[int, List[int], List[int]]:
+    """``(lines, starts, indexes)`` of ``block[:end]``: its line count, the start offsets of
+    its candidate lines (:func:`candidate_starts`) and each one's line index (from 0)."""
+    if end is None:
+        end = len(block)
+    starts = candidate_starts(block, end)
+    index: List[int] = []
+    line = pos = 0
+    count = block.count
+    for ls in starts:
+        line += count(b"\n", pos, ls)
+        pos = ls
+        index.append(line)
+    return line + count(b"\n", pos, end), starts, index
+
+
 class BlockScanner:
     """Iterate over the lines of an input that may matter, with their line numbers.
 
@@ -191,7 +207,8 @@ class BlockScanner:
     before resuming. ``lines`` counts every line read; ``skipped`` counts lines passed over
     since the caller last reset it (the caller ends a held record when it is non-zero).
     ``blocks`` may replace the windows of ``src`` (an iterable of ``(block, end, offset)``
-    as :func:`vllm_doctor.sources.spans` gives).
+    as :func:`vllm_doctor.sources.spans` gives, optionally with a fourth item: the block's
+    plan from :func:`plan_block`, computed elsewhere, e.g. in a worker process).
     """
 
     def __init__(self, src: "Source", block_size: int = BLOCK_SIZE, on_block=None, blocks=None) -> None:
@@ -218,20 +235,26 @@ class BlockScanner:
     def __iter__(self) -> Iterator[Tuple[int, str, bool]]:
         head = 200
         blocks = self.blocks if self.blocks is not None else spans(self.src, self.block_size, self.on_block)
-        for block, end, _ in blocks:
+        for item in blocks:
+            block, end = item[0], item[1]
+            plan = item[3] if len(item) > 3 else None  # (lines, starts, their line indexes) from a worker
             if head and self.on_head is not None:
                 for raw in block[:end].split(b"\n", head)[:head]:
                     self.on_head(text(cap(raw)))
                 head = max(0, head - block.count(b"\n", 0, end))
-            starts = candidate_starts(block, end)
+            base = self.lines
+            if plan is None:
+                starts, index = candidate_starts(block, end), None
+            else:
+                nlines, starts, index = plan
             cand = set(starts)
             # The caller may still want the line after the last one of the previous block.
             pos = yield from self._follow(block, end, 0, cand)
             count = block.count
-            for ls in starts:
+            for i, ls in enumerate(starts):
                 if ls < pos:
                     continue
-                gap = count(b"\n", pos, ls)
+                gap = count(b"\n", pos, ls) if index is None else index[i] - (self.lines - base)
                 self.lines += gap
                 self.skipped += gap
                 le = block.find(b"\n", ls)
@@ -239,7 +262,7 @@ class BlockScanner:
                 self.want_follow = False
                 yield self.lines, text(cap(block[ls:le])), True
                 pos = yield from self._follow(block, end, le + 1, cand)
-            gap = count(b"\n", pos, end)
+            gap = count(b"\n", pos, end) if plan is None else nlines - (self.lines - base)
             self.lines += gap
             self.skipped += gap
             if gap:
