@@ -1,10 +1,12 @@
-"""Both cores on one large file: scan chunks in worker processes, read the results in order.
+"""Both cores on one large input: gate in worker processes, read the results in order.
 
 A plain (uncompressed, UTF-8) file of at least :data:`MIN_BYTES` is cut at line starts into
 chunks of about :data:`CHUNK` bytes (:func:`plan`). Each worker runs the pre-filter's gate
 and exact check over its chunk (:func:`scan`) through the one line reader
-(:func:`vllm_doctor.sources.windows`, same cap) and returns its line count and the
+(:func:`vllm_doctor.sources.spans`, same cap) and returns its line count and the
 candidate lines, each with the line after it (what the reassembler may want to join).
+A compressed input of at least :data:`COMPRESSED_MIN` is decompressed here while workers
+gate its windows (:func:`planned_windows`).
 :class:`ChunkScanner` hands them out in file order with their true line numbers, with the
 same protocol as :class:`vllm_doctor.prefilter.BlockScanner`, so unwrapping, recognition
 and the trackers stay serial and in order: the verdict is the serial one (a test diffs

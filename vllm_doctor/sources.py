@@ -1,9 +1,12 @@
-"""Open the inputs and hand out their lines, one pass, constant memory.
+"""Open the inputs and hand out their lines: the one line reader, one pass, constant memory.
 
 An input is a file path, ``-`` for standard input, or (from the library) any iterable
-of ``str``/``bytes`` lines. Files compressed with gzip, bzip2 or xz are recognised by
-their magic bytes, whatever their name. Bytes are decoded as UTF-8; invalid sequences
-become U+FFFD and are counted, never fatal.
+of ``str``/``bytes`` lines. Files compressed with gzip (read with ISA-L where installed),
+bzip2, xz or zstd are recognised by their magic bytes, whatever their name. Every path
+(plain, compressed, stdin, the pre-filter, chunks, follow mode, library lines) goes through
+the same pieces: :class:`Decoder` (UTF-8; UTF-16/32 LE/BE on a byte-order mark),
+:class:`LineCutter` / :func:`spans` (whole lines, one cap of :data:`LINE_LIMIT` bytes a
+line), :func:`cap` and :func:`text` (invalid UTF-8 becomes U+FFFD, never fatal).
 """
 
 from __future__ import annotations
