@@ -27,6 +27,21 @@ def children(pid):
     return out
 
 
+def workers_of(pid):
+    """The worker processes under ``pid``: the children of its fork server (or its own
+    children when workers are forked or spawned directly)."""
+    kids = set()
+    for p in children(pid):
+        try:
+            with open(f"/proc/{p}/cmdline", "rb") as fh:
+                cmd = fh.read()
+        except OSError:
+            continue
+        if b"forkserver" in cmd:
+            kids |= children(p)
+    return kids
+
+
 def alive(pid):
     try:
         with open(f"/proc/{pid}/stat") as fh:
@@ -56,8 +71,8 @@ def test_workers_die_with_their_parent_and_let_go_of_its_pipe(tmp_path, sig):
         stderr=subprocess.PIPE,
     )
     try:
-        assert wait_for(lambda: len(children(proc.pid)) >= 2), "the workers did not start"
-        kids = children(proc.pid)
+        assert wait_for(lambda: len(workers_of(proc.pid)) >= 2), "the workers did not start"
+        kids = children(proc.pid)  # the workers and the fork server
         proc.send_signal(sig)
         # The caller's pipe reaches EOF only when every process holding it is gone.
         out, err = proc.communicate(timeout=30)
@@ -85,8 +100,8 @@ def test_workers_die_when_their_parent_is_killed(tmp_path):
         stderr=subprocess.PIPE,
     )
     try:
-        assert wait_for(lambda: len(children(proc.pid)) >= 2), "the workers did not start"
-        kids = children(proc.pid)
+        assert wait_for(lambda: len(workers_of(proc.pid)) >= 2), "the workers did not start"
+        kids = children(proc.pid)  # the workers and the fork server
         proc.kill()  # SIGKILL: no handler runs; the kernel and the watcher must do it
         proc.communicate(timeout=30)
         assert wait_for(lambda: not any(alive(k) for k in kids)), "workers outlived their parent"
