@@ -145,3 +145,30 @@ def test_the_cheap_continuation_test_never_rules_out_a_line_the_reassembler_woul
                 checked += 1
                 reasm.feed(recs)
     assert checked > 2000 and ruled_out > checked // 4
+
+
+BULK_LINES = [
+    # V1 request logging, the request, the access line, a metrics scrape
+    "(APIServer pid=1) INFO 11-30 10:00:00 [logger.py:49] Received request chatcmpl-0001: prompt: 'Summarise the"
+    " report for the board', params: SamplingParams(n=1, presence_penalty=0.0, frequency_penalty=0.0, "
+    "repetition_penalty=1.0, temperature=0.7, top_p=0.95, top_k=0, min_p=0.0, seed=None, stop=[], stop_token_ids=[], "
+    "bad_words=[], include_stop_str_in_output=False, ignore_eos=False, max_tokens=512, min_tokens=0, logprobs=None, "
+    "prompt_logprobs=None, skip_special_tokens=True, spaces_between_special_tokens=True, truncate_prompt_tokens=None, "
+    "guided_decoding=None, extra_args=None), prompt_token_ids: None, prompt_embeds shape: None, lora_request: None.",
+    "(APIServer pid=1) INFO 11-30 10:00:00 [async_llm.py:382] Added request chatcmpl-0001.",
+    '(APIServer pid=1) INFO:     10.0.3.4:41234 - "POST /v1/chat/completions HTTP/1.1" 200 OK',
+    'INFO:     127.0.0.1:50000 - "GET /metrics HTTP/1.1" 200 OK',
+    # V0: the engine's own file names are in every request's record prefix
+    "INFO 07-03 23:23:42 [async_llm_engine.py:211] Added request cmpl-0123456789abcdef.",
+    "INFO 07-03 23:23:43 [async_llm_engine.py:179] Finished request cmpl-0123456789abcdef.",
+    "INFO 07-03 23:23:42 [logger.py:39] Received request cmpl-0123: prompt: 'Hello', params: SamplingParams(n=1, "
+    "best_of=1, use_beam_search=False, max_tokens=16), prompt_token_ids: [1, 2], lora_request: None, "
+    "prompt_adapter_request: None.",
+]
+
+
+@pytest.mark.parametrize("line", BULK_LINES, ids=range(len(BULK_LINES)))
+def test_the_bulk_of_a_busy_log_does_not_even_hit_the_gate(line):
+    # Not just "not a candidate": the gate itself passes them over, so they cost no exact check.
+    gates, _, _ = prefilter._automata()
+    assert prefilter._gate_hits((line + "\n").encode(), gates) == []
