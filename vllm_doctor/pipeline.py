@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Iterable, List, Optional, Tuple
 from . import __version__
 from .catalog import Catalog
 from .diagnoses import BY_CLASS, diagnose_run
-from .envelopes import unwrap
+from .envelopes import _PROC, MAX_RECORD_CHARS, unwrap
 from .frames import code_tags
-from .reassemble import Reassembler
+from .reassemble import MAX_JOINED, WRAP_MIN_WIDTH, Reassembler, _open_oom
 from .sources import ARCHIVE_ERRORS
 from .tracker import SourceTracker
 from .verdict import SEVERITY_RANK, Finding, RunSummary, SourceSummary, Verdict
@@ -227,9 +227,6 @@ def _cannot_continue(reasm: Reassembler, line: str) -> bool:
     wrapper before a ``(`` and then the prefix, and a record with a process is never a
     continuation, :mod:`vllm_doctor.reassemble`). ``tests/test_prefilter.py`` checks it
     against :meth:`Reassembler.would_join` on every line of the corpus. False: unwrap it."""
-    from .envelopes import _PROC, MAX_RECORD_CHARS
-    from .reassemble import MAX_JOINED, WRAP_MIN_WIDTH, _open_oom
-
     held = reasm._held
     if held is None or held.continued >= MAX_JOINED or len(held.text) >= MAX_RECORD_CHARS:
         return True
