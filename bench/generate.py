@@ -1,6 +1,6 @@
 """Write a deterministic busy-server vLLM log of a given size, for benchmarks.
 
-Usage: python bench/generate.py OUT.log SIZE_MIB [--seed N]
+Usage: python bench/generate.py OUT.log SIZE_MIB [--seed N] [--shape busy|storm|restarts|traceback|longline]
 
 The log is shaped like a V1 server with request logging: a startup (non-default args,
 engine config, weights, KV sizing, graph capture, ready), then for each request a
@@ -9,6 +9,12 @@ line, a stats line every 10 s of log time; near 70 % of the size a KV saturation
 (KV usage >= 95 % with requests waiting over many intervals), and at the end a runtime
 CUDA OOM whose message lists a co-tenant process (PID 4242) next to vLLM's own.
 Every line uses the messages of shared/vllm-messages.md, so the tool recognises them.
+
+The other shapes are the adversarial ones of issue 15, where every line is a candidate:
+``storm`` (a startup, then HTTP 500 access lines), ``restarts`` (a server that restarts
+over and over: its startup lines again and again), ``traceback`` (one traceback that never
+ends: frames and their source lines), ``longline`` (one line of SIZE_MIB without a newline).
+SIZE_MIB is the size for every shape.
 """
 
 from __future__ import annotations
@@ -51,12 +57,62 @@ def startup(t: int):
     yield f"{P}INFO:     Application startup complete."
 
 
+def adversarial(shape: str, out: str, size_mib: float) -> None:
+    """Write one of the every-line-a-candidate shapes (see the module docstring)."""
+    target = int(size_mib * 2**20)
+    P = "(APIServer pid=1) "
+    with open(out, "w", encoding="utf-8") as fh:
+        written = 0
+
+        def w(line: str) -> None:
+            nonlocal written
+            fh.write(line + "\n")
+            written += len(line) + 1
+
+        if shape == "longline":
+            line = "x" * 2**20
+            for _ in range(int(size_mib)):
+                fh.write(line)
+            return
+        if shape == "storm":
+            for line in startup(0):
+                w(line)
+            n = 0
+            while written < target:
+                n += 1
+                w(
+                    f'{P}INFO:     10.0.{n % 250}.{n % 7 + 1}:{40000 + n % 20000} - "POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error'
+                )
+        elif shape == "restarts":
+            t = 0
+            while written < target:
+                t += 7
+                for line in startup(t):
+                    w(line)
+                w(f"{P}INFO {stamp(t)} [launcher.py:99] Shutting down FastAPI HTTP server.")
+        elif shape == "traceback":
+            E = "(EngineCore_DP0 pid=77) "
+            w(f"{E}ERROR 11-30 10:00:00 [core.py:710] EngineCore encountered a fatal error.")
+            w(f"{E}ERROR 11-30 10:00:00 [core.py:710] Traceback (most recent call last):")
+            while written < target:
+                w(
+                    f'{E}ERROR 11-30 10:00:00 [core.py:710]   File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core.py", line 701, in run_engine_core'
+                )
+                w(f"{E}ERROR 11-30 10:00:00 [core.py:710]     engine_core.run_busy_loop()")
+        else:
+            raise SystemExit(f"unknown shape {shape!r}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out")
     ap.add_argument("size_mib", type=float)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--shape", default="busy", choices=["busy", "storm", "restarts", "traceback", "longline"])
     a = ap.parse_args()
+    if a.shape != "busy":
+        adversarial(a.shape, a.out, a.size_mib)
+        return
     rnd = random.Random(a.seed)
     target = int(a.size_mib * 2**20)
     storm_at, storm_len = int(target * 0.70), int(target * 0.02)

@@ -185,13 +185,9 @@ def diagnose(
     if progress is None:
         progress = streams.isatty(sys.stderr) and fmt != "json" and "CI" not in os.environ
     if jobs > 1 and len(specs) > 1 and "-" not in specs:
-        from concurrent.futures import ProcessPoolExecutor
-
-        with ProcessPoolExecutor(max_workers=min(jobs, len(specs))) as pool:
-            n = len(specs)
-            outcomes = list(pool.map(_diagnose_one, specs, [False] * n, [input_format] * n, [chosen] * n))
+        outcomes = _diagnose_in_workers(specs, jobs, input_format, chosen)
     else:
-        outcomes = [_diagnose_one(spec, progress, input_format, chosen) for spec in specs]
+        outcomes = [_diagnose_one(spec, progress, input_format, chosen, chunks=True) for spec in specs]
     results = [r for rs, _ in outcomes if rs for r in rs]
     errors = [e for _, errs in outcomes for e in errs] + metric_errors
     unreadable = [(spec, errs[0]) for spec, (rs, errs) in zip(specs, outcomes) if not rs and errs]
@@ -318,7 +314,30 @@ def _follow(
     sys.exit(verdict.exit_code)
 
 
-def _diagnose_one(spec: str, progress: bool, input_format: str = "auto", select: Optional[frozenset] = None):
+def _diagnose_in_workers(specs: List[str], jobs: int, input_format: str, select: Optional[frozenset] = None):
+    """``-j``: one input per worker process (:mod:`vllm_doctor.workers`: they die with this
+    process). SIGTERM ends the command like Ctrl-C: the workers are killed, nothing waits."""
+    import signal
+
+    from . import workers
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    ex = workers.pool(min(jobs, len(specs)))
+    n = len(specs)
+    try:
+        # Within a worker an input is read whole (no chunk pool inside a pool).
+        return list(ex.map(_diagnose_one, specs, [False] * n, [input_format] * n, [select] * n, [False] * n))
+    finally:
+        workers.shutdown(ex)
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _diagnose_one(
+    spec: str, progress: bool, input_format: str = "auto", select: Optional[frozenset] = None, chunks: bool = False
+):
     """Open and diagnose one input: (SourceResult or None, [one-line errors]).
     Top-level so worker processes (-j) can run it."""
     from .pipeline import diagnose_input
@@ -334,9 +353,9 @@ def _diagnose_one(spec: str, progress: bool, input_format: str = "auto", select:
     try:
         if bar is not None:
             with bar[0]:
-                result = diagnose_input(src, on_block=bar[1], input_format=input_format, select=select)
+                result = diagnose_input(src, on_block=bar[1], input_format=input_format, select=select, chunks=chunks)
         else:
-            result = diagnose_input(src, input_format=input_format, select=select)
+            result = diagnose_input(src, input_format=input_format, select=select, chunks=chunks)
     except InputError as exc:
         errors.append(str(exc))
     except Exception as exc:  # noqa: BLE001 - never a traceback: name the input and the error
@@ -353,12 +372,13 @@ def _diagnose_one(spec: str, progress: bool, input_format: str = "auto", select:
 
 
 def _progress_bar(src):
-    """A rich progress bar on stderr for a large plain file, or None."""
-    try:
-        size = os.fstat(src.stream.fileno()).st_size if src.compression is None else 0
-    except (OSError, AttributeError, ValueError):
-        size = 0
-    if size < PROGRESS_MIN_BYTES:
+    """A rich progress bar on stderr, or None: for a large file, plain or compressed (the
+    compressed bytes read against the file's size), and for standard input (bytes read, no
+    total). Returns ``(bar, on_read)``; ``on_read`` is called after each window is read."""
+    size = src.size()
+    if size is not None and size < (PROGRESS_MIN_BYTES if src.compression is None else PROGRESS_MIN_BYTES // 8):
+        return None
+    if size is None and src.name != "<stdin>":
         return None
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
@@ -375,8 +395,17 @@ def _progress_bar(src):
     from rich.markup import escape
 
     # the description column is rich markup: a file name is escaped and made one inert line
-    task = bar.add_task(escape(streams.message(os.path.basename(src.name))), total=size)
-    return bar, lambda n: bar.advance(task, n)
+    label = os.path.basename(src.name) + (f" ({src.compression})" if src.compression else "")
+    task = bar.add_task(escape(streams.message(label)), total=size)
+    by_position = src.compression is not None or size is None  # compressed bytes, or stdin's count
+
+    def on_read(n: int) -> None:
+        if by_position:
+            bar.update(task, completed=src.position())
+        else:  # plain file: windows here, or chunks scanned by workers
+            bar.advance(task, n)
+
+    return bar, on_read
 
 
 @cli.command()

@@ -10,6 +10,7 @@ processes). :func:`build_verdict` turns the results into the
 
 from __future__ import annotations
 
+import os
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from itertools import chain
@@ -17,9 +18,9 @@ from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Tuple
 
 from ._version import __version__
 from .catalog import Catalog
-from .envelopes import Envelopes, unwrap
+from .envelopes import _PROC, MAX_RECORD_CHARS, Envelopes, unwrap
 from .frames import code_tags
-from .reassemble import Reassembler
+from .reassemble import MAX_JOINED, WRAP_MIN_WIDTH, Reassembler, _open_oom
 from .rules import BY_NAME, diagnose_run, new_observers
 from .sources import ARCHIVE_ERRORS
 from .tracker import RunBudget, SourceTracker, unexplained_error
@@ -259,14 +260,17 @@ def diagnose_input(
     on_block=None,
     input_format: str = "auto",
     select: Optional[frozenset] = None,
+    chunks: bool = False,
 ) -> List[SourceResult]:
     """Diagnose one opened input; with ``prefilter`` (and ``ahocorasick_rs`` installed)
     only lines holding a catalog literal are read (:mod:`vllm_doctor.prefilter`). A
     compressed input that ends early sets ``src.truncated``; what was read is diagnosed.
     JSON envelopes (``journalctl -o json``, Loki, CloudWatch, vLLM JSON) are read line by
-    line (their messages are JSON-escaped)."""
+    line (their messages are JSON-escaped). With ``chunks`` a large plain file is scanned
+    by worker processes, chunk by chunk (:mod:`vllm_doctor.chunks`), for the same verdict
+    (the command line asks for it; a library caller gets no processes it did not ask for)."""
     from .formats import JSON_FORMATS, reads_every_line
-    from .prefilter import scanner_for
+    from .prefilter import available, scanner_for
     from .sources import read_lines
 
     name = src.name
@@ -274,9 +278,44 @@ def diagnose_input(
         head = _peek(src.stream)
         if input_format in JSON_FORMATS or reads_every_line(head):
             prefilter = False
-    scanner = scanner_for(src, on_block) if prefilter else None
-    if scanner is None:
-        return diagnose_source(name, read_lines(src), input_format, select)
+    pooled = None
+    if prefilter and chunks and available():
+        from . import chunks as _chunks
+
+        size = _chunks.chunkable(src)
+        if size is not None:
+            pooled = _chunks.PooledScan(src.name, size, on_block)
+        elif src.compression is not None and (src.size() or 0) >= _chunks.COMPRESSED_MIN and (os.cpu_count() or 1) > 1:
+            pooled = _chunks.PooledBlocks(src, on_block)
+    try:
+        scanner = pooled.scanner if pooled is not None else scanner_for(src, on_block) if prefilter else None
+        if scanner is None:
+            return diagnose_source(name, read_lines(src, on_read=on_block), input_format, select)
+        return _read_candidates(name, input_format, scanner, select)
+    finally:
+        if pooled is not None:
+            pooled.close()
+
+
+def _cannot_continue(reasm: Reassembler, line: str) -> bool:
+    """True when ``line`` (offered after a candidate) surely is no continuation of the
+    record the reassembler holds, decided without unwrapping it: the held record takes
+    none (short and no open OOM message, or full), or the line starts with a vLLM process
+    prefix (``(APIServer pid=1) ``: :func:`~vllm_doctor.envelopes.unwrap` finds no outer
+    wrapper before a ``(`` and then the prefix, and a record with a process is never a
+    continuation, :mod:`vllm_doctor.reassemble`). ``tests/test_prefilter.py`` checks it
+    against :meth:`Reassembler.would_join` on every line of the corpus. False: unwrap it."""
+    held = reasm._held
+    if held is None or held.continued >= MAX_JOINED or len(held.text) >= MAX_RECORD_CHARS:
+        return True
+    if held.line_len < WRAP_MIN_WIDTH and not _open_oom(held.text):
+        return True
+    return line[:1] == "(" and "\x1b" not in line and "\r" not in line and _PROC.match(line) is not None
+
+
+def _read_candidates(name: str, input_format: str, scanner, select: Optional[frozenset] = None) -> List[SourceResult]:
+    """The pre-filtered path: candidate lines (and the continuations the reassembler takes)
+    from a :class:`~vllm_doctor.prefilter.BlockScanner` or a chunk scanner."""
     reader = _SourceReader(name, input_format, select)
     scanner.on_head = reader.sniff
     reasm = reader.reasm
@@ -287,6 +326,9 @@ def diagnose_input(
         if candidate:
             reader.line(lineno, text)
             scanner.want_follow = True
+            continue
+        if _cannot_continue(reasm, text):
+            reader.consume(reasm.flush())
             continue
         recs = reader.unwrap(lineno, text)
         if reasm.would_join(recs):

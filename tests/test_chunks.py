@@ -1,0 +1,161 @@
+"""Chunks scanned apart (in worker processes) give the serial verdict (issue 15)."""
+
+import os
+
+import pytest
+from conftest import fixture_path, load_manifest
+
+from vllm_doctor import chunks
+from vllm_doctor.pipeline import _read_candidates, build_verdict, diagnose_input, diagnose_source
+from vllm_doctor.sources import Source, read_lines
+
+CASES = load_manifest()
+
+
+def comparable(results):
+    d = build_verdict(results).to_dict()
+    for s in d["sources"]:
+        s.pop("records"), s.pop("joined")  # records examined: fewer on the fast path, by design
+    return d
+
+
+def serial(path):
+    with open(path, "rb") as fh:
+        return comparable(diagnose_source(str(path), read_lines(Source(str(path), fh))))
+
+
+def chunked(path, chunk, in_worker):
+    """The chunk scanner over tiny chunks; each chunk scanned as a worker would
+    (``in_worker``) or read here hit by hit (a dense chunk)."""
+    path = str(path)
+    size = os.path.getsize(path)
+    ranges = chunks.plan(path, size, chunk)
+    results = ((chunks.scan(path, s, e) if in_worker else None, (s, e)) for s, e in ranges)
+    return comparable(_read_candidates(path, "auto", chunks.ChunkScanner(path, results)))
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["file"] for c in CASES])
+def test_tiny_chunks_give_the_serial_verdict(case):
+    path = fixture_path(case["file"])
+    want = serial(path)
+    assert chunked(path, 211, in_worker=True) == want
+    assert chunked(path, 97, in_worker=False) == want
+
+
+def test_chunks_start_at_line_starts_and_cover_the_file(tmp_path):
+    log = tmp_path / "x.log"
+    data = b"".join(b"line %d %s\n" % (i, b"x" * (i % 50)) for i in range(500)) + b"no newline at the end"
+    log.write_bytes(data)
+    ranges = chunks.plan(str(log), len(data), 333)
+    assert ranges[0][0] == 0 and ranges[-1][1] == len(data)
+    assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
+    assert all(data[s - 1 : s] == b"\n" for s, _ in ranges[1:])
+    assert sum(chunks.scan(str(log), s, e)[0] for s, e in ranges) == 501
+
+
+def test_a_dense_chunk_is_left_to_the_parent(tmp_path):
+    log = tmp_path / "storm.log"
+    line = b'INFO:     10.0.0.1:4000 - "POST /v1/completions HTTP/1.1" 500 Internal Server Error\n'
+    log.write_bytes(line * 1000)
+    assert chunks.scan(str(log), 0, len(line) * 1000, budget=10_000) is None
+    lines, hits = chunks.scan(str(log), 0, len(line) * 1000)
+    assert lines == 1000 and len(hits) == 1000 and all(h[3] for h in hits)
+
+
+def test_worker_processes_give_the_serial_verdict(tmp_path, monkeypatch):
+    # A real pool over a file made of corpus logs, cut into chunks that split their records.
+    parts = [fixture_path(c["file"]).read_bytes() for c in CASES[:12]]
+    log = tmp_path / "many.log"
+    log.write_bytes(b"".join(parts))
+    monkeypatch.setattr(chunks, "MIN_BYTES", 1)
+    monkeypatch.setattr(chunks, "CHUNK", 4096)
+    with open(log, "rb") as fh:
+        src = Source(str(log), fh)
+        assert chunks.chunkable(src) == os.path.getsize(log)
+        got = comparable(diagnose_input(src, chunks=True))
+    assert got == serial(log)
+    assert got["sources"][0]["lines"] == sum(p.count(b"\n") for p in parts)
+
+
+def test_a_broken_pool_falls_back_to_reading_here(tmp_path):
+    class Broken:
+        def submit(self, *a):
+            from concurrent.futures.process import BrokenProcessPool
+
+            raise BrokenProcessPool("a worker died")
+
+    path = fixture_path(CASES[0]["file"])
+    size = os.path.getsize(path)
+    args = [(str(path), s, e, 200 if s == 0 else 0) for s, e in chunks.plan(str(path), size, 97)]
+    results = chunks._ordered(Broken(), args, 4)
+    got = comparable(_read_candidates(str(path), "auto", chunks.ChunkScanner(str(path), results)))
+    assert got == serial(path)
+
+
+BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "generate.py")
+
+
+@pytest.mark.parametrize("shape,mib", [("busy", 3), ("storm", 0.5), ("restarts", 0.5), ("traceback", 0.5)])
+def test_generated_logs_give_the_serial_verdict_on_every_path(tmp_path, shape, mib):
+    import subprocess
+    import sys
+
+    log = tmp_path / f"{shape}.log"
+    subprocess.run([sys.executable, BENCH, str(log), str(mib), "--shape", shape], check=True)
+    want = serial(log)
+    assert chunked(log, 64 * 1024, in_worker=True) == want
+    with open(log, "rb") as fh:
+        assert comparable(diagnose_input(Source(str(log), fh))) == want
+    if shape == "busy":
+        assert want["primary_class"] == "runtime_oom"
+
+
+class _Here:
+    """An executor that runs each call at once, in this process (for the plan logic)."""
+
+    def submit(self, fn, *args):
+        from concurrent.futures import Future
+
+        f = Future()
+        f.set_result(fn(*args))
+        return f
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["file"] for c in CASES])
+def test_windows_planned_elsewhere_give_the_serial_verdict(case):
+    import io
+
+    from vllm_doctor import prefilter
+
+    path = fixture_path(case["file"])
+    data = path.read_bytes()
+    src = Source(str(path), io.BytesIO(data))
+    blocks = chunks.planned_windows(src, _Here(), 3, size=131)
+    got = comparable(_read_candidates(str(path), "auto", prefilter.BlockScanner(src, blocks=blocks)))
+    assert got == serial(path)
+
+
+def test_a_gzip_log_gated_by_worker_processes_gives_the_serial_verdict(tmp_path, monkeypatch):
+    import gzip
+
+    parts = [fixture_path(c["file"]).read_bytes() for c in CASES[:12]]
+    plain = tmp_path / "many.log"
+    plain.write_bytes(b"".join(parts))
+    gz = tmp_path / "many.log.gz"
+    gz.write_bytes(gzip.compress(plain.read_bytes()))
+    from vllm_doctor import pipeline
+    from vllm_doctor.sources import open_input
+
+    monkeypatch.setattr(chunks, "COMPRESSED_MIN", 1)
+    real = chunks.PooledBlocks
+    monkeypatch.setattr(chunks, "PooledBlocks", lambda src, on_block=None: real(src, on_block, size=4096))
+    src = open_input(str(gz))
+    try:
+        got = build_verdict(pipeline.diagnose_input(src, chunks=True)).to_dict()
+    finally:
+        src.stream.close()
+    want = build_verdict(diagnose_source(str(gz), read_lines(open_input(str(gz))))).to_dict()
+    for d in (got, want):
+        for s in d["sources"]:
+            s.pop("records"), s.pop("joined")
+    assert got == want and got["sources"][0]["lines"] == sum(p.count(b"\n") for p in parts)
