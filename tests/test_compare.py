@@ -404,6 +404,7 @@ def test_ranking_is_outcome_capacity_throughput_config_timing():
         (5, "timing", "init_engine_s"),
     ]
     assert c.differences[0].implies.startswith("the settings changed it: max_num_seqs 128 -> 256")
+    assert c.differences[0].implies.endswith("the version changed too (0.10.1 -> 0.11.0): either may have done it")
 
 
 # -- the args lines ----------------------------------------------------------------------------
@@ -599,3 +600,30 @@ def test_a_different_gpu_explains_a_kv_change_when_no_setting_moved():
 
     d = lead(pair(results_of_lines("o", log(79.19, 200000)), results_of_lines("n", log(93.1, 300000))))
     assert d.key == "kv_tokens" and "on a different GPU (79.19 -> 93.1 GiB)" in d.implies
+
+
+def test_start_up_time_from_the_log_s_own_time_stamps():
+    def log(ready):
+        return [
+            "INFO 06-22 02:50:00 [api_server.py:1895] vLLM API server version 0.10.1",
+            f"INFO 06-22 {ready} [core.py:172] init engine (profile, create kv cache, warmup model) took 40.00 seconds",
+        ]
+
+    c = pair(results_of_lines("o", log("02:51:00")), results_of_lines("n", log("02:53:00")))
+    d = lead(c)
+    assert (d.key, d.old, d.new, d.category) == ("startup_s", 60.0, 180.0, "timing")
+    assert [(e.side, e.line) for e in d.evidence] == [("old", 2), ("new", 2)]
+
+
+def test_library_compare_logs_and_runs_across_two_files():
+    from vllm_doctor.compare import compare_logs
+
+    both = COMPARE / "journald-one-process-r032-then-r022.log"
+    c = valid(compare_logs(both, runs=(1, 2)))
+    assert lead(c).key == "kv_tokens" and c.old.run == 1 and c.new.run == 2
+    c = valid(compare_logs(both, fixture_path("r022-v1-startup-sm120-healthy.log"), runs=(1, 1)))
+    assert (c.old.run, c.old.runs, c.new.run) == (1, 2, 1) and lead(c).key == "kv_tokens"
+    with pytest.raises(CompareError, match="give runs"):
+        compare_logs(both)
+    red = compare_logs(COMPARE / "journald-restart-r022-then-s006.log", runs=(1, 2), redact=True)
+    assert red.new.source.endswith("[vllm[200]@<host-1>]")

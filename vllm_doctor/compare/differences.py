@@ -344,9 +344,13 @@ class _Builder:
         keys = CAPACITY_SETTINGS + (("max_model_len",) if lead == "max_concurrency" else ())
         causes = self.setting_causes(keys)
         if causes:
-            return "the settings changed it: " + "; ".join(
+            text = "the settings changed it: " + "; ".join(
                 f"{change_text(s)} ({EFFECTS.get(s.key, 'a setting')})" for s in causes
             )
+            ver_a, ver_b = self.both("vllm_version")
+            if ver_a and ver_b and ver_a != ver_b:
+                text += f"; the version changed too ({ver_a} -> {ver_b}): either may have done it"
+            return text
         return self.reason_without_settings()
 
     def _consumer_reason(self, key: str) -> str:

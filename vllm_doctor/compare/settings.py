@@ -15,6 +15,9 @@ IDENTITY = frozenset({"model", "served_model_name", "model_tag"})
 
 @dataclass
 class Setting:
+    """A setting that differs: vLLM's name for it, each run's value (``"(default)"`` where the
+    run's non-default args leave it out) and the line that printed each."""
+
     key: str
     old: Any
     new: Any
@@ -45,8 +48,8 @@ def differing_settings(old: Run, new: Run, ov: Dict[str, Value], nv: Dict[str, V
             if key in changed or key in IDENTITY:
                 continue
             a, b = oargs.get(key), nargs.get(key)
-            if a == b:
-                continue
+            if a == b or (okind != nkind and None in (a, b) and (a if okind == "all" else b) is None):
+                continue  # an option the older release (its Namespace lists them all) did not have
             a_val = plain(a) if a is not None else "(default)"
             b_val = plain(b) if b is not None else "(default)"
             if a_val == b_val:

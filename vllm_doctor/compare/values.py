@@ -62,9 +62,10 @@ def args_line(run: Run) -> Optional[Line]:
     return run.markers.get("non_default_args") or run.markers.get("args_namespace")
 
 
-def _split_top(body: str) -> Optional[List[str]]:
-    """``body`` (what is inside the outer braces / parentheses) split at its top-level commas,
-    quotes and brackets respected; None when it is cut short (an unbalanced end)."""
+def _split_top(body: str) -> List[str]:
+    """``body`` (what follows the opening brace / parenthesis) split at its top-level commas,
+    quotes and brackets respected, up to the closing one; when the line was clipped (an
+    unbalanced end) its last, partial item is left out."""
     items, depth, quote, start, i = [], 0, "", 0, 0
     while i < len(body):
         c = body[i]
@@ -107,7 +108,7 @@ def parse_args(line: Optional[Line]) -> Tuple[Optional[str], Dict[str, str]]:
         sep = "="
     else:
         return None, {}
-    for item in _split_top(body) or []:
+    for item in _split_top(body):
         key, found, value = item.partition(sep)
         key = key.strip().strip("'\"")
         if not found or not key.replace("_", "").isalnum() or len(out) >= MAX_ARGS:
