@@ -118,7 +118,7 @@ def test_healthy_then_failed_names_the_changed_flag_the_error_names():
     d = lead(c)
     assert d.category == "outcome" and d.regression
     assert d.title == "The new run failed in KV cache sizing (kv_cache_capacity, VD101) where the old one passed it"
-    assert "likely cause: max_model_len 40960 -> 1048576 (the failure's own message names max_model_len)" in d.implies
+    assert "likely cause: max_model_len 40960 -> 1048576 (the failure's lines name max_model_len)" in d.implies
     old_lines = [e for e in d.evidence if e.side == "old"]
     new_lines = [e for e in d.evidence if e.side == "new"]
     assert old_lines[0].line == 10 and old_lines[0].note == "got past KV cache sizing"  # the capture bar
@@ -174,7 +174,7 @@ def test_flag_the_sampler_error_names_is_the_likely_cause():
     c = pair(old, new)
     d = lead(c)
     assert d.title == "The new run failed in warm-up (sampler_warmup_oom, VD104) where the old one passed it"
-    assert "likely cause: max_num_seqs 128 -> 256 (the failure's own message names max_num_seqs)" in d.implies
+    assert "likely cause: max_num_seqs 128 -> 256 (the failure's lines name max_num_seqs)" in d.implies
     assert {(e.side, e.note) for e in d.evidence} >= {("old", "max_num_seqs = 128"), ("new", "max_num_seqs = 256")}
     config = [x for x in c.differences if x.category == "config"]
     assert [x.key for x in config] == ["max_num_seqs"]
@@ -199,7 +199,7 @@ def test_eager_mode_dropped_before_a_capture_oom_in_namespace_args():
     )
     d = lead(pair(old, new))
     assert d.title.startswith("The new run failed in CUDA graph capture")
-    assert "likely cause: enforce_eager True -> False (the failure's own message names enforce_eager)" in d.implies
+    assert "likely cause: enforce_eager True -> False (the failure's lines name enforce_eager)" in d.implies
 
 
 def test_both_failing_the_same_way_is_a_note_not_a_difference():
@@ -627,3 +627,18 @@ def test_library_compare_logs_and_runs_across_two_files():
         compare_logs(both)
     red = compare_logs(COMPARE / "journald-restart-r022-then-s006.log", runs=(1, 2), redact=True)
     assert red.new.source.endswith("[vllm[200]@<host-1>]")
+
+
+def test_a_setting_quoted_as_config_evidence_is_not_named_by_the_failure(tmp_path):
+    # The benchmark log's runtime OOM finding quotes the non-default args line as evidence; the
+    # OOM message itself names no setting, so no max_model_len change is called its fix.
+    import subprocess
+    import sys
+
+    busy = tmp_path / "busy.log"
+    bench = fixture_path("").parents[1] / "bench" / "generate.py"
+    subprocess.run([sys.executable, str(bench), str(busy), "2"], check=True, capture_output=True)
+    c = pair(results_of(busy), "r022-v1-startup-sm120-healthy.log")
+    d = lead(c)
+    assert d.title.startswith("The new run got through where the old one failed while serving (runtime_oom")
+    assert "likely" not in d.implies and "max_model_len" not in d.implies

@@ -167,9 +167,16 @@ class _Builder:
         return f"in {phase.label}" if phase > Phase.NONE else "at start-up"
 
     def named_in_failure(self, run: Run, primary: Optional[Finding]) -> set:
-        texts = [line.text for f in run.failures for line in f.lines]
+        """The settings the failure's lines name: the finding's evidence (the error, and vLLM's
+        advice printed with it such as the CUDA graph capture line's ``enforce_eager``), never
+        the config and args lines a finding also quotes; without a finding, the run's failure
+        lines."""
+        failing = {line.lineno for f in run.failures for line in f.lines}  # an error may print a setting too
+        config = {line.lineno for line in [*run.config_lines.values(), *run.markers.values()]} - failing
         if primary is not None:
-            texts += [e.text for e in primary.evidence]
+            texts = [e.text for e in primary.evidence if e.line not in config]
+        else:
+            texts = [line.text for f in run.failures for line in f.lines]
         blob = " ".join(texts).lower()
         return {key for key, names in NAMED_AS.items() if any(n in blob for n in names)}
 
@@ -185,7 +192,7 @@ class _Builder:
             keys = ", ".join(s.key for s in by_log)
             what = "likely fix" if fixed else "likely cause"
             return (
-                f"{what}: {'; '.join(change_text(s) for s in by_log)} (the failure's own message names {keys})",
+                f"{what}: {'; '.join(change_text(s) for s in by_log)} (the failure's lines name {keys})",
                 by_log,
             )
         related = self.setting_causes(RELATED.get(class_id, ()))
