@@ -16,7 +16,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 from click.testing import CliRunner
-from conftest import fixture_path
+from conftest import fixture_path, load_manifest
 
 from vllm_doctor import thresholds
 from vllm_doctor.cli import cli as main
@@ -642,3 +642,41 @@ def test_a_setting_quoted_as_config_evidence_is_not_named_by_the_failure(tmp_pat
     d = lead(c)
     assert d.title.startswith("The new run got through where the old one failed while serving (runtime_oom")
     assert "likely" not in d.implies and "max_model_len" not in d.implies
+
+
+@pytest.mark.parametrize("case", load_manifest(), ids=lambda c: c["file"])
+def test_every_corpus_log_against_a_healthy_and_a_failed_start(case):
+    # Whatever the new log holds, the comparison validates; a run that fails where the healthy
+    # one did not leads with that outcome and is a regression; against a failed start (s006,
+    # KV sizing) a run that fails earlier is one and a run that gets further is not.
+    results = results_of(fixture_path(case["file"]))
+    if not any(r.summary.vllm_output for r in results):
+        pytest.skip("not vLLM output")
+    c = pair("r022-v1-startup-sm120-healthy.log", results)
+    if c.new.outcome == "failed":
+        d = lead(c)
+        assert d.category == "outcome" and d.regression and c.exit_code == 1
+        assert sides(d) == {"old", "new"}
+    for d in c.differences:
+        assert d.evidence, d.title
+        assert all(e.line >= 1 for e in d.evidence)
+    c = pair("s006-v1-kv-1m-estimate-199552.log", results)
+    outcome = [d for d in c.differences if d.category == "outcome"]
+    if c.new.outcome == "healthy":
+        assert outcome and not outcome[0].regression and "got through" in outcome[0].title
+    if outcome and outcome[0].title.endswith(", earlier"):
+        assert outcome[0].regression and c.exit_code == 1
+
+
+def test_config_differences_keep_the_tuning_order():
+    c = pair("s013-docker-v091-free-memory-0.95.log", "s012-pytorch211-ci-free-memory-less-than-util.log")
+    assert [(d.rank, d.key, d.old, d.new) for d in c.differences] == [
+        (1, "gpu_total_gib", 47.38, 22.05),
+        (2, "gpu_memory_utilization", 0.95, 0.9),
+    ]
+
+
+def test_an_engine_change_quotes_the_lines_that_show_each_engine():
+    c = pair("r023-bracket-ts-wrapper-v0-stats-healthy.log", "r019-v1-serving-one-request-healthy.log")
+    d = next(x for x in c.differences if x.key == "engine")
+    assert (d.old, d.new) == ("v0", "v1") and sides(d) == {"old", "new"}

@@ -478,6 +478,9 @@ class _Builder:
                 "gpu_total_gib": "a different GPU: every memory number scales with it",
                 "model": "a different model: weights, KV per token and defaults all change",
             }[key]
+            evidence = _evidence_list(self.lines(key))
+            if key == "engine" and len(evidence) < 2:
+                implies += " (told by process names and traceback paths where no line says it)"
             self.add(
                 "config",
                 key,
@@ -486,7 +489,7 @@ class _Builder:
                 (CONFIG_ORDER.index(key), key),
                 old=a,
                 new=b,
-                evidence=_evidence_list(self.lines(key)),
+                evidence=evidence,
             )
         for s in self.settings:
             pos = CONFIG_ORDER.index(s.key) if s.key in CONFIG_ORDER else len(CONFIG_ORDER)
@@ -495,7 +498,7 @@ class _Builder:
                 s.key,
                 change_text(s),
                 EFFECTS.get(s.key, "a flag set differently"),
-                (3, pos, s.key),
+                (pos, s.key),
                 old=s.old,
                 new=s.new,
                 evidence=_evidence_list(

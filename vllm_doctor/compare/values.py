@@ -10,6 +10,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ..catalog.config import CONFIG_KEYS
 from ..events import Phase
+from ..processes import engine_of_process
 from ..run import Line, Run
 
 #: Characters of an argument's value shown (a compilation config can be a paragraph).
@@ -186,6 +187,26 @@ SHOWN_ELSEWHERE = {
 }
 
 
+def _engine_line(run: Run) -> Optional[Line]:
+    """A kept line that shows the run's engine (:attr:`Run.engine` is told by many hints, none
+    kept with its line): the ``Initializing a V1 LLM engine`` line, the first stats line (V0 and
+    V1 print different ones), else a line of a process whose name, or a traceback frame whose
+    path, tells the engine (:func:`vllm_doctor.processes.engine_of_process`, the tracker's own
+    rules)."""
+    for line in run.config_lines.values():
+        if "LLM engine" in line.text:
+            return line
+    if run.stats.first is not None or run.preemption.first is not None:
+        return run.stats.first or run.preemption.first
+    paths = ("/vllm/v1/",) if run.engine == "v1" else ("/vllm/engine/", "/vllm/worker/worker.py")
+    kept = [*run.phase_lines.values(), *run.fact_lines.values(), *(x for f in run.failures for x in f.lines)]
+    kept += [c.line for c in run.consequences]
+    for line in sorted(kept, key=lambda x: x.lineno):
+        if engine_of_process(line.proc, line.rank) == run.engine or any(p in line.text for p in paths):
+            return line
+    return None
+
+
 def side_values(run: Run) -> Dict[str, Value]:
     """Every row's value for one run (absent keys: not in the log)."""
     vals: Dict[str, Value] = {}
@@ -198,7 +219,7 @@ def side_values(run: Run) -> Dict[str, Value]:
     if "model" not in vals and run.config.get("served_model_name"):
         vals["model"] = Value(run.config["served_model_name"], run.config_lines.get("served_model_name"))
     if run.engine:
-        vals["engine"] = Value(run.engine)
+        vals["engine"] = Value(run.engine, _engine_line(run))
     tp = vals.get("tensor_parallel_size")
     if tp is not None and isinstance(tp.value, int):
         n = tp.value
