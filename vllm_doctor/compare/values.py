@@ -60,6 +60,8 @@ def _startup_seconds(run: Run) -> Optional[Value]:
 
 
 def args_line(run: Run) -> Optional[Line]:
+    """The run's ``non-default args`` line, else its ``args: Namespace(...)`` line (markers
+    kept by ``catalog/timing.py``), else None."""
     return run.markers.get("non_default_args") or run.markers.get("args_namespace")
 
 
@@ -257,10 +259,12 @@ def side_values(run: Run) -> Dict[str, Value]:
 
 
 def is_num(v: Any) -> bool:
+    """A number (int or float), not a bool."""
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
 def pct_change(old: Any, new: Any) -> Optional[float]:
+    """``(new - old) / |old|`` in percent; None unless both are numbers and old is not 0."""
     if not (is_num(old) and is_num(new)) or old == 0:
         return None
     return (new - old) / abs(old) * 100.0
@@ -287,6 +291,7 @@ def arrow(old: Any, new: Any, unit: str = "") -> str:
 
 
 def with_change(old: Any, new: Any, unit: str = "") -> str:
+    """``old -> new unit (+N %)``, the percentage where it can be computed."""
     pct = pct_change(old, new)
     text = arrow(old, new, unit)
     return f"{text} ({pct:+.0f} %)" if pct is not None else text
