@@ -1749,7 +1749,126 @@ ERRORS = [
     ),
 ]
 
-ALL_CASES = CONFIG + STARTUP + CHECKS + KV_CACHE + OOM + HOST + SCHEDULER + REQUESTS + ERRORS
+# catalog/timing.py: wordings from the wheels' source (see its docstring) and the corpus.
+TIMING = [
+    case("torch_compile_total", "facts", fixture_line("r022", 2), compile_s=18.4),  # "takes", a line glued on
+    case(
+        "torch_compile_total",
+        "facts",
+        "(EngineCore pid=20075) INFO 05-07 04:51:40 [monitor.py:53] [backbone] torch.compile took 54.58 s in total",
+        compile_s=54.58,
+    ),
+    case("init_engine_seconds", "facts", fixture_line("r022", 12), init_engine_s=44.51),  # "took %.2f seconds"
+    case(
+        "init_engine_seconds",
+        "facts",
+        "INFO 12-01 10:00:00 [core.py:284] init engine (profile, create kv cache, warmup model) took 10.71 s",
+        init_engine_s=10.71,
+    ),
+    case("init_engine_seconds", "facts", fixture_line("x011", 12), init_engine_s=163.91, compile_s=54.58),
+    case(
+        "init_engine_seconds",
+        "facts",
+        "INFO 12-01 10:00:00 [core.py:293] init engine (profile, create kv cache, warmup model) took 126.24 s "
+        "(compilation: 47.09 s — language_model: 40.00 s, encoder: 7.09 s)",
+        init_engine_s=126.24,
+        compile_s=47.09,
+    ),
+    case("model_load_seconds", "facts", fixture_line("x006", 2), model_load_s=12.799889),  # "GiB and"
+    case(
+        "model_load_seconds",
+        "facts",
+        "INFO 12-01 10:00:00 [gpu_model_runner.py:3339] Model loading took 15.2683 GiB memory and 5.312345 seconds",
+        model_load_s=5.312345,
+    ),
+    case(
+        "model_load_seconds",
+        "facts",
+        "INFO 12-01 10:00:00 [gpu_model_runner.py:5089] Model loading took 15.27 GiB memory and 5.312345 seconds",
+        model_load_s=5.312345,
+    ),
+    case("graph_capture_seconds", "facts", fixture_line("r022", 11), graph_capture_s=14.0),
+    case(
+        "graph_capture_seconds",
+        "facts",
+        "INFO 10-21 09:12:04 model_runner.py:1530] Graph capturing finished in 1 sec, took -0.12 GiB",
+        graph_capture_s=1.0,
+    ),
+    case("capture_bar_sizes", "facts", fixture_line("r022", 10), cuda_graph_sizes=67),  # "Capturing CUDA graphs:"
+    case(
+        "capture_bar_sizes",
+        "facts",
+        "Capturing CUDA graph shapes: 100%|██████████| 35/35 [00:43<00:00,  1.24s/it]",
+        cuda_graph_sizes=35,
+    ),
+    case(
+        "capture_bar_sizes",
+        "facts",
+        "Capturing CUDA graphs (mixed prefill-decode, PIECEWISE):  57%|█████▋    | 20/35 [00:01<00:01, 12.1it/s]",
+        cuda_graph_sizes=35,
+    ),
+    case("capture_bar_sizes", "facts", fixture_line("r037", 5), cuda_graph_sizes=51),  # "(PIECEWISE)", garbled
+    case(
+        "max_capture_size",
+        "facts",
+        'compilation_config={"level":3,"cudagraph_capture_sizes":[512,504,496],"max_capture_size":512}',
+        max_cudagraph_capture_size=512,
+    ),
+    case(
+        "max_capture_size",
+        "facts",
+        "compilation_config={'mode': 3, 'cudagraph_capture_sizes': [1, 2, 4, 8], 'max_cudagraph_capture_size': 8}",
+        max_cudagraph_capture_size=8,
+    ),
+    case("compile_cache_hit", "facts", fixture_line("x006", 5), compile_cache="hit"),
+    case(
+        "compile_cache_hit",
+        "facts",
+        "INFO 01-01 00:00:00 [backends.py:115] Directly load the compiled graph for shape None from the cache",
+        compile_cache="hit",
+    ),
+    case("compile_cache_miss", "facts", fixture_line("r022", 1), compile_cache="miss"),
+    case(
+        "compile_cache_miss",
+        "facts",
+        "INFO 12-01 10:00:00 [backends.py:279] Compiling a graph for compile range (1, 8192) takes 21.03 s",
+        compile_cache="miss",
+    ),
+    case(
+        "model_runner_v2",
+        "facts",
+        "(Worker pid=20075) INFO 12-01 10:00:00 [gpu_worker.py:241] Using V2 Model Runner",
+        model_runner="v2",
+    ),
+    case(
+        "model_runner_v1_fallback",
+        "facts",
+        "WARNING 12-01 10:00:00 [vllm.py:536] Model Runner V2 does not yet support LoRA; using the V1 model runner "
+        "instead.",
+        model_runner="v1",
+    ),
+    case(
+        "model_runner_v1_fallback",
+        "facts",
+        "WARNING 12-01 10:00:00 [vllm.py:529] Model Runner V2 requires Triton; using the V1 model runner instead.",
+        model_runner="v1",
+    ),
+    case(
+        "non_default_args_line",
+        "marker",
+        "(APIServer pid=1) INFO 08-17 02:59:30 [utils.py:326] non-default args: {'model_tag': 'Qwen/Qwen3-8B', "
+        "'host': '0.0.0.0', 'model': 'Qwen/Qwen3-8B', 'max_model_len': 32768}",
+        marker="non_default_args",
+    ),
+    case(
+        "args_namespace_line",
+        "marker",
+        "INFO 04-02 10:00:00 api_server.py:712] args: Namespace(host=None, port=8000, model='m', max_model_len=None)",
+        marker="args_namespace",
+    ),
+]
+
+ALL_CASES = CONFIG + STARTUP + CHECKS + KV_CACHE + OOM + HOST + SCHEDULER + REQUESTS + ERRORS + TIMING
 
 
 @pytest.mark.parametrize("line,pattern,kind,data", ALL_CASES)

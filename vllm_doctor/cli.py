@@ -35,6 +35,7 @@ def cli() -> None:
       vllm-doctor diagnose server.log
       journalctl -u vllm --no-pager | vllm-doctor diagnose -
       kubectl logs deploy/vllm | vllm-doctor diagnose - --format markdown
+      vllm-doctor compare old.log new.log
       vllm-doctor rules
       vllm-doctor explain kv_cache_capacity
     """
@@ -406,6 +407,138 @@ def _progress_bar(src):
             bar.advance(task, n)
 
     return bar, on_read
+
+
+COMPARE_EXIT_HELP = """\b
+Exit codes:
+  0  the new run is no worse than the old one
+  1  the new run fails, degrades, or loses KV cache capacity or throughput
+     where the old one did not
+  2  usage error, an input could not be read (completely), it is not vLLM
+     output, it holds no such run, or an output could not be written"""
+
+
+def _run_pair(value: Optional[str]) -> Optional[Tuple[int, int]]:
+    if value is None:
+        return None
+    parts = [p.strip() for p in value.split(",")]
+    if len(parts) != 2 or not all(p.isdigit() and int(p) >= 1 for p in parts):
+        raise click.BadParameter(f"{value!r}: give two run numbers, A,B (e.g. 1,2)", param_hint="--runs")
+    return int(parts[0]), int(parts[1])
+
+
+@cli.command(epilog=COMPARE_EXIT_HELP)
+@click.argument("logs", nargs=-1, metavar="OLD [NEW]")
+@click.option(
+    "--runs",
+    "runs",
+    metavar="A,B",
+    default=None,
+    help="Compare run A with run B. With one log: two runs of it (numbered as `diagnose` numbers them, 1 "
+    "the first server start; where the log holds several processes, such as a journald restart under a new "
+    "PID, in the order they start). With two logs: run A of OLD and run B of NEW (default: each log's newest).",
+)
+@click.option(
+    "-f",
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "markdown", "json"]),
+    default="text",
+    show_default=True,
+    help="text (terminal), markdown (incident ticket), json (compare.schema.json).",
+)
+@click.option("--color/--no-color", default=None, help="Colour the text view (default: when stdout is a terminal).")
+@click.option(
+    "--input-format",
+    type=click.Choice(list(FORMAT_NAMES)),
+    default="auto",
+    show_default=True,
+    help="What wraps each line, as for diagnose.",
+)
+@click.option("--no-redact", is_flag=True, help="Show secrets and personal data as logged (see diagnose --help).")
+def compare(
+    logs: Tuple[str, ...], runs: Optional[str], fmt: str, color: Optional[bool], input_format: str, no_redact: bool
+) -> None:
+    """What changed between two server runs, and which difference matters first.
+
+    For "it broke after the upgrade": OLD is the log of the run that worked, NEW of the one
+    that does not (each a file or - for standard input, not both -), or one log holding both
+    starts (a journald log with a restart) with --runs A,B.
+
+    \b
+    Examples:
+      vllm-doctor compare v0.10.log v0.11.log
+      journalctl -u vllm --no-pager | vllm-doctor compare - --runs 1,2
+      kubectl logs deploy/vllm --previous > old.log
+      kubectl logs deploy/vllm | vllm-doctor compare old.log - --format markdown
+      vllm-doctor compare old.log new.log --format json | jq '.differences[0]'
+
+    \b
+    Side by side: vLLM version, engine and model runner, model, GPU memory and
+    count (TP/PP/DP), every setting and flag that differs, weights, KV cache GiB and
+    tokens, max concurrency, CUDA graph memory and sizes, compile and start-up
+    times, stats medians (throughput, KV usage, running, waiting) and each run's
+    verdict with its first remedy. Then the differences, ranked: the outcome (failed
+    where the other did not), capacity (by the size of the change), throughput,
+    config, timings; each says what it implies, with lines from both logs
+    (source:line). The thresholds are vllm_doctor/thresholds.py COMPARE_*.
+    """
+    from .compare import CompareError, compare_runs, pick_run, redact_comparison
+    from .render.compare import render_compare
+
+    pair = _run_pair(runs)
+    if len(logs) not in (1, 2):
+        raise click.UsageError("give OLD and NEW (two logs), or one log and --runs A,B")
+    if len(logs) == 1 and pair is None:
+        raise click.UsageError(f"one log compares two of its runs: add --runs A,B (e.g. {logs[0]} --runs 1,2)")
+    if logs.count("-") > 1:
+        raise click.UsageError("OLD and NEW cannot both be standard input (-)")
+    if "-" in logs and getattr(sys.stdin, "buffer", None) is None:
+        _fail("cannot read standard input: it is closed")
+    errors: List[str] = []
+    read = []
+    for spec in logs:
+        results, errs = _diagnose_one(spec, False, input_format)
+        if not results:
+            _fail(errs[0] if errs else f"{spec}: could not be read")
+        errors += errs
+        read.append((results, results[0].summary.input or spec))
+    try:
+        if len(read) == 1:
+            ((results, name),) = read
+            old, new = pick_run(results, name, pair[0]), pick_run(results, name, pair[1])
+        else:
+            old = pick_run(read[0][0], read[0][1], pair[0] if pair else None)
+            new = pick_run(read[1][0], read[1][1], pair[1] if pair else None)
+        comparison = compare_runs(old, new)
+    except CompareError as exc:
+        for e in errors:
+            streams.write_stderr(f"vllm-doctor: error: {e}")
+        message = str(exc)
+        if not no_redact:  # the message names sources: their hosts and pods get the same pseudonyms
+            from .redact import Redactor
+
+            redactor = Redactor()
+            for results, _ in read:
+                for res in results:
+                    redactor.source_name(res.summary.name, res.summary.input)
+            message = redactor.text(message)
+        _fail(message)
+    if not no_redact:
+        comparison = redact_comparison(comparison)
+    if color is None:
+        color = streams.isatty(sys.stdout) and "NO_COLOR" not in os.environ
+    failed = False
+    try:
+        streams.write_stdout(render_compare(comparison, fmt, color=color and fmt == "text"))
+    except streams.OutputError as exc:
+        streams.write_stderr(f"vllm-doctor: error: {exc}")
+        failed = True
+    except BrokenPipeError:
+        pass  # the reader (| head) has what it wanted; the exit code still tells the answer
+    for e in errors:
+        streams.write_stderr(f"vllm-doctor: error: {e}")
+    sys.exit(EXIT_USAGE if errors or failed or streams.stderr_failed else comparison.exit_code)
 
 
 @cli.command()

@@ -439,8 +439,10 @@ def _run_summary(run, findings: List[Finding]) -> RunSummary:
     )
 
 
-def _primary(findings: List[Finding]) -> Optional[Finding]:
-    """Most severe finding of the newest failing run of one source (ties: diagnosis order)."""
+def primary_finding(findings: List[Finding]) -> Optional[Finding]:
+    """The finding a source is about: the most severe finding (error or critical) of its
+    newest failing run, ties broken by diagnosis order; None when no run failed. Used for
+    the verdict's headline and by :mod:`vllm_doctor.compare`."""
     failing = [f for f in findings if SEVERITY_RANK.get(f.severity, 0) >= 2]
     if not failing:
         return None
@@ -517,7 +519,7 @@ def build_verdict(
     for res in results:
         for run in reversed(res.tracker.runs):  # newest first
             runs.append(_run_summary(run, [f for f in res.findings if f.run == run.index]))
-        p = _primary(res.findings)
+        p = primary_finding(res.findings)
         res.summary.primary_class = p.class_id if p else ("healthy" if res.summary.vllm_output else "unknown")
         if p:
             primaries.append(p)

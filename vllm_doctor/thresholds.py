@@ -123,3 +123,25 @@ REGRESSION_HELD_SHARE = 0.9
 #: How much a warm-up OOM remedy lowers gpu_memory_utilization (graph pools and the sampler's
 #: logits buffer come out of what the KV cache left).
 WARMUP_UTILIZATION_STEP = 0.05
+
+# -- Compare (vllm-doctor compare) -------------------------------------------------------------
+#: Change (%) of a KV cache capacity (tokens, GiB, max concurrency) or of a memory consumer
+#: (weights, CUDA graphs, activations) that matters; a KV capacity lost by at least this much is
+#: a regression. TP ranks of one engine already differ by about 2 % (fixtures/logs r045: 25408 vs
+#: 25920 tokens), so smaller moves are the profiler's own noise.
+COMPARE_CAPACITY_PCT = 5.0
+#: ... and at least this many GiB for a memory value to matter: 0.25 GiB is 2048 tokens of KV
+#: cache for Llama-3-8B (128 KiB per token), below that a few percent of a small pool is noise.
+COMPARE_MIN_GIB = 0.25
+#: Change (%) of the median generation throughput that matters, and the loss per running request
+#: that is a regression: the two runs seldom serve the same load, so only a large move says
+#: something about the server rather than the traffic.
+COMPARE_THROUGHPUT_PCT = 20.0
+#: Stats intervals each run needs before its medians are compared: one line is one 5-10 s
+#: interval (a warm-up moment, not a level), three are 15-30 s of serving.
+COMPARE_MIN_STATS_INTERVALS = 3
+#: Change (%) and absolute change (seconds) of a start-up time that matter: compile and load
+#: times move with caches and disks (torch.compile took 3.88 s from its cache and 18.40 s without
+#: in fixtures/logs r032 / r022), so only a large, long move is worth a line.
+COMPARE_TIMING_PCT = 50.0
+COMPARE_TIMING_MIN_S = 10.0

@@ -15,6 +15,7 @@ is dropped and nothing downstream has to guard its arithmetic.
 from __future__ import annotations
 
 import math
+from typing import Any, Optional
 
 import regex
 
@@ -100,3 +101,45 @@ def to_int(text: str) -> int:
 def tidy(value: float, digits: int = 6) -> float:
     """Round a computed float for output, so JSON stays readable and stable."""
     return round(float(value), digits)
+
+
+# Back to text, as vllm-doctor prints values (the comparison and its renderers).
+
+
+def is_num(v: Any) -> bool:
+    """A number (int or float), not a bool."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def pct_change(old: Any, new: Any) -> Optional[float]:
+    """``(new - old) / |old|`` in percent; None unless both are numbers and old is not 0."""
+    if not (is_num(old) and is_num(new)) or old == 0:
+        return None
+    return (new - old) / abs(old) * 100.0
+
+
+def show(value: Any, unit: str = "") -> str:
+    """A value as the comparison prints it: numbers with up to two decimals, then the unit
+    (``x`` glued on: ``6.15x``); text as it is; None as not in the log."""
+    if value is None:
+        return "(not in the log)"
+    if isinstance(value, bool) or not is_num(value):
+        return str(value)
+    text = f"{value:.2f}".rstrip("0").rstrip(".") if isinstance(value, float) and abs(value) < 1e6 else f"{value:.0f}"
+    if not unit or unit in ("tokens", "reqs", "blocks"):
+        return text
+    return f"{text}{unit}" if unit == "x" else f"{text} {unit}"
+
+
+def arrow(old: Any, new: Any, unit: str = "") -> str:
+    """``old -> new unit``: the unit once, after both numbers."""
+    if is_num(old) and is_num(new):
+        return f"{show(old)} -> {show(new, unit)}"
+    return f"{show(old, unit)} -> {show(new, unit)}"
+
+
+def with_change(old: Any, new: Any, unit: str = "") -> str:
+    """``old -> new unit (+N %)``, the percentage where it can be computed."""
+    pct = pct_change(old, new)
+    text = arrow(old, new, unit)
+    return f"{text} ({pct:+.0f} %)" if pct is not None else text
