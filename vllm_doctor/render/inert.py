@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import regex
 
@@ -121,24 +121,30 @@ def json_number(value: Any) -> Any:
     return value
 
 
-def map_strings(obj: Any, fn: Callable[[str], str]) -> Any:
+def map_strings(obj: Any, fn: Callable[[str], str], _memo: Optional[dict] = None) -> Any:
     """A copy of ``obj`` (dataclasses, dicts, lists, tuples, sets) with ``fn`` applied to
     every string, dict keys included; numbers pass :func:`json_number`; any other object
-    becomes ``fn(str(obj))`` so nothing unexamined reaches a renderer."""
+    becomes ``fn(str(obj))`` so nothing unexamined reaches a renderer.
+
+    A dataclass reached twice (a verdict's ``primary_finding`` is also in its ``findings``)
+    is copied once, so the copy keeps the identity the original had."""
     if isinstance(obj, str):
         return fn(obj)
     if obj is None or isinstance(obj, (bool, int, float)):
         return json_number(obj)
+    memo = {} if _memo is None else _memo
     if isinstance(obj, dict):
-        return {(fn(k) if isinstance(k, str) else json_number(k)): map_strings(v, fn) for k, v in obj.items()}
+        return {(fn(k) if isinstance(k, str) else json_number(k)): map_strings(v, fn, memo) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [map_strings(x, fn) for x in obj]
+        return [map_strings(x, fn, memo) for x in obj]
     if isinstance(obj, (set, frozenset)):
-        return sorted((map_strings(x, fn) for x in obj), key=repr)
+        return sorted((map_strings(x, fn, memo) for x in obj), key=repr)
     if hasattr(obj, "__dataclass_fields__"):
-        new = copy.copy(obj)
+        if id(obj) in memo:
+            return memo[id(obj)]
+        new = memo[id(obj)] = copy.copy(obj)
         for name in obj.__dataclass_fields__:
-            setattr(new, name, map_strings(getattr(obj, name), fn))
+            setattr(new, name, map_strings(getattr(obj, name), fn, memo))
         return new
     return fn(str(obj))
 
