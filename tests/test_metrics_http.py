@@ -139,7 +139,8 @@ def test_a_server_that_dies_mid_way_leaves_a_gap_and_a_warning():
 def test_a_url_given_as_file_gets_the_hint():
     p = _cli("http://127.0.0.1:8000/metrics")
     assert p.returncode == 2
-    assert "a URL is not a log file; to scrape a live server use --metrics http://127.0.0.1:8000/metrics" in p.stderr
+    assert p.stderr.count("\n") == 1 and "vllm-doctor reads log files (or - for standard input), not URLs" in p.stderr
+    assert "give it as --metrics http://127.0.0.1:8000/metrics" in p.stderr
 
 
 def test_cli_reads_a_directory_and_a_scrape_beside_a_log():

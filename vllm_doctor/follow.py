@@ -23,21 +23,29 @@ from .verdict import Finding
 
 IDLE = 0.3  # seconds without new input before findings are evaluated
 POLL = 0.2
+#: Yielded by the file reader when the path names a new file (rotation) or the file shrank
+#: (truncation): line numbers start again at 1, the new file's own.
+ROTATED = object()
 
 
 def _lines_of_file(path: str, stop: Callable[[], bool]):
-    """Yield complete lines of a growing file, and None whenever it is idle."""
+    """Yield complete lines of a growing file, None whenever it is idle, and :data:`ROTATED`
+    before the first line of a file that replaced (or truncated) the one read so far."""
     fh = None
     ino = None
     pos = 0
     buf = b""
     waiting_said = False
+    rotated = False
     while not stop():
         if fh is None:
             try:
                 fh = open(path, "rb")
                 ino = os.fstat(fh.fileno()).st_ino
                 pos = 0
+                if rotated:
+                    yield ROTATED
+                    rotated = False
             except OSError:
                 if not waiting_said:
                     print(f"vllm-doctor: waiting for {path} to appear", file=sys.stderr, flush=True)
@@ -65,6 +73,7 @@ def _lines_of_file(path: str, stop: Callable[[], bool]):
                 buf = b""
             fh.close()
             fh = None
+            rotated = True
 
 
 def _lines_of_stdin(stop: Callable[[], bool]):
@@ -96,13 +105,19 @@ class Follower:
         self.reader = _SourceReader(name, input_format, select)
         self.emit = emit
         self.printed: Set[Tuple[str, int, str]] = set()
-        self.lines = 0
+        self.lines = 0  # lines read, over every file followed
+        self.base = 0  # lines read before the current file (rotation numbers lines anew)
 
     def line(self, text: str) -> None:
         self.lines += 1
         if self.lines <= 200:
             self.reader.sniff(text)
-        self.reader.line(self.lines, text)
+        self.reader.line(self.lines - self.base, text)
+
+    def rotated(self) -> None:
+        """The path names a new file: what was held ends, its lines count from 1 again."""
+        self.reader.consume(self.reader.reasm.flush())
+        self.base = self.lines
 
     def evaluate(self) -> List[Finding]:
         """Diagnose the runs as they stand; emit the findings not emitted yet."""
@@ -121,7 +136,7 @@ class Follower:
         return new
 
     def finish(self):
-        return build_verdict(self.reader.finish(self.lines), select=self.reader.select)
+        return build_verdict(self.reader.finish(self.lines - self.base), select=self.reader.select)
 
 
 def follow(
@@ -140,6 +155,9 @@ def follow(
     dirty = False
     try:
         for text in lines:
+            if text is ROTATED:
+                f.rotated()
+                continue
             if text is None:
                 if dirty:
                     f.evaluate()
