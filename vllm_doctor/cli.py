@@ -281,11 +281,11 @@ def _write_plot(verdict, path: str, fmt: str, specs: List[str]) -> Optional[Tupl
     """Write the stats chart to ``path``; ``(failed, one-line message)`` to report, or None.
     No stats lines is a note (nothing to draw is not an error); a missing plotting library or
     a file that cannot be written is an error (exit 2)."""
-    from .render import plot
+    from .render import chart
     from .render.plot import NothingToPlot, PlotError
 
     try:
-        streams.write_file(path, plot(verdict, fmt), specs)
+        streams.write_file(path, chart(verdict, fmt), specs)
     except NothingToPlot as exc:
         return False, f"vllm-doctor: note: --plot: {exc} ({path} not written)"
     except (PlotError, streams.OutputError) as exc:

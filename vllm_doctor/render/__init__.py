@@ -34,7 +34,7 @@ def render(verdict, fmt: str, color: bool = False, width: int = 0, height: int =
     return clean_output(render_text(safe, color=color, width=width, height=height), sgr=color)
 
 
-def plot(verdict, fmt: str = "svg") -> bytes:
+def chart(verdict, fmt: str = "svg") -> bytes:
     """The stats chart of ``verdict`` (inert first) as ``svg`` or ``png`` bytes; see
     :mod:`.plot` (raises its ``PlotError`` / ``NothingToPlot``)."""
     from .plot import render_plot

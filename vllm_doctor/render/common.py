@@ -455,13 +455,9 @@ def finding_time(finding) -> Optional[str]:
 
 
 def verdict_times(verdict) -> Tuple[Optional[str], Optional[str]]:
-    """First and last incident time over the failing findings of the primary's source."""
-    p = verdict.primary
-    pool = [
-        f for f in verdict.findings if f.severity in ("critical", "warning") and (p is None or f.source == p.source)
-    ]
-    firsts = [t for f in pool for t in incident_times(f) if t]
-    return (min(firsts), max(firsts)) if firsts else (None, None)
+    """First and last incident time of the headline's own finding (see
+    :func:`incident_times`); ``(None, None)`` without one."""
+    return incident_times(verdict.primary) if verdict.primary is not None else (None, None)
 
 
 # -- the picture ----------------------------------------------------------------------------
@@ -509,30 +505,28 @@ def _point(p, key):
     return p.get(key) if isinstance(p, dict) else getattr(p, key, None)
 
 
-def episode(verdict, finding, context: int = 4) -> List[Any]:
-    """The stats points of ``finding``'s run around the incident (``runs[].series``): from
-    ``context`` points before its first incident line to ``context`` after its last, or the
-    whole run when the incident lines are not stats lines. Empty for a startup finding or a
-    run with fewer than two points."""
+def episode(verdict, finding, context: int = 4, lookback: int = 48) -> List[Any]:
+    """The stats points of ``finding``'s run around its incident (``runs[].series``): when
+    the incident lines are stats lines (a saturation), from ``context`` points before the
+    first to ``context`` after the last; when they are not (an OOM, a stall), the last
+    ``lookback`` points up to it. Empty for a startup finding or fewer than two points."""
     run = run_of(verdict, finding)
     series = list(getattr(run, "series", None) or [])
     if finding is None or finding.phase != "runtime" or len(series) < 2:
         return []
     lines = [e.line for e in finding.evidence if not is_context(e.note)]
     if not lines:
-        return series
+        return series[-lookback:]
     lo, hi = min(lines), max(lines)
     idx = [i for i, p in enumerate(series) if lo <= (_point(p, "line") or 0) <= hi]
     if idx:
-        a, b = idx[0], idx[-1]
-    else:  # the incident is not a stats line (an OOM): the points before it
+        a, b = max(0, idx[0] - context), min(len(series) - 1, idx[-1] + context)
+    else:
         before = [i for i, p in enumerate(series) if (_point(p, "line") or 0) <= hi]
-        if not before:
-            return series
-        a = b = before[-1]
-    a, b = max(0, a - context), min(len(series) - 1, b + context)
+        b = before[-1] if before else len(series) - 1
+        a = max(0, b - lookback + 1)
     picked = series[a : b + 1]
-    return picked if len(picked) >= 2 else series
+    return picked if len(picked) >= 2 else []
 
 
 def series_rows(points: Sequence[Any], width: int = 40) -> List[Tuple[str, str, str]]:

@@ -128,10 +128,19 @@ def render_plot(verdict, fmt: str = "svg") -> bytes:
             tps_ax.xaxis.set_major_locator(AutoDateLocator(maxticks=8))
             tps_ax.xaxis.set_major_formatter(DateFormatter("%m-%d %H:%M:%S"))
             fig.autofmt_xdate()
+        lo, hi = xs[0], xs[-1]
         for x, label in _markers(finding, by_time):
             for ax in (kv_ax, req_ax, tps_ax):
                 ax.axvline(x, color="#7f8c8d", linestyle="--", linewidth=0.9)
-            kv_ax.annotate(label, (x, 102), fontsize=7, color="#566573", rotation=0, ha="left", va="top")
+            late = hi != lo and (x - lo) / (hi - lo) > 0.7  # near the right edge: label to the left
+            kv_ax.annotate(
+                f" {label} " if late else f" {label}",
+                (x, 102),
+                fontsize=7,
+                color="#566573",
+                ha="right" if late else "left",
+                va="top",
+            )
         for ax in (kv_ax, req_ax, tps_ax):
             ax.grid(True, alpha=0.3)
             ax.legend(loc="upper left", fontsize=7, frameon=False)

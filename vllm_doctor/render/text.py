@@ -56,6 +56,8 @@ PIPE_HEIGHT = 24
 MIN_WIDTH = 40
 #: Physical lines the verdict line and the "do this first" line may take at most.
 HEAD_LINES = 2
+#: Characters of the source name the verdict line keeps before it shortens the title.
+HEAD_SOURCE_MIN = 24
 #: Screen lines an incident's evidence line may take (clipped past that), and a setting's.
 EVIDENCE_LINES = 3
 CONTEXT_LINES = 2
@@ -123,10 +125,13 @@ class _View:
         text.rstrip()
         self.lines.append(text)
 
-    def hang(self, body, indent: int = 2, prefix=None, lead: int = 0, max_lines: Optional[int] = None) -> bool:
+    def hang(
+        self, body, indent: int = 2, prefix=None, lead: int = 0, max_lines: Optional[int] = None, tail=None
+    ) -> bool:
         """Wrap ``body`` so continuation lines start at column ``indent``; the first line
         starts at column ``lead`` with ``prefix``, which is padded to ``indent`` when it fits
-        there (a numbered list) and runs into the text when it does not (a label). Returns
+        there (a numbered list) and runs into the text when it does not (a label); ``tail``
+        (a note) is kept whole, at the end of the last line or on a line of its own. Returns
         True when ``max_lines`` cut it (the last line kept ends in ``…``)."""
         from rich.text import Text
 
@@ -147,6 +152,12 @@ class _View:
             cut = True
         if not wrapped:
             wrapped = [Text("")]
+        if tail is not None:
+            if wrapped[-1].cell_len + 1 + tail.cell_len <= avail:
+                wrapped[-1].append(" ")
+                wrapped[-1].append_text(tail)
+            else:
+                wrapped.extend(tail.wrap(self.con, avail))
         for i, line in enumerate(wrapped):
             if i == 0:
                 head = Text(" " * lead)
@@ -185,14 +196,18 @@ def _headline(v: _View, verdict) -> bool:
     title = verdict.title
     words = title.split(" ")
     shortened = False
+    limit = 40  # the source's characters; down to HEAD_SOURCE_MIN before the title gives way
     while True:
         text = Text.assemble(
             (f"{verdict.primary_code} {verdict.primary_class}", style), (f" ({meta})", "dim"), ": ", title
         )
         if source:
-            text.append(f" \u00b7 {short_source(source)}", style="dim")
+            text.append(f" \u00b7 {short_source(source, limit)}", style="dim")
         if len(text.wrap(v.con, v.width - 2)) <= HEAD_LINES or len(words) <= 3:
             break
+        if source and limit > HEAD_SOURCE_MIN:
+            limit = HEAD_SOURCE_MIN
+            continue
         words.pop()
         title = " ".join(words).rstrip(" ,;:(") + " " + CLIP
         shortened = True
@@ -246,8 +261,8 @@ def healthy_summary(verdict) -> Optional[str]:
         parts.append(kv)
     elif pool.get("max_model_len"):
         parts.append(f"max_model_len {pool['max_model_len']}")
-    if run is not None and run.phase_reached:
-        parts.append(f"reached: {run.phase_reached}")
+    if run is not None and run.phase_reached and run.phase_reached != "unknown":
+        parts.append(f"phase reached: {run.phase_reached}")
     return "; ".join(parts) or None
 
 
@@ -298,14 +313,15 @@ def _evidence(v: _View, f) -> bool:
         tail = " \u2190 " + "; ".join(x for x in (note, also) if x) if (note or also) else ""
         # The incident's own lines get up to three lines of the screen, a setting's one.
         budget = (CONTEXT_LINES if is_context(note) else EVIDENCE_LINES) * (v.width - indent) - len(tail) - 2
-        text, cut = clip(r.text, budget, anchors_for(note, f.facts))
+        text, cut = clip(r.text, budget, anchors_for(r.notes[0] if r.notes else None, f.facts))
         clipped_any |= cut
         body = Text(text)
         if r.source != f.source:
             body = Text.assemble((f"{short_source(r.source)}: ", "dim"), body)
+        mark = None
         if tail:
-            body.append(tail, style="bold" if "error" in note or "out of memory" in note else "dim")
-        v.hang(body, indent=indent, prefix=prefix, lead=4)
+            mark = Text(tail.strip(), style="bold" if "error" in note or "out of memory" in note else "dim")
+        v.hang(body, indent=indent, prefix=prefix, lead=4, tail=mark)
     return clipped_any
 
 
@@ -373,18 +389,26 @@ def _sources(v: _View, verdict, clipped: bool) -> None:
 
 
 def recap(verdict, width: int = 0) -> str:
-    """The verdict in one line: code, class, severity, the first thing to do, the source
-    (the source left out when the line would be wider than ``width``)."""
+    """The verdict in one line of at most ``width`` characters (0: no limit): code, class,
+    severity, the first thing to do, the source; the source, then the severity give way
+    first, then the remedy is clipped."""
     p = verdict.primary
-    parts = [f"{verdict.primary_code} {verdict.primary_class} ({verdict.severity})"]
-    if p is not None:
-        if p.remedies:
-            r = p.remedies[0]
-            parts.append(f"do this first: {r.flag or r.action}")
-        parts.append(short_source(p.source, 32))
-    while width and len(parts) > 1 and len(" \u00b7 ".join(parts)) + 7 > width:
-        parts.pop()
-    return " \u00b7 ".join(parts)
+    head = f"{verdict.primary_code} {verdict.primary_class}"
+    todo = ""
+    if p is not None and p.remedies:
+        r = p.remedies[0]
+        todo = f"do this first: {r.flag or r.action}"
+    source = short_source(p.source, 32) if p is not None else ""
+    for parts in (
+        [f"{head} ({verdict.severity})", todo, source],
+        [f"{head} ({verdict.severity})", todo],
+        [head, todo],
+    ):
+        line = " \u00b7 ".join(x for x in parts if x)
+        if not width or len(line) <= width:
+            return line
+    cut = line.rfind(" ", 0, width - 1)
+    return line[: cut if cut > width // 2 else width - 2].rstrip() + " " + CLIP
 
 
 def render_text(verdict, color: bool = False, width: int = 0, height: int = 0) -> str:
@@ -413,8 +437,8 @@ def render_text(verdict, color: bool = False, width: int = 0, height: int = 0) -
     if len(v.lines) > (height or PIPE_HEIGHT):
         v.blank()
         line = Text("recap: ", style="dim")
-        line.append(recap(verdict, v.width), style=_STYLE.get(verdict.severity, "bold"))
-        v.hang(line, indent=2, max_lines=1)
+        line.append(recap(verdict, v.width - line.cell_len), style=_STYLE.get(verdict.severity, "bold"))
+        v.hang(line, indent=0, max_lines=1)
     return v.render()
 
 
