@@ -805,6 +805,14 @@ SCHEDULER = [
         "INFO 06-16 21:24:15 [metrics.py:486] Prefix cache hit rate: GPU: 45.12%, CPU: 0.00%",
         prefix_hit_pct=45.12,
     ),
+    # Rendered from vllm/v1/metrics/loggers.py StatLoggerManager (0.10.2 to 0.33.0).
+    case(
+        "stats_logging_disabled",
+        "marker",
+        "(APIServer pid=1) WARNING 09-24 19:58:12 [loggers.py:1386] AsyncLLM created with api_server_count more "
+        "than 1; disabling stats logging to avoid incomplete stats.",
+        marker="stats_logging_disabled",
+    ),
     case(
         "v1_stats",
         "stats",
@@ -1095,6 +1103,31 @@ ERRORS = [
         marker="worker_failed",
     ),
     case("executor_failed", "engine_dead", "RuntimeError: Executor failed.", marker="executor_failed"),
+    # Rendered from vllm/executor/multiproc_worker_utils.py and vllm/worker/worker_base.py (0.5-0.10).
+    case(
+        "worker_method_error",
+        "engine_dead",
+        "(VllmWorkerProcess pid=2421) ERROR 10-14 12:32:47 [multiproc_worker_utils.py:233] Exception in worker "
+        "VllmWorkerProcess while processing method load_model.",
+        marker="worker_method_error",
+        method="load_model",
+        who="VllmWorkerProcess",
+    ),
+    case(
+        "worker_method_error",
+        "engine_dead",
+        "ERROR 10-14 12:32:47 [worker_base.py:620] Error executing method 'determine_num_available_blocks'. This "
+        "might cause deadlock in distributed execution.",
+        marker="worker_method_error",
+        method="determine_num_available_blocks",
+    ),
+    case(
+        "workerproc_init_failed",
+        "engine_dead",
+        fixture_line("t025", 3),
+        marker="workerproc_init_failed",
+        phase_hint="startup",
+    ),
     case(
         "see_root_cause_above",
         "engine_dead",

@@ -16,9 +16,6 @@ KNOWN_WRONG_CLASS = {
     "t008-dgx-spark-startup-free-memory-info-hand-split-healthy.log",
     "t011-kaito-hand-wrapped-kv-1m-newest-wording-no-paren.log",
     "t016-deepgemm-warmup-oom-hard-wrapped-140-columns.log",
-    "t023-docker-desktop-timestamps-no-kernel-image-5060ti.log",
-    "t025-runpod-rfc3339nano-out-of-order-workerproc-failed-no-root-cause.log",
-    "u013-tui-box-pane-illegal-memory-access-ray-abort.log",
     "u018-ray-ansi-host-ram-oom-killer-not-gpu.log",
 }
 KNOWN_WRONG_FACTS = {

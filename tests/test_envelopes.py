@@ -8,7 +8,7 @@ import pytest
 from conftest import FIXTURES
 
 from vllm_doctor.envelopes import MAX_RECORD_CHARS, Record, unwrap
-from vllm_doctor.reassemble import MAX_JOINED, Reassembler, reassemble
+from vllm_doctor.reassemble import MAX_JOINED, SENTENCE_CHAINS, Reassembler, reassemble
 
 #: Every field an envelope can fill; the default Record says what "not found" looks like.
 STRUCTURE = (
@@ -494,6 +494,177 @@ CASES = [
         "(APIServer pid=1) INFO:     Application startup complete.",
         dict(text="Application startup complete.", proc="APIServer", pid=1, pids=[1], level="INFO", file="uvicorn"),
     ),
+    # Paste damage and wrappers seen in the wild (issue 10).
+    (
+        "byte-order-mark",
+        "\ufeffINFO 08-20 10:18:39 [file.py:123] msg",
+        dict(text="msg", level="INFO", time="08-20 10:18:39", file="file.py", **HDR),
+    ),
+    (
+        "docker-desktop-continuation-t023",
+        "2025-06-12 20:49:44 CUDA kernel errors might be asynchronously reported at some other API call, so the "
+        "stacktrace below might be incorrect.",
+        dict(
+            text="CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace "
+            "below might be incorrect.",
+            wrapper="space-timestamp",
+        ),
+    ),
+    (
+        "docker-desktop-keeps-traceback-indentation",
+        "2025-06-12 20:49:44     self.run()",
+        dict(text="    self.run()", wrapper="space-timestamp"),
+    ),
+    (
+        "rfc3339-nano-t025",
+        "2026-03-11T17:57:32.372155926Z (EngineCore_DP0 pid=269) ERROR 03-11 17:57:32 [core.py:1006]     raise e "
+        "from None",
+        dict(
+            text="    raise e from None",
+            wrapper="timestamp",
+            proc="EngineCore_DP0",
+            pid=269,
+            pids=[269],
+            level="ERROR",
+            time="03-11 17:57:32",
+            file="core.py",
+            **HDR,
+        ),
+    ),
+    (
+        "cri-log-file-line",
+        "2026-03-11T17:57:32.372155926Z stderr F INFO 03-11 17:57:32 [core.py:1] Waiting for init message",
+        dict(
+            text="Waiting for init message",
+            wrapper="timestamp",
+            level="INFO",
+            time="03-11 17:57:32",
+            file="core.py",
+            **HDR,
+        ),
+    ),
+    (
+        "loki-logcli-default-output",
+        '2026-11-30T03:08:21+01:00 {container="vllm", namespace="ml", pod="vllm-0"}   INFO 11-30 03:08:21 '
+        "[core.py:1] Waiting for init message",
+        dict(
+            text="Waiting for init message",
+            wrapper="loki-text",
+            host="vllm-0",
+            unit="vllm",
+            level="INFO",
+            time="11-30 03:08:21",
+            file="core.py",
+            **HDR,
+        ),
+    ),
+    (
+        "journald-iso-is-no-exception-line",
+        # "host ValueError: ..." after a time stamp is a message, not a journald identifier.
+        "2026-11-30T03:08:21+00:00 ValueError: No available memory for the cache blocks.",
+        dict(text="ValueError: No available memory for the cache blocks.", wrapper="timestamp"),
+    ),
+    (
+        "app-logging-format-u014",
+        "2024-12-19 21:40:35 ERROR 56542 [async_llm_engine.py:64]     result = self.fn(*self.args, **self.kwargs)^M",
+        dict(
+            text="    result = self.fn(*self.args, **self.kwargs)",
+            wrapper="app-log",
+            pid=56542,
+            pids=[56542],
+            time="12-19 21:40:35",
+            file="async_llm_engine.py",
+        ),
+    ),
+    (
+        "ray-job-cli-caret-ansi-u018",
+        "2025-04-24 18:57:03,337 ERR cli.py:71 -- ^[[31mJob 'raysubmit_LKFSP4hfiq2xPuz6' failed^[[39m",
+        dict(text="Job 'raysubmit_LKFSP4hfiq2xPuz6' failed", wrapper="app-log", time="04-24 18:57:03", file="cli.py"),
+    ),
+    (
+        "caret-ansi-process-prefix-and-ray-count-u018",
+        "^[[36m(LLMRayActor pid=95409)^[[0m INFO 04-24 18:22:16 [block_pool.py:264] Successfully reset prefix "
+        "cache^[[32m [repeated 7x across cluster]^[[0m",
+        dict(
+            text="Successfully reset prefix cache",
+            proc="LLMRayActor",
+            pid=95409,
+            pids=[95409],
+            level="INFO",
+            time="04-24 18:22:16",
+            file="block_pool.py",
+            repeated=7,
+            **HDR,
+        ),
+    ),
+    (
+        "lm-eval-logger-r040",
+        "2024-11-26:14:42:58,395 INFO     [task.py:411] Building contexts for meta_gpqa_cot on rank 0...",
+        dict(
+            text="Building contexts for meta_gpqa_cot on rank 0...",
+            wrapper="app-log",
+            time="11-26 14:42:58",
+            file="task.py",
+        ),
+    ),
+    (
+        "python-logging-classic-around-a-vllm-record",
+        "2024-05-01 10:00:07,123 - lm_eval.models.vllm - INFO - (EngineCore_DP0 pid=7) INFO 05-01 10:00:07 "
+        "[gpu_worker.py:298] Available KV cache memory: 25.91 GiB",
+        dict(
+            text="Available KV cache memory: 25.91 GiB",
+            wrapper="app-log",
+            proc="EngineCore_DP0",
+            pid=7,
+            pids=[7],
+            level="INFO",
+            time="05-01 10:00:07",
+            file="gpu_worker.py",
+            **HDR,
+        ),
+    ),
+    (
+        "python-logging-classic-keeps-traceback-indentation",
+        "2024-05-01 10:00:07,123 - launcher - ERROR -     self.run()",
+        dict(text="    self.run()", wrapper="app-log", time="05-01 10:00:07"),
+    ),
+    (
+        "loguru",
+        "2024-05-01 10:00:07.123 | INFO     | harness.run:main:42 - Loading weights took 0.15 seconds",
+        dict(text="Loading weights took 0.15 seconds", wrapper="app-log", time="05-01 10:00:07", file="harness.run"),
+    ),
+    (
+        "rich-handler-source-moved-to-the-end",
+        "[05/01/24 10:00:07] INFO     Loading weights took 0.15 seconds                      default_loader.py:280",
+        dict(
+            text="Loading weights took 0.15 seconds", wrapper="app-log", time="05-01 10:00:07", file="default_loader.py"
+        ),
+    ),
+    (
+        "rich-handler-level-padding-then-source-indentation",
+        "[05/01/24 10:00:07] ERROR        self.model_runner.capture_model()                  gpu_worker.py:298",
+        dict(
+            text="    self.model_runner.capture_model()", wrapper="app-log", time="05-01 10:00:07", file="gpu_worker.py"
+        ),
+    ),
+    (
+        "rich-handler-repeated-time-left-blank",
+        "                    INFO     Loading weights took 0.15 seconds                      default_loader.py:280",
+        dict(text="Loading weights took 0.15 seconds", level="INFO", file="default_loader.py"),
+    ),
+    (
+        "app-format-inside-vllm-process-prefix",
+        "(EngineCore_DP0 pid=7) 2024-12-19 21:40:35 ERROR 7 [core.py:700] EngineCore failed to start.",
+        dict(
+            text="EngineCore failed to start.",
+            wrapper="app-log",
+            proc="EngineCore_DP0",
+            pid=7,
+            pids=[7],
+            time="12-19 21:40:35",
+            file="core.py",
+        ),
+    ),
     # Nothing to peel.
     (
         "bare-tqdm-bar",
@@ -809,3 +980,190 @@ def test_reassemble_generator_matches_the_class():
     got = list(reassemble(unwrap("t", n, line) for n, line in enumerate(lines, 1)))
     want = reassembled(lines)
     assert [(r.lineno, r.continued, r.text) for r in got] == [(r.lineno, r.continued, r.text) for r in want]
+
+
+# --- paste damage: TUI panes, caret notation ----------------------------------------------
+
+
+def test_k9s_pane_border_and_padding_are_peeled_t009():
+    line = fixture_lines("t009")[2]
+    assert line.startswith("\u2502 INFO ") and line.rstrip("\n").endswith("\u2502")
+    rec = one(line)
+    assert_structure(
+        rec,
+        text="the current vLLM instance can use total_gpu_memory (79.19GiB) x gpu_memory_utilization (0.90) = 71.27GiB",
+        wrapper="frame",
+        level="INFO",
+        time="03-21 20:15:45",
+        file="worker.py",
+        vllm_header=True,
+    )
+
+
+def test_cut_pane_without_its_right_border_u013():
+    lines = fixture_lines("u013")
+    cut = next(line for line in lines if line.rstrip("\n").endswith("engine.py:157]"))
+    assert_structure(one(cut), text="", wrapper="frame", level="ERROR", time="09-27 06:46:46", file="engine.py", **HDR)
+    assert one(lines[0]).text == "RuntimeError: CUDA error: an illegal memory access was encountered"
+
+
+def test_caret_notation_of_real_escapes_reads_the_same():
+    real = "\x1b[36m(EngineCore_DP0 pid=1)\x1b[0m \x1b[32mINFO\x1b[0m 08-20 14:03:52 [core.py:1] up\r"
+    caret = "^[[36m(EngineCore_DP0 pid=1)^[[0m ^[[32mINFO^[[0m 08-20 14:03:52 [core.py:1] up^M"
+    a, b = one(real), one(caret)
+    assert_structure(b, **{k: getattr(a, k) for k in STRUCTURE})
+    assert b.text == "up"
+
+
+def test_a_caret_inside_a_message_is_kept():
+    assert one("INFO 08-20 14:03:52 [x.py:1] x^2 grows; see ^M and ^[ in docs").text == (
+        "x^2 grows; see ^M and ^[ in docs"
+    )
+
+
+# --- envelope numbers: ASCII digits, bounded, a hostile value is ignored ------------------
+
+HUGE = "9" * 5000
+
+
+@pytest.mark.parametrize(
+    "line,expected",
+    [
+        (
+            f"(EngineCore_DP0 pid={HUGE}) ERROR 08-20 10:18:39 [core.py:700] EngineCore failed to start.",
+            dict(proc="EngineCore_DP0", pid=None, pids=[], text="EngineCore failed to start."),
+        ),
+        (
+            f"(VllmWorker rank={HUGE} pid=3073) ERROR 05-27 11:47:57 [multiproc_executor.py:470] x",
+            dict(proc="VllmWorker", pid=3073, pids=[3073], rank=None, text="x"),
+        ),
+        (
+            f"[rank{HUGE}]: torch.OutOfMemoryError: CUDA out of memory.",
+            dict(rank=None, text="torch.OutOfMemoryError: CUDA out of memory."),
+        ),
+        (
+            f"(RayWorkerWrapper pid=5849, ip=10.0.0.1) INFO 04-18 01:30:29 [x.py:1] up [repeated {HUGE}x across cluster]",
+            dict(pid=5849, repeated=1, text="up"),
+        ),
+        (
+            f"Nov 30 03:08:21 host vllm[{HUGE}]: INFO 11-30 03:08:21 [x.py:1] up",
+            dict(wrapper="journald", pids=[], text="up"),
+        ),
+        (f"2024-12-19 21:40:35 ERROR {HUGE} [x.py:64] up", dict(wrapper="app-log", pid=None, text="up")),
+        # Not ASCII digits: not a number at all (the prefix stays text, the line is still read).
+        ("(EngineCore_DP0 pid=\u00b2) EngineCore failed to start.", dict(proc=None, pid=None)),
+        ("(EngineCore_DP0 pid=\u0663) EngineCore failed to start.", dict(proc=None, pid=None)),
+    ],
+)
+def test_hostile_envelope_numbers_are_ignored_and_the_line_still_read(line, expected):
+    rec = one(line)
+    for name, want in expected.items():
+        assert getattr(rec, name) == want, name
+    assert "failed to start" in rec.text or rec.text == expected.get("text", rec.text)
+
+
+def test_a_hostile_number_never_costs_the_verdict():
+    import json
+
+    from vllm_doctor import diagnose
+
+    kv = (
+        "ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can be "
+        "stored in KV cache (7344). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
+        "initializing the engine."
+    )
+    lines = [
+        f"(EngineCore_DP0 pid={HUGE}) INFO 08-20 10:18:39 [core.py:1] Waiting for init message",
+        f"[rank{HUGE}]: {kv}",
+        f"(RayWorkerWrapper pid=1, ip=10.0.0.1) INFO 04-18 01:30:29 [x.py:1] up [repeated {HUGE}x across cluster]",
+        '{"MESSAGE": "x", "_PID": "\u00b2", "_HOSTNAME": "h"}',
+        '{"MESSAGE": "y", "_PID": ' + HUGE + ', "_HOSTNAME": "h"}',
+    ]
+    v = diagnose(lines)
+    assert v.primary_class == "kv_cache_capacity"
+    json.dumps(v.to_dict(), allow_nan=False)  # no 5000-digit integer reached the verdict
+
+
+def test_journald_json_pid_values():
+    import json
+
+    def pids(value):
+        (rec,) = unwrap("t", 1, json.dumps({"MESSAGE": "m", "_PID": value, "_HOSTNAME": "h"}))
+        return rec.pids
+
+    assert pids("4127") == [4127] and pids(4127) == [4127]
+    assert pids("\u00b2") == pids(HUGE) == pids(True) == pids(-1) == pids(1.5) == pids([1]) == pids(None) == []
+
+
+# --- Reassembler: hand-wrapped errors without a prefix on the continuation ---------------
+
+
+def test_kv_error_hand_wrapped_over_three_lines_is_one_record_t011():
+    lines = fixture_lines("t011")
+    (rec,) = reassembled(lines)
+    assert (rec.lineno, rec.continued) == (1, 2)
+    assert rec.text == (
+        "ValueError: To serve at least one request with the model's max seq len (1048576), 22.5 GiB KV cache is "
+        "needed, which is larger than the available KV cache memory (17.39 GiB). Based on the available memory, "
+        "the estimated maximum model length is 810208."
+    )
+
+
+def test_hard_wrap_at_140_columns_joins_frames_and_the_oom_t016():
+    recs = reassembled(fixture_lines("t016"))
+    texts = {r.lineno: r.text for r in recs}
+    assert texts[1].endswith('/vllm/model_executor/warmup/deep_gemm_warmup.py", line 262, in _warmup')
+    assert texts[3] == "    out = torch.empty((MAX_M, n), device=device, dtype=torch.bfloat16)"
+    oom = texts[7]
+    assert "Tried to allocate 666.00 MiB. GPU 3 has a total capacity of 95.10 GiB" in oom
+    assert "Of the allocated memory 92.33 GiB" in oom and "If reserved but unallocated memory" in oom
+    # The next record of the traceback stays its own.
+    assert texts[12] == "Traceback (most recent call last):"
+
+
+def test_a_number_after_a_comma_continues_the_clause():
+    recs = reassembled(
+        [
+            "ValueError: To serve at least one request with the model's max seq len (1048576),",
+            "22.5 GiB KV cache is needed, which is larger than the available KV cache memory (17.39 GiB).",
+        ]
+    )
+    assert [r.continued for r in recs] == [1]
+    assert "(1048576), 22.5 GiB KV cache is needed" in recs[0].text
+
+
+def test_a_number_and_a_word_split_by_a_wrap_get_their_space_back_t006():
+    (rec,) = reassembled(fixture_lines("t006"))
+    assert rec.text.startswith(
+        "RuntimeError: CUDA out of memory occurred when warming up sampler with 1024 dummy requests. Please"
+    )
+
+
+def test_docker_desktop_stamps_continuations_only_and_they_still_join():
+    recs = reassembled(
+        [
+            "INFO 07-03 23:23:42 [metrics.py:536] Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: "
+            "616.1 tokens/s, Running: 32 r",
+            "2025-06-12 20:49:44 eqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 17.6%.",
+        ]
+    )
+    assert [r.continued for r in recs] == [1]
+    assert "Running: 32 reqs, Swapped: 0 reqs" in recs[0].text
+
+
+def test_a_stamp_of_another_source_does_not_join():
+    recs = reassembled([LONG_CUT, "[pod/vllm-b/vllm] eqs, Swapped: 0 reqs"])
+    assert [r.continued for r in recs] == [0, 0]
+
+
+@pytest.mark.parametrize("later,earlier", SENTENCE_CHAINS)
+def test_sentence_chains_join_and_their_first_sentence_is_a_prefilter_candidate(later, earlier):
+    from vllm_doctor.prefilter import LITERALS
+
+    # The fast path reads the first line (it holds a catalog literal) and offers the next.
+    assert any(lit in earlier for lit in LITERALS), earlier
+    tail = later + "the rest of the sentence."
+    (rec,) = reassembled([earlier, tail])
+    assert rec.text == earlier + " " + tail and rec.continued == 1
+    # After a blank line it is a record of its own.
+    assert [r.continued for r in reassembled([earlier, "", tail])] == [0, 0]

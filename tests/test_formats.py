@@ -1,8 +1,14 @@
-"""Whatever wraps the log, the verdict does not change (issue 4's acceptance)."""
+"""Whatever wraps the log, the verdict does not change (issues 4 and 10's acceptance).
+
+Every wrapper and fleet format seen in the wild, applied to every core corpus log, must
+leave the verdict (class, each finding's class, facts and evidence lines) as it is on the
+bare log.
+"""
 
 import gzip
 import io
 import json
+import re
 
 import pytest
 from conftest import fixture_path, load_manifest
@@ -57,29 +63,201 @@ def kubectl_ts(i, line):
     return f"2026-11-30T03:08:{i % 60:02d}.{i:09d}Z {line}"
 
 
-WRAPPERS = [journald_short, journald_iso, journald_precise, journald_json, compose, kubectl_ts]
+# vLLM's record prefix, with the process prefix vLLM's stdout decorator puts before it.
+_HEADER = re.compile(
+    r"^(?P<proc>(?:\([^()]*(?:\([^()]*\))?[^()]* pid=\d+[^()]*\) )*)"
+    r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<date>\d\d-\d\d) (?P<time>\d\d:\d\d:\d\d) "
+    r"\[?(?P<file>[\w./-]+):(?P<line>\d+)\] ?(?P<msg>.*)$"
+)
+
+
+def k9s_frame(i, line):
+    """A TUI pane (k9s): every line boxed and right-padded to the pane width (t009, u013)."""
+    return f"\u2502 {line:<160} \u2502"
+
+
+def caret_ansi(i, line):
+    """vLLM's ColoredFormatter colours pasted as caret text (u018): ``^[[32mINFO^[[0m``."""
+    m = _HEADER.match(line)
+    if not m:
+        return line
+    proc = f"^[[36m{m['proc'][:-1]}^[[0m " if m["proc"] else ""
+    return (
+        f"{proc}^[[32m{m['level']}^[[0m ^[[90m{m['date']} {m['time']}^[[0m ^[[90m[{m['file']}:{m['line']}]^[[0m "
+        f"{m['msg']}"
+    )
+
+
+def caret_cr(i, line):
+    """Every line ending in a literal ``^M`` (CRLF shown by an editor, u014)."""
+    return line + "^M"
+
+
+def stern(i, line):
+    """``stern``'s default ``<pod> <container> <message>``: learned, no rule for it."""
+    return f"vllm-7d9f8c4b5-x2k4p vllm {line}"
+
+
+def launcher(i, line):
+    """A prefix nobody wrote a rule for (a job launcher's own): learned per input."""
+    return f"job-42/step {i % 7} | {line}"
+
+
+def docker_desktop(i, line):
+    """Docker Desktop's ``YYYY-MM-DD HH:MM:SS `` on continuation lines only (t023)."""
+    return line if _HEADER.match(line) else f"2025-06-12 20:49:{i % 60:02d} {line}"
+
+
+def app_logging(i, line):
+    """An application's own logging format around vLLM's message, vLLM's process prefix
+    outside it (u014: ``2024-12-19 21:40:35 ERROR 56542 [async_llm_engine.py:64] ...``)."""
+    m = _HEADER.match(line)
+    if not m:
+        return line
+    return f"{m['proc']}2024-12-19 {m['time']} {m['level']} 56542 [{m['file']}:{m['line']}] {m['msg']}"
+
+
+def harness(i, line):
+    """An evaluation harness that logs every captured line with its own time and level."""
+    return f"2024-05-01 10:00:{i % 60:02d},123 - lm_eval.models.vllm - INFO - {line}"
+
+
+def rich_handler(i, line):
+    """A harness's ``rich`` handler: own time and level, vLLM's ``file.py:N`` at the end."""
+    m = _HEADER.match(line)
+    if not m:
+        return line
+    return f"{m['proc']}[05/01/24 {m['time']}] {m['level']:<8} {m['msg']:<100}   {m['file']}:{m['line']}"
+
+
+def loki_jsonl(i, line):
+    """``logcli query -o jsonl`` (Go's encoder escapes < > & as \\u003c ...)."""
+    obj = {"labels": {"container": "vllm", "namespace": "ml", "pod": "vllm-0"}, "line": line}
+    obj["timestamp"] = f"2026-11-30T03:08:{i % 60:02d}.{i:09d}+01:00"
+    return json.dumps(obj).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def loki_default(i, line):
+    """``logcli query`` default output: time, label set, padding, the line."""
+    return f'2026-11-30T03:08:{i % 60:02d}+01:00 {{container="vllm", pod="vllm-0"}}   {line}'
+
+
+def cloudwatch_tail(i, line):
+    """``aws logs tail`` (detailed): isoformat time, log stream name, message."""
+    return f"2026-11-30T03:08:{i % 60:02d}.{i % 1000000:06d}+00:00 vllm/vllm/0f3c9a7e2b1d4e5f {line}".rstrip()
+
+
+def cloudwatch_event(i, line):
+    """One ``FilteredLogEvent`` a line (``jq -c '.events[]'``, ``aws logs tail --format none``)."""
+    ms = 1764471600000 + i
+    return json.dumps(
+        {
+            "logStreamName": "vllm/vllm/0f3c9a7e",
+            "timestamp": ms,
+            "message": line,
+            "ingestionTime": ms + 5,
+            "eventId": str(i),
+        }
+    )
+
+
+def vllm_json(i, line):
+    """vLLM's JSON logging (python-json-logger); vLLM's process prefix still before it."""
+    m = _HEADER.match(line)
+    if not m:
+        return line
+    msg, ray = m["msg"], ""
+    cut = msg.find(" [repeated ")  # Ray appends its count to the printed line, after the object
+    if cut >= 0:
+        msg, ray = msg[:cut], msg[cut:]
+    obj = {
+        "asctime": f"2026-{m['date']} {m['time']},123",
+        "levelname": m["level"],
+        "name": "vllm." + m["file"].rsplit(".", 1)[0].replace("/", "."),
+        "processName": "MainProcess",
+        "process": 4127,
+        "message": msg,
+        "filename": m["file"],
+        "lineno": int(m["line"]),
+    }
+    return m["proc"] + json.dumps(obj) + ray
+
+
+def docker_json(i, line):
+    """Docker's json-file driver (``/var/lib/docker/containers/*/*-json.log``)."""
+    return json.dumps({"log": line + "\n", "stream": "stdout", "time": f"2026-11-30T03:08:{i % 60:02d}.{i:09d}Z"})
+
+
+WRAPPERS = [
+    journald_short,
+    journald_iso,
+    journald_precise,
+    journald_json,
+    compose,
+    kubectl_ts,
+    k9s_frame,
+    caret_ansi,
+    caret_cr,
+    stern,
+    launcher,
+    docker_desktop,
+    app_logging,
+    harness,
+    rich_handler,
+    loki_jsonl,
+    loki_default,
+    cloudwatch_tail,
+    cloudwatch_event,
+    vllm_json,
+    docker_json,
+]
+
+
+def cloudwatch_pretty(lines):
+    """``aws logs filter-log-events`` as the AWS CLI prints it (JSON, four-space indents),
+    with the keys of each event in an order where the stream comes after the message.
+    Returns the text and the map from its line numbers to the original ones."""
+    out = ["{", '    "events": [']
+    where = {}
+    for i, line in enumerate(lines):
+        ms = 1764471600000 + i
+        out.append("        {")
+        out.append(f'            "timestamp": {ms},')
+        out.append(f'            "message": {json.dumps(line, ensure_ascii=False)},')
+        where[len(out)] = i + 1
+        out.append('            "logStreamName": "vllm/vllm/0f3c9a7e",')
+        out.append(f'            "ingestionTime": {ms + 5},')
+        out.append(f'            "eventId": "{i:056d}"')
+        out.append("        }," if i + 1 < len(lines) else "        }")
+    out += ["    ],", '    "searchedLogStreams": []', "}"]
+    return "\n".join(out) + "\n", where
 
 
 def verdict_of(data: bytes):
     return build_verdict(diagnose_input(Source("x.log", io.BytesIO(data))))
 
 
-def essence(v):
+def essence(v, line_map=None):
     """What must not change: class, and each finding's class, facts and evidence lines."""
+    to_line = line_map.get if line_map is not None else (lambda n: n)
     return (
         v.primary_class,
         sorted(
-            (f.class_id, json.dumps(f.facts, sort_keys=True, default=str), tuple(e.line for e in f.evidence))
+            (f.class_id, json.dumps(f.facts, sort_keys=True, default=str), tuple(to_line(e.line) for e in f.evidence))
             for f in v.findings
         ),
     )
 
 
-def wrapped(path, wrap):
+def log_lines(path):
     lines = path.read_text(encoding="utf-8").split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    return ("\n".join(wrap(i, line) for i, line in enumerate(lines)) + "\n").encode()
+    return lines
+
+
+def wrapped(path, wrap):
+    return ("\n".join(wrap(i, line) for i, line in enumerate(log_lines(path))) + "\n").encode()
 
 
 @pytest.mark.parametrize("wrap", WRAPPERS, ids=[w.__name__ for w in WRAPPERS])
@@ -87,6 +265,13 @@ def wrapped(path, wrap):
 def test_wrapped_log_gets_the_bare_verdict(case, wrap):
     path = fixture_path(case["file"])
     assert essence(verdict_of(wrapped(path, wrap))) == essence(verdict_of(path.read_bytes()))
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["file"] for c in CASES])
+def test_cloudwatch_pretty_json_gets_the_bare_verdict(case):
+    path = fixture_path(case["file"])
+    text, where = cloudwatch_pretty(log_lines(path))
+    assert essence(verdict_of(text.encode()), where) == essence(verdict_of(path.read_bytes()))
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["file"] for c in CASES])

@@ -30,6 +30,13 @@ WRAPS = [
     "> ",
     "[pod/a/vllm] ",
     "\x1b[32m",
+    "\u2502 ",  # a TUI pane's border
+    "^[[32m",  # ANSI pasted as caret text
+    "vllm-0 vllm ",  # stern: learned
+    "2025-06-12 20:49:44 ",  # Docker Desktop
+    "2024-12-19 21:40:35 ERROR 56542 ",  # an application's own record prefix
+    "2026-11-30T03:08:21.000000+00:00 vllm/stream ",  # aws logs tail
+    '{"line": "',  # a cut Loki line: read as text
 ]
 
 lines = st.lists(st.one_of(st.sampled_from(CORPUS_LINES), st.sampled_from(NOISE), st.text(max_size=80)), max_size=40)

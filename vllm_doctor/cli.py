@@ -10,12 +10,13 @@ import click
 
 from . import streams
 from ._version import __version__
+from .formats import FORMATS
 
 EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, EXIT_UNRECOGNISED = 0, 1, 2, 3
 #: The distribution's name (``pip install``), which ``--version`` prints: the package index's
 #: ``vllm-doctor`` is an unrelated tool that installs a command of the same name.
 DIST_NAME = "vllm-log-doctor"
-FORMAT_NAMES = ("auto", "plain", "journald", "journald-json", "docker", "compose", "kubectl", "kubectl-prefix")
+FORMAT_NAMES = tuple(FORMATS)  # --input-format choices: one list, in formats.py
 
 EXIT_CODES_HELP = """\b
 Exit codes:
@@ -68,7 +69,9 @@ def cli() -> None:
     default="auto",
     show_default=True,
     help="What wraps each line. auto detects it per input (journald short/iso/precise/cat/json, docker "
-    "-t, docker compose, kubectl --timestamps/--prefix, Ray); name one to force it.",
+    "-t / json-file, docker compose, kubectl --timestamps/--prefix, Loki logcli -o jsonl, aws logs tail / "
+    "filter-log-events, vLLM JSON logging, Ray, and any prefix that repeats before vLLM's records); "
+    "name one to force it.",
 )
 @click.option(
     "-j",
@@ -182,16 +185,11 @@ def diagnose(
         chosen = select_rules(select.split(",")) if select else None
     except KeyError as exc:
         raise click.BadParameter(exc.args[0], param_hint="--select") from None
-    # --- METRICS-HOOK (vllm_doctor.metrics) ------------------------------------------------
-    # Metrics inputs are split off here and read into series. Until the rules judge them, the
-    # series are only summarised (stderr beside a log verdict; stdout when they are the only
-    # input): the lead connects `series` to the rules and the verdict at this point.
+    # Metrics inputs (a scrape, a directory of scrapes, a query_range export, --metrics URL)
+    # are split off the FILE arguments and read into series, judged below beside the logs.
     series, specs, metric_errors = _metrics_inputs(specs, metrics_urls, interval, count)
     if follow and (series or metric_errors):
         raise click.UsageError("--follow reads a log: metrics inputs do not apply")
-    if not specs:
-        _metrics_only(series, metric_errors, fmt)
-    # --- end METRICS-HOOK ------------------------------------------------------------------
     plot_fmt = "svg"
     if plot_path:
         from .render.plot import PlotError, plot_format
@@ -219,8 +217,12 @@ def diagnose(
     else:
         outcomes = [_diagnose_one(spec, progress, input_format, chosen) for spec in specs]
     results = [r for rs, _ in outcomes if rs for r in rs]
-    errors = [e for _, errs in outcomes for e in errs]
+    errors = [e for _, errs in outcomes for e in errs] + metric_errors
     unreadable = [(spec, errs[0]) for spec, (rs, errs) in zip(specs, outcomes) if not rs and errs]
+    if series:
+        from .pipeline import metrics_results
+
+        results += metrics_results(series, results, chosen)
     if not results:
         for e in errors:
             streams.write_stderr(f"vllm-doctor: error: {e}")
@@ -255,7 +257,6 @@ def diagnose(
     if plot_note:
         streams.write_stderr(plot_note[1])
         failed = failed or plot_note[0]
-    _metrics_notes(series, metric_errors)  # METRICS-HOOK: until the rules read the series
     if verdict.exit_code == EXIT_UNRECOGNISED:
         from .formats import TRIED
 
@@ -266,7 +267,7 @@ def diagnose(
                 f"vllm-doctor: warning: {s.name}: {s.internal_errors} internal error(s), the first: "
                 f"{s.first_internal_error} (please report it)"
             )
-    sys.exit(EXIT_USAGE if errors or metric_errors or failed or streams.stderr_failed else verdict.exit_code)
+    sys.exit(EXIT_USAGE if errors or failed or streams.stderr_failed else verdict.exit_code)
 
 
 def _screen(tty: bool) -> Tuple[int, int]:
@@ -320,35 +321,6 @@ def _metrics_inputs(specs: List[str], urls: Tuple[str, ...], interval: float, co
         except MetricsError as exc:
             errors.append(str(exc))
     return series, logs, errors
-
-
-def _metrics_only(series, errors: List[str], fmt: str) -> None:
-    """Metrics were the only input: print their summaries and exit (METRICS-HOOK: replaced
-    by a verdict once the rules read metrics)."""
-    import json as _json
-
-    from .metrics import describe
-
-    if fmt == "json":
-        click.echo(_json.dumps({"metrics": [s.to_dict() for s in series]}, ensure_ascii=False, default=str))
-    else:
-        for s in series:
-            click.echo(describe(s))
-    for e in errors:
-        streams.write_stderr(f"vllm-doctor: error: {e}")
-    if series:
-        click.echo("vllm-doctor: note: metrics are read and summarised; the rules do not judge them yet", err=True)
-    sys.exit(EXIT_USAGE if errors or not series else EXIT_OK)
-
-
-def _metrics_notes(series, errors: List[str]) -> None:
-    """Beside a log verdict: one line per metrics source, and its errors (METRICS-HOOK)."""
-    from .metrics import describe
-
-    for s in series:
-        click.echo(f"vllm-doctor: metrics: {describe(s)}", err=True)
-    for e in errors:
-        streams.write_stderr(f"vllm-doctor: error: {e}")
 
 
 def _fail(text: str) -> None:

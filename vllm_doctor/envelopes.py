@@ -6,35 +6,62 @@ or Ray reaches us inside several envelopes, outermost first::
     Aug 19 18:34:30 host vllm[8707]: (APIServer pid=8707) INFO 08-19 18:34:30 [api_server.py:1] msg
     '-- journald short prefix -----'  '-- process prefix -' '-- vLLM record prefix ---------'
 
-:func:`unwrap` removes, in that order: ANSI colour codes and ``\\r``; a Markdown
-quote (``> ``); one outer wrapper (journald short / short-iso, an RFC 3339 time
-stamp from ``docker logs -t`` / ``kubectl logs --timestamps``, ``docker compose``'s
-``service-1  | ``, ``kubectl logs --prefix``'s ``[pod/NAME/CONTAINER]``, bracketed
-supervisor time stamps, FastChat-style ``time | LEVEL | stream |``); process
-prefixes (vLLM's ``(EngineCore_DP0 pid=N)``, ``(VllmWorker rank=N pid=N)``, Ray's
-``(RayWorkerWrapper pid=N, ip=...)`` nested any number of times, PyTorch's
-``[rank0]:``, vllm-omni's ``[Stage-0]``); and vLLM's record prefix in both forms
-(``INFO 08-20 10:18:39 [file.py:123] `` and the older ``INFO 08-20 10:18:39
-file.py:123] ``) or uvicorn's ``INFO:     ``.
+:func:`unwrap` removes, in that order:
+
+1. paste damage: a byte-order mark, ANSI colour codes (real ``ESC [`` or pasted as caret
+   text ``^[[0;36m``), a trailing ``^M`` (CRLF shown by an editor), ``\\r``, and a TUI pane's
+   box border (``│ ... │`` right-padded to the pane width, k9s);
+2. a Markdown quote (``> ``);
+3. one outer wrapper: journald short / short-iso, an RFC 3339 time stamp from ``docker logs
+   -t`` / ``kubectl logs --timestamps`` (nanoseconds included; a CRI ``stdout F`` after it;
+   Loki ``logcli``'s default ``{labels}`` after it), ``aws logs tail``'s stream name after
+   its time stamp (when the input is CloudWatch's), a ``YYYY-MM-DD HH:MM:SS`` time stamp
+   (Docker Desktop, application loggers), ``docker compose``'s ``service-1  | ``,
+   ``kubectl logs --prefix``'s ``[pod/NAME/CONTAINER]``, bracketed supervisor time stamps,
+   FastChat-style ``time | LEVEL | stream |``;
+4. a prefix learned for this input (:mod:`vllm_doctor.signatures`: ``stern``'s
+   ``<pod> <container>``, any wrapper that repeats before vLLM's records);
+5. process prefixes (vLLM's ``(EngineCore_DP0 pid=N)``, ``(VllmWorker rank=N pid=N)``,
+   Ray's ``(RayWorkerWrapper pid=N, ip=...)`` nested any number of times, PyTorch's
+   ``[rank0]:``, vllm-omni's ``[Stage-0]``);
+6. vLLM's record prefix in both forms (``INFO 08-20 10:18:39 [file.py:123] `` and the
+   older ``INFO 08-20 10:18:39 file.py:123] ``) or uvicorn's ``INFO:     ``; after an
+   outer time stamp, an application's own record prefix (``ERROR 56542 [file.py:64] ``,
+   ``- name - INFO - ``, ``INFO     [file.py:1] ``, Ray's ``ERR cli.py:71 -- ``, loguru's
+   ``INFO | mod:func:1 - ``), with a ``file.py:N`` moved to the end of the line (Python
+   ``rich`` handlers) taken off too.
+
+JSON envelopes (journald ``-o json``, Loki ``-o jsonl``, CloudWatch events, vLLM's JSON
+logging, Docker ``json-file``) are read by :mod:`vllm_doctor.fleet`.
 
 Sources of the formats: vLLM ``vllm/logger.py`` and ``vllm/logging_utils/formatter.py``
 (record prefix, ``NewLineFormatter``), ``vllm/utils`` ``_add_prefix``/``decorate_logs``
 (process prefix); Ray log deduplication (``[repeated Nx across cluster]``);
-``systemd`` ``journalctl -o short``; Docker and Kubernetes log options; see
+``systemd`` ``journalctl -o short``; Docker and Kubernetes log options; the CRI logging
+format (``kubelet`` ``/var/log/pods``: ``time stream P|F message``); Loki
+``pkg/logcli/output/default.go``; AWS CLI ``awscli/customizations/logs/tail.py``; see
 ``shared/vllm-messages.md`` section 0.
 
 A physical line may hold several records glued together (a tqdm bar with no
 newline before a record, stats lines pasted without newlines): each embedded
 vLLM record prefix starts a new :class:`Record` with the same line number.
+
+Envelope numbers (PIDs, ranks, Ray repeat counts) are read as ASCII digits, at most
+:data:`vllm_doctor.fleet.MAX_DIGITS` of them; a longer or foreign value is ignored and the
+line is still read.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import Dict, FrozenSet, List, Optional
 
 import regex
+
+from . import fleet
+from .fleet import MAX_DIGITS
+from .signatures import Learner, Signature, anchored, starts_with_anchor
 
 #: Longest part of a line that recognition looks at (a 10 MB line is read on this prefix).
 MAX_RECORD_CHARS = 65536
@@ -42,36 +69,69 @@ MAX_RECORD_CHARS = 65536
 # CSI sequences, and OSC sequences (hyperlinks, titles) up to BEL, ESC \ or the next ESC:
 # a sequence never runs past the next escape, so an unterminated one cannot go quadratic.
 _ANSI = regex.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?")
+# The same pasted in caret notation (``cat -v``, editors, web pages): ESC shown as "^[".
+_CARET_ANSI = regex.compile(r"\^\[\[[0-9;?]*[A-Za-z]|\^\[\][^\x07^]*(?:\x07|\^G|\^\[\\)?")
+# Vertical borders of a TUI pane (k9s, lazydocker, tmux copy of a boxed pane).
+_FRAME_CHARS = frozenset("│┃║")
 
 # Outer wrappers: at most one applies; each is tried only if its first-character test holds.
 _JOURNALD_SHORT = regex.compile(
-    r"(?P<ts>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?) "
-    r"(?P<host>\S+) (?P<ident>[^\s\[\]:]+)(?:\[(?P<jpid>\d+)\])?: "
+    r"(?P<ts>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ 0-9][0-9] [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?) "
+    r"(?P<host>\S+) (?P<ident>[^\s\[\]:]+)(?:\[(?P<jpid>[0-9]+)\])?: "
 )
 _JOURNALD_ISO = regex.compile(
-    r"(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)) "
-    r"(?P<host>[^\s(\[]+) (?P<ident>[^\s\[\]:()]+)(?:\[(?P<jpid>\d+)\])?: "
+    r"(?P<ts>[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?:Z|[+-][0-9]{2}:?[0-9]{2})) "
+    r"(?P<host>[^\s(\[]+) (?P<ident>[^\s\[\]:()]+)(?:\[(?P<jpid>[0-9]+)\])?: "
 )
-_RFC3339 = regex.compile(r"(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?) ")
-_BRACKET_TS = regex.compile(r"\[(?P<ts>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?)\] ")
+# An exception line ("ValueError: ...") after a time stamp and a word is not a journald
+# identifier; journald identifiers are program names.
+_EXCEPTION_NAME = ("Error", "Exception", "Warning", "Exit", "Interrupt")
+_RFC3339 = regex.compile(
+    r"(?P<ts>[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?) "
+)
+# aws logs tail (detailed): isoformat time stamp with its offset, the log stream name
+# (CloudWatch forbids ':' and '*' in it), the message.
+_CLOUDWATCH_TAIL = regex.compile(
+    r"(?P<ts>[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?(?:[+-][0-9]{2}:[0-9]{2}|Z)?) "
+    r"(?P<stream>[^\s:*]{1,512}) "
+)
+# logcli's default output: time, the label set as Prometheus prints it, padding, the line.
+_LOKI_LABELS = regex.compile(r'\{(?P<labels>(?:[A-Za-z_]\w*="(?:[^"\\]|\\.)*"(?:, )?)*)\} +')
+_LOKI_PAIR = regex.compile(r'([A-Za-z_]\w*)="((?:[^"\\]|\\.)*)"')
+_TB_LINE = regex.compile(
+    r'File "|Traceback \(|During handling|The above exception|(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception)\b'
+)
+_BRACKET_TS = regex.compile(
+    r"\[(?P<ts>[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?"
+    r"|[0-9]{2}/[0-9]{2}/[0-9]{2}(?:[0-9]{2})? [0-9]{2}:[0-9]{2}:[0-9]{2})\] "
+)
 # "2025-05-30 09:53:45.386 | " (docker log viewers) and FastChat's
 # "2023-12-27 11:25:36 | ERROR | stderr | ".
 _PIPE_TS = regex.compile(
-    r"(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?) \| "
+    r"(?P<ts>[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?) \| "
     r"(?:(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) +\| (?P<stream>stdout|stderr) +\| )?"
 )
-_COMPOSE = regex.compile(r"(?P<service>[A-Za-z0-9][\w.-]*?)(?:[-_](?P<replica>\d+))?\s+\| ")
+# Docker Desktop's log view, and application loggers' asctime ("2024-12-19 21:40:35,123",
+# lm-eval's "2024-11-26:14:42:58,395").
+_SPACE_TS = regex.compile(r"(?P<ts>[0-9]{4}-[0-9]{2}-[0-9]{2}[ :][0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?) ")
+_COMPOSE = regex.compile(r"(?P<service>[A-Za-z0-9][\w.-]*?)(?:[-_](?P<replica>[0-9]+))?\s+\| ")
 _KUBECTL_PREFIX = regex.compile(r"\[pod/(?P<pod>[^/\]\s]+)/(?P<container>[^\]\s]+)\] ")
+
+#: Outer wrappers that say only when a line was written (no source): a continuation line
+#: may carry one when the line it continues does not (Docker Desktop, t023). ``app-log``
+#: is a time stamp followed by an application's own record prefix.
+TIME_WRAPPERS = frozenset({"timestamp", "space-timestamp", "bracket-timestamp", "pipe-timestamp", "app-log"})
+_TIME_FIRST = frozenset("0123456789[")
 
 # Process prefixes, any number, nested (Ray task around vLLM process).
 _PROC = regex.compile(
     r"\((?P<name>[A-Za-z_][\w.\-]*(?:\((?:[^()]|\([^()]*\))*\))?)"
-    r"(?: rank=(?P<rank>\d+))? pid=(?P<pid>\d+)(?:, ip=(?P<ip>[0-9A-Fa-f.:]+))?\) ?"
+    r"(?: rank=(?P<rank>[0-9]+))? pid=(?P<pid>[0-9]+)(?:, ip=(?P<ip>[0-9A-Fa-f.:]+))?\) ?"
 )
-_PROC_NOPID = regex.compile(r"\((?P<name>raylet|gcs_server|dashboard|APIServer|EngineCore(?:_DP\d+)?)\) ")
+_PROC_NOPID = regex.compile(r"\((?P<name>raylet|gcs_server|dashboard|APIServer|EngineCore(?:_DP[0-9]+)?)\) ")
 # PyTorch's glog-style header: [W MMDD ...] with the month not zero-padded ("W409", "W1224").
-_TORCH_RANK = regex.compile(r"\[rank(?P<rank>\d+)\]:(?:\[[WEI]\d{3,4} [^\]]*\] ?| ?)")
-_STAGE = regex.compile(r"\[(?P<stage>Stage-\d+)\] ")
+_TORCH_RANK = regex.compile(r"\[rank(?P<rank>[0-9]+)\]:(?:\[[WEI][0-9]{3,4} [^\]]*\] ?| ?)")
+_STAGE = regex.compile(r"\[(?P<stage>Stage-[0-9]+)\] ")
 
 # vLLM's own record prefix, both generations; and the prefix cut to "[file:line] ".
 _VLLM_HEADER = regex.compile(
@@ -81,14 +141,32 @@ _VLLM_HEADER = regex.compile(
 _VLLM_HEADER_CUT = regex.compile(r"\[(?P<file>[\w./-]+\.py):(?P<line>\d+)\] ")
 _UVICORN = regex.compile(r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL):\s+")
 
+# An application's own record prefix after its time stamp (Python logging layouts):
+# "- name - LEVEL - ", "LEVEL pid [file.py:N] ", "LEVEL     [file.py:N] ", "ERR file.py:N -- ",
+# "LEVEL | mod:func:N - ", "[    INFO]: ".
+_LEVEL = r"(?:DEBUG|INFO|WARNING|WARN|ERROR|ERR|CRITICAL|FATAL|TRACE|NOTICE)"
+_FOREIGN = regex.compile(
+    # Space runs are bounded (padding is short): a hostile line of spaces cannot backtrack long.
+    r"(?:[-|] {1,16})?(?:[A-Za-z_][\w.]{0,127} {1,16}[-|] {1,16})?"
+    rf"\[? {{0,8}}(?P<level>{_LEVEL}) {{0,8}}?\]?:?"
+    r"(?: {1,16}(?:[-|] {1,16})?(?P<pid>[0-9]+)(?= ))?"
+    r"(?: {1,16}(?:[-|] {1,16})?(?:\[(?P<file>[\w./-]{1,255}\.py):[0-9]{1,7}\]|(?P<file2>[\w./-]{1,255}\.py):[0-9]{1,7}"
+    r"|(?P<mod>[A-Za-z_][\w.]{0,127}):[\w<>.]{1,127}:[0-9]{1,7}))?"
+    r"(?: {1,16}(?P<sep>--|-|\|))?(?: |$)"  # one space: the message's own indentation stays (traceback lines)
+)
+# rich's handler: the level column, the message, the source at the right edge.
+_INDENTED_LEVEL = regex.compile(rf" {{8,32}}(?P<level>{_LEVEL}) {{2,8}}")
+_TRAILING_LOC = regex.compile(r"(?: {2,}|\s*\()(?P<file>[\w.-]+\.py):[0-9]{1,7}\)?\s*$")
+
 # An embedded record prefix (glued records). A process prefix right before it belongs to it.
 _EMBEDDED = regex.compile(
     r"(?:\((?:[^()]|\([^()]*\))*? pid=\d+[^()]*\) )*"
     r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?[\w./-]+:\d+\] "
 )
-_LEVEL_WORDS = ("INFO ", "WARNING ", "ERROR ", "DEBUG ", "CRITICAL ")
 
-_RAY_REPEATED = regex.compile(r" ?\[repeated (?P<n>\d+)x across cluster\](?: \(Ray deduplicates logs by default\..*)?$")
+_RAY_REPEATED = regex.compile(
+    r" ?\[repeated (?P<n>[0-9]+)x across cluster\](?: \(Ray deduplicates logs by default\..*)?$"
+)
 
 #: Process names vLLM gives its own processes (``_add_prefix`` callers, Ray worker wrappers).
 VLLM_PROCESS_NAMES = (
@@ -113,9 +191,10 @@ class Record:
     ``lineno`` the 1-based physical line it started on in ``source``. The remaining
     fields keep what the envelopes said: ``level`` and ``time`` (``MM-DD HH:MM:SS``,
     vLLM prints no year), the vLLM ``file`` that logged it, the innermost process
-    ``proc``/``pid``/``rank``, ``pids`` of every process prefix, the journald or
-    compose ``host``/``unit``, the wrapper ``wrapper`` that was peeled, ``vllm_header``
-    when vLLM's own record prefix was present, and Ray's ``repeated`` count.
+    ``proc``/``pid``/``rank``, ``pids`` of every process prefix, the journald, compose,
+    pod or stream ``host``/``unit``, the wrapper ``wrapper`` that was peeled,
+    ``vllm_header`` when vLLM's own record prefix was present, and Ray's ``repeated``
+    count.
     """
 
     source: str
@@ -156,27 +235,176 @@ class Record:
         return "-"
 
 
-def _outer(rec: Record, s: str) -> str:
+def _num(digits: Optional[str]) -> Optional[int]:
+    """A PID, rank or count matched as ``[0-9]+``: its value, or None past
+    :data:`~vllm_doctor.fleet.MAX_DIGITS` digits (ignored: the line is still read)."""
+    return int(digits) if digits is not None and len(digits) <= MAX_DIGITS else None
+
+
+class Envelopes:
+    """How one input's lines are unwrapped: the wrappers a forced format ``allowed`` (None:
+    all), and what was learned from the input's first lines (:meth:`sniff`): prefixes that
+    repeat before vLLM's records (:class:`~vllm_doctor.signatures.Learner`), whether it is
+    ``aws logs tail`` output, whether it is the AWS CLI's pretty-printed JSON.
+
+    Call :meth:`sniff` on the first lines before :meth:`unwrap` reads them, so every line
+    of the input is read the same way (the pipeline sniffs 200 lines ahead)."""
+
+    #: Lines of ``aws logs tail`` shape with a vLLM record after the stream name needed to
+    #: read an input as CloudWatch's.
+    CLOUDWATCH_VOTES = 2
+
+    def __init__(self, allowed: Optional[FrozenSet[str]] = None, learn: bool = True) -> None:
+        self.allowed = allowed
+        self.learner: Optional[Learner] = Learner() if learn and allowed is None else None
+        self.cloudwatch = allowed is not None and "cloudwatch" in allowed
+        self.pretty: Optional[fleet.CloudWatchPretty] = (
+            fleet.CloudWatchPretty() if allowed is not None and "cloudwatch-json" in allowed else None
+        )
+        self._votes = self._shaped = self._lines = 0
+        self.sigs: List[Signature] = []  # what the learner has learned so far
+        self._after_frame = False  # logcli's text output: the last line was a traceback frame
+
+    def signatures(self) -> List[Signature]:
+        """The prefixes learned so far (see :mod:`vllm_doctor.signatures`)."""
+        return self.sigs
+
+    def sniff(self, text: str) -> Optional[str]:
+        """Learn from one of the input's first lines; return the wrapper it carries (for
+        format detection, :func:`vllm_doctor.formats.detect`)."""
+        s = _clean(text.rstrip("\r\n"))
+        stripped = s.strip()
+        if not stripped:
+            return None
+        if self.allowed is None and self.pretty is None and stripped.startswith(('"events": [', '"logStreamName": "')):
+            self.pretty = fleet.CloudWatchPretty()
+        if self.pretty is not None and stripped[:1] in '"{}[]':
+            return "cloudwatch-json"
+        if self.allowed is None and not self.cloudwatch:
+            self._lines += 1
+            m = _CLOUDWATCH_TAIL.match(s) if s[:1].isdigit() else None
+            if m and m["ts"][-6:-5] in "+-":
+                self._shaped += 1
+                self._votes += anchored(s[m.end() :])
+            # Two lines with a record after the stream name; or, in an excerpt too short for
+            # that, one such line and the shape on every line.
+            self.cloudwatch = self._votes >= self.CLOUDWATCH_VOTES or (
+                self._votes >= 1 and self._shaped == self._lines >= 2
+            )
+        if self.learner is not None and s[:2] != '{"':
+            rec = Record(source="", lineno=0, text="")
+            self.learner.observe(_outer_stage(rec, s, self))
+            self.sigs = self.learner.signatures()
+        recs = _unwrap("", 0, text, self, True, 0)  # not self.unwrap: sniffing keeps no reading state
+        return recs[0].wrapper if recs else None
+
+    def unwrap(self, source: str, lineno: int, line: str) -> List[Record]:
+        """:func:`unwrap` with what this input taught (learned prefixes, its format). A line
+        of the AWS CLI's JSON that holds no message gives no record; a ``"message"`` line's
+        records come when its event object closes (with its stream name)."""
+        if self.pretty is not None:
+            done = self.pretty.feed(lineno, line)
+            if done is not None:
+                out: List[Record] = []
+                for n, message, stream in done:
+                    out.extend(fleet.cloudwatch_event(message, stream, _peeler(source, n), 0))
+                return out  # nothing for a line of JSON structure: records around it stay joinable
+        recs = _unwrap(source, lineno, line, self, True, 0)
+        if recs[0].wrapper == "loki-text":
+            self._reindent(recs)
+        return recs
+
+    def _reindent(self, recs: List[Record]) -> None:
+        """logcli's text output trims every line: a traceback's source line, which Python
+        prints indented under its ``File "..."`` line, gets its indentation back (the
+        tracker reads indented lines as source lines)."""
+        for rec in recs:
+            text = rec.text
+            if self._after_frame and text and not text[0].isspace() and not _TB_LINE.match(text):
+                rec.text = "    " + text
+            self._after_frame = text.lstrip().startswith('File "')
+
+
+_STATELESS: Dict[Optional[FrozenSet[str]], Envelopes] = {}
+
+
+def _stateless(allowed: Optional[FrozenSet[str]]) -> Envelopes:
+    env = _STATELESS.get(allowed)
+    if env is None:
+        env = _STATELESS[allowed] = Envelopes(allowed, learn=False)
+        env.pretty = None
+    return env
+
+
+_FREE = _stateless(None)
+
+
+def _clean(s: str) -> str:
+    """Paste damage that hides a line's first characters: BOM, ANSI (real and caret), ``^M``."""
+    if s[:1] == "\ufeff":
+        s = s[1:]
+    if "\x1b" in s:
+        s = _ANSI.sub("", s)
+    if "^" in s:
+        if "^[" in s:
+            s = _CARET_ANSI.sub("", s)
+        while s.endswith("^M"):
+            s = s[:-2]
+    return s
+
+
+def _unframe(s: str) -> str:
+    """``│ text   │`` -> ``text`` (the closing border is optional: a cut pane)."""
+    border = s[0]
+    s = s[2:] if s[1:2] == " " else s[1:]
+    r = s.rstrip()
+    return r[:-1].rstrip() if r.endswith(border) else r
+
+
+def _outer(rec: Record, s: str, env: Envelopes) -> str:
     """Strip at most one outer wrapper; record what it said."""
     c = s[:1]
     m = None
     if c.isdigit():
         if len(s) > 10 and s[10] == "T":
+            if env.cloudwatch:
+                m = _CLOUDWATCH_TAIL.match(s)
+                if m:
+                    rec.wrapper, rec.unit = "cloudwatch", m["stream"]
+                    return s[m.end() :]
             m = _JOURNALD_ISO.match(s)
-            if m:
+            if m and (m["jpid"] or not m["ident"].endswith(_EXCEPTION_NAME)):
                 rec.wrapper, rec.host, rec.unit = "journald-iso", m["host"], m["ident"]
-                if m["jpid"]:
-                    rec.pids.append(int(m["jpid"]))
+                pid = _num(m["jpid"])
+                if pid is not None:
+                    rec.pids.append(pid)
                 return s[m.end() :]
             m = _RFC3339.match(s)
             if m:
+                rest = s[m.end() :]
+                r0 = rest[:1]
+                if r0 == "{":
+                    lm = _LOKI_LABELS.match(rest)
+                    if lm:
+                        labels = {
+                            k: v.replace('\\"', '"').replace("\\\\", "\\") for k, v in _LOKI_PAIR.findall(lm["labels"])
+                        }
+                        rec.wrapper = "loki-text"
+                        rec.host, rec.unit = fleet.loki_source(labels)
+                        return rest[lm.end() :]
+                elif r0 == "s" and rest[:7] in ("stdout ", "stderr ") and rest[7:9] in ("F ", "P "):
+                    rest = rest[9:]  # CRI log file line (kubelet /var/log/pods)
                 rec.wrapper = "timestamp"
-                return s[m.end() :]
+                return rest
         m = _PIPE_TS.match(s)
         if m:
             rec.wrapper = "fastchat" if m["stream"] else "pipe-timestamp"
             if m["level"]:
                 rec.level = m["level"]
+            return s[m.end() :]
+        m = _SPACE_TS.match(s)
+        if m:
+            rec.wrapper = "space-timestamp"
             return s[m.end() :]
     elif c == "[":
         m = _BRACKET_TS.match(s)
@@ -191,10 +419,11 @@ def _outer(rec: Record, s: str) -> str:
             return s[t.end() :] if t else s
     elif c.isalpha():
         m = _JOURNALD_SHORT.match(s)
-        if m:
+        if m and (m["jpid"] or not m["ident"].endswith(_EXCEPTION_NAME)):
             rec.wrapper, rec.host, rec.unit = "journald", m["host"], m["ident"]
-            if m["jpid"]:
-                rec.pids.append(int(m["jpid"]))
+            pid = _num(m["jpid"])
+            if pid is not None:
+                rec.pids.append(pid)
             return s[m.end() :]
         if "| " in s[:64]:
             m = _COMPOSE.match(s)
@@ -212,11 +441,14 @@ def _inner(rec: Record, s: str) -> str:
             m = _PROC.match(s)
             if m:
                 rec.proc = m["name"]
-                pid = int(m["pid"])
-                rec.pid = pid
-                rec.pids.append(pid)
+                digits = m["pid"]
+                if len(digits) <= MAX_DIGITS:  # a longer one is ignored (_num)
+                    rec.pid = pid = int(digits)
+                    rec.pids.append(pid)
                 if m["rank"] is not None:
-                    rec.rank = int(m["rank"])
+                    rank = _num(m["rank"])
+                    if rank is not None:
+                        rec.rank = rank
                 s = s[m.end() :]
                 continue
             m = _PROC_NOPID.match(s)
@@ -227,7 +459,9 @@ def _inner(rec: Record, s: str) -> str:
         elif c == "[":
             m = _TORCH_RANK.match(s)
             if m:
-                rec.rank = int(m["rank"])
+                rank = _num(m["rank"])
+                if rank is not None:
+                    rec.rank = rank
                 s = s[m.end() :]
                 continue
             m = _STAGE.match(s)
@@ -253,57 +487,152 @@ def _inner(rec: Record, s: str) -> str:
     return s
 
 
-def _peel(source: str, lineno: int, s: str, outer: bool = True, allowed=None) -> Record:
-    rec = Record(source=source, lineno=lineno, text="", raw=s)
-    if outer:
-        # Markdown quotes from tickets, then one outer wrapper (which may itself be quoted).
+def _app_header(rec: Record, s: str) -> Optional[str]:
+    """What follows an application's own record prefix at the start of ``s`` (the part of
+    its line after the time stamp; see the module docstring), or None when there is none.
+
+    The prefix is read as part of the outer wrapper (``app-log``): its level is the
+    application's, not vLLM's (a launcher logs every captured line at INFO), so records
+    under it stay "bare" for reassembly. Its PID and ``file.py`` are kept."""
+    m = _FOREIGN.match(s)
+    if m is None:
+        return None
+    pid = _num(m["pid"])
+    if pid is not None and rec.pid is None:  # vLLM's process prefix, when there is one, says it first
+        rec.pid = pid
+        rec.pids.append(pid)
+    rec.file = m["file"] or m["file2"] or m["mod"] or rec.file
+    rest = s[m.end() :]
+    if m["pid"] is None and not (m["file"] or m["file2"] or m["mod"] or m["sep"]) and rest[:1] == " ":
+        # "%(levelname)-8s %(message)s": the level is padded to 8 columns, then the message
+        # (with its own indentation, for a traceback's source lines).
+        pad = min(max(0, 8 - len(m["level"])), len(rest) - len(rest.lstrip(" ")))
+        rest = rest[pad:]
+    return rest
+
+
+def _time_inside(rec: Record, s: str) -> str:
+    """After a process prefix: an application's time stamp and record prefix (a custom
+    ``VLLM_LOGGING_CONFIG_PATH`` format, or a handler that vLLM's stdout prefix wraps)."""
+    m = (_SPACE_TS.match(s) or _RFC3339.match(s)) if s[:1].isdigit() else _BRACKET_TS.match(s)
+    if m is None:
+        return s
+    rest = _app_header(rec, s[m.end() :])
+    if rest is None:
+        return s
+    if rec.wrapper is None:
+        rec.wrapper = "app-log"
+    rec.time = _mmdd(m["ts"])
+    return _inner(rec, rest)
+
+
+def _mmdd(stamp: str) -> Optional[str]:
+    """An application's time stamp as vLLM's ``MM-DD HH:MM:SS`` (``2024-12-19 21:40:35,123``,
+    ``2024-11-26:14:42:58``, RFC 3339, rich's ``[05/01/24 10:00:05]``); None otherwise."""
+    t = stamp.strip(" []")
+    if len(t) >= 19 and t[4] == "-" and t[10] in " T:":
+        return f"{t[5:10]} {t[11:19]}"
+    if len(t) >= 17 and t[2] == "/" and t[5] == "/":
+        return f"{t[:2]}-{t[3:5]} {t[-8:]}"
+    return None
+
+
+def _strip_trailing_location(rec: Record, s: str) -> str:
+    if s[-1:].isdigit() or s[-1:] in ") ":
+        t = _TRAILING_LOC.search(s, max(0, len(s) - 160))
+        if t:
+            rec.file = t["file"]
+            return s[: t.start()]
+    return s
+
+
+def _outer_stage(rec: Record, s: str, env: Envelopes) -> str:
+    """Paste borders, Markdown quotes and one outer wrapper (steps 1-3 of the module
+    docstring, after :func:`_clean`); what is left for the inner prefixes."""
+    c = s[:1]
+    if c in _FRAME_CHARS:
+        s = _unframe(s)
+        rec.wrapper = "frame"
+        c = s[:1]
+    if c == ">":
         while s.startswith(">"):
             s = s[2:] if s.startswith("> ") else s[1:]
             rec.wrapper = "quote"
-        before, kept = s, rec.wrapper
-        s = _outer(rec, s)
-        if allowed is not None and rec.wrapper != kept and rec.wrapper not in allowed:
-            # --input-format forces the wrapper: anything else is part of the message.
-            s, rec.wrapper, rec.host, rec.unit, rec.level = before, kept, None, None, None
-            rec.pids.clear()
+    allowed = env.allowed
+    before, kept = s, rec.wrapper
+    s = _outer(rec, s, env)
+    if allowed is not None and rec.wrapper != kept and rec.wrapper not in allowed:
+        # --input-format forces the wrapper: anything else is part of the message.
+        s, rec.wrapper, rec.host, rec.unit, rec.level = before, kept, None, None, None
+        rec.pids.clear()
+    elif rec.wrapper in TIME_WRAPPERS and s and not starts_with_anchor(s):
+        rest = _app_header(rec, s)
+        if rest is not None:
+            rec.wrapper, rec.time, s = "app-log", _mmdd(before[: len(before) - len(s)]), rest
+    return s
+
+
+def _peel(source: str, lineno: int, s: str, env: Envelopes, outer: bool = True) -> Record:
+    rec = Record(source=source, lineno=lineno, text="", raw=s)
+    if outer:
+        s = _outer_stage(rec, s, env)
+        sigs = env.sigs
+        if sigs and s and not starts_with_anchor(s):
+            for sig in sigs:
+                got = sig.match(s)
+                if got is not None:
+                    end, key, level = got
+                    s = s[end:]
+                    if key:
+                        rec.wrapper, rec.host, rec.unit = "learned", key, None
+                    elif rec.wrapper is None:
+                        rec.wrapper = "learned"
+                    if level:
+                        rec.level = level
+                    break
     s = _inner(rec, s)
+    if rec.proc is not None and not rec.vllm_header and s[:1] in _TIME_FIRST and s:
+        s = _time_inside(rec, s)
+    if rec.wrapper == "app-log" and not rec.vllm_header:
+        s = _strip_trailing_location(rec, s)
+    elif s[:8] == "        " and rec.inner_bare:
+        m = _INDENTED_LEVEL.match(s)
+        if m and _TRAILING_LOC.search(s, max(0, len(s) - 160)):
+            rec.level = m["level"]
+            s = _strip_trailing_location(rec, s[m.end() :])
     if "[repeated " in s:
         m = _RAY_REPEATED.search(s)
         if m:
-            rec.repeated = int(m["n"])
+            n = _num(m["n"])
+            if n is not None:
+                rec.repeated = n
             s = s[: m.start()]
     rec.text = s
     return rec
 
 
-def _journald_json(source: str, lineno: int, s: str) -> Optional[List[Record]]:
-    """``journalctl -o json``: one object a line; ``MESSAGE`` is a string, or an array of
-    byte values when the message was not valid UTF-8. Returns None when ``s`` is not one."""
+def _peeler(source: str, lineno: int):
+    """The ``peel`` callback :mod:`vllm_doctor.fleet` uses for the lines inside a JSON
+    envelope: any wrapper may sit inside (a Loki line is a raw container line); JSON may
+    nest up to :data:`vllm_doctor.fleet.MAX_NESTING` deep."""
+
+    def peel(text: str, depth: int) -> List[Record]:
+        return _unwrap(source, lineno, text, _FREE, depth < fleet.MAX_NESTING, depth)
+
+    return peel
+
+
+def _json_line(source: str, lineno: int, s: str, env: Envelopes, depth: int) -> Optional[List[Record]]:
+    """The records of a JSON envelope line, or None when ``s`` is not one (read as text)."""
     try:
-        obj = json.loads(s)
+        obj = json.loads(s[: 4 * MAX_RECORD_CHARS])
     except (ValueError, RecursionError):  # RecursionError: absurdly nested JSON
         return None
-    if not isinstance(obj, dict) or "MESSAGE" not in obj:
+    kind = fleet.kind_of(obj)
+    if kind is None or (env.allowed is not None and kind not in env.allowed):
         return None
-    msg = obj.get("MESSAGE")
-    if isinstance(msg, list):
-        try:
-            msg = bytes(int(b) & 0xFF for b in msg).decode("utf-8", "replace")
-        except (TypeError, ValueError):
-            msg = ""
-    elif not isinstance(msg, str):
-        msg = "" if msg is None else str(msg)
-    out: List[Record] = []
-    for piece in msg.split("\n") or [""]:
-        for rec in unwrap(source, lineno, piece, _outer_ok=False):
-            rec.wrapper = "journald-json"
-            rec.host = obj.get("_HOSTNAME") if isinstance(obj.get("_HOSTNAME"), str) else None
-            rec.unit = obj.get("SYSLOG_IDENTIFIER") if isinstance(obj.get("SYSLOG_IDENTIFIER"), str) else None
-            pid = obj.get("_PID")
-            if isinstance(pid, (str, int)) and str(pid).isdigit():
-                rec.pids.insert(0, int(pid))
-            out.append(rec)
-    return out
+    recs = fleet.records(obj, kind, source, lineno, _peeler(source, lineno), depth)
+    return recs or [Record(source=source, lineno=lineno, text="", raw=s, wrapper=kind)]
 
 
 def unwrap(source: str, lineno: int, line: str, _outer_ok: bool = True, allowed=None) -> List[Record]:
@@ -313,17 +642,25 @@ def unwrap(source: str, lineno: int, line: str, _outer_ok: bool = True, allowed=
     records (several vLLM record prefixes on one physical line) come back as
     several records sharing ``lineno``; the text before the first embedded prefix
     stays a record of its own (a progress bar, or a record cut short). Lines longer
-    than :data:`MAX_RECORD_CHARS` are recognised on that prefix. Never raises.
+    than :data:`MAX_RECORD_CHARS` are recognised on that prefix. ``allowed`` restricts
+    the outer wrappers (a forced ``--input-format``). Nothing is learned here: see
+    :class:`Envelopes` for per-input prefixes. Never raises.
     """
+    return _unwrap(source, lineno, line, _FREE if allowed is None else _stateless(allowed), _outer_ok, 0)
+
+
+def _unwrap(source: str, lineno: int, line: str, env: Envelopes, outer: bool, depth: int) -> List[Record]:
     s = line.rstrip("\r\n")
-    if _outer_ok and s[:2] == '{"' and '"MESSAGE"' in s and (allowed is None or "journald-json" in allowed):
-        recs = _journald_json(source, lineno, s[: 4 * MAX_RECORD_CHARS])
+    if s[:1] == "\ufeff":
+        s = s[1:]
+    if outer and s[:2] == '{"' and depth < fleet.MAX_NESTING:
+        recs = _json_line(source, lineno, s, env, depth)
         if recs is not None:
             return recs
     if len(s) > MAX_RECORD_CHARS:
         s = s[:MAX_RECORD_CHARS]
-    if "\x1b" in s:
-        s = _ANSI.sub("", s)
+    if "\x1b" in s or "^" in s:
+        s = _clean(s)
     if "\r" in s:
         # Carriage returns separate progress-bar updates, a record written after a bar, or
         # whole lines (old CR-only line endings): each piece is read as a line of its own.
@@ -331,15 +668,28 @@ def unwrap(source: str, lineno: int, line: str, _outer_ok: bool = True, allowed=
         if "\n" in s:
             out: List[Record] = []
             for piece in s.split("\n"):
-                out.extend(unwrap(source, lineno, piece, _outer_ok, allowed))
+                out.extend(_unwrap(source, lineno, piece, env, outer, depth))
             return out
     stripped = s.rstrip()
     trailing = len(stripped) != len(s)
     s = stripped
-    first = _peel(source, lineno, s, outer=_outer_ok, allowed=allowed)
+    first = _peel(source, lineno, s, env, outer=outer)
     first.line_len, first.trailing_space = len(s), trailing
     text = first.text
-    if not any(w in text for w in _LEVEL_WORDS):
+    if first.proc is not None and text[:2] == '{"' and depth < fleet.MAX_NESTING:
+        # vLLM's JSON logging still gets the process prefix ((EngineCore pid=N) {...}).
+        recs = _json_line(source, lineno, text, _FREE, depth + 1)
+        if recs is not None:
+            for rec in recs:  # the process prefix (and Ray's count after the object) are the line's
+                rec.proc, rec.rank, rec.repeated = first.proc, first.rank, first.repeated
+                if first.pid is not None:
+                    rec.pid = first.pid
+                    rec.pids = [p for p in first.pids if p != first.pid] + [first.pid]
+                rec.wrapper = rec.wrapper or first.wrapper
+                if first.wrapper not in (None, "vllm-json"):
+                    rec.wrapper, rec.host, rec.unit = first.wrapper, first.host, first.unit
+            return recs
+    if not ("INFO " in text or "ERROR " in text or "WARNING " in text or "DEBUG " in text or "CRITICAL " in text):
         return [first]
     pieces = [m.start() for m in _EMBEDDED.finditer(text) if m.start() > 0]
     if not pieces:
@@ -351,7 +701,7 @@ def unwrap(source: str, lineno: int, line: str, _outer_ok: bool = True, allowed=
         out.append(first)
     for i, start in enumerate(pieces):
         end = pieces[i + 1] if i + 1 < len(pieces) else len(text)
-        rec = _peel(source, lineno, text[start:end], outer=False)
+        rec = _peel(source, lineno, text[start:end], env, outer=False)
         # Glued records share the outer wrapper of their physical line.
         rec.wrapper, rec.host, rec.unit = first.wrapper, first.host, first.unit
         rec.line_len, rec.trailing_space = first.line_len, first.trailing_space

@@ -5,6 +5,9 @@ wrapper :func:`vllm_doctor.envelopes.unwrap` peels off; the commonest is the inp
 format. Peeling itself is per line, so a mixed input (kubectl time stamps on some lines,
 hard-wrapped continuations without them) still reads right; forcing a format restricts
 peeling to that wrapper, for inputs where detection guesses wrong.
+
+Fleet formats (what ``logcli``, ``aws logs`` and vLLM's JSON logging print) are named here
+too; their shapes are in :mod:`vllm_doctor.fleet` and :mod:`vllm_doctor.envelopes`.
 """
 
 from __future__ import annotations
@@ -12,36 +15,61 @@ from __future__ import annotations
 from collections import Counter
 from typing import Dict, FrozenSet, Iterable, Optional
 
-#: Format name -> the outer wrappers it allows (None: all). Markdown quotes are always peeled.
+#: Format name -> the outer wrappers it allows (None: all). Markdown quotes and TUI pane
+#: borders (paste damage) are always peeled.
 FORMATS: Dict[str, Optional[FrozenSet[str]]] = {
     "auto": None,
     "plain": frozenset({"quote"}),
     "journald": frozenset({"journald", "journald-iso", "quote"}),
     "journald-json": frozenset({"journald-json"}),
-    "docker": frozenset({"timestamp", "quote"}),
+    "docker": frozenset({"timestamp", "space-timestamp", "quote"}),
+    "docker-json": frozenset({"docker-json"}),
     "compose": frozenset({"compose", "quote"}),
     "kubectl": frozenset({"timestamp", "quote"}),
     "kubectl-prefix": frozenset({"kubectl-prefix", "quote"}),
+    # logcli query -o jsonl (one object a line) and logcli's default "time {labels} line".
+    "loki": frozenset({"loki", "loki-text", "quote"}),
+    # aws logs tail (detailed: "time stream message"; short: "time message").
+    "cloudwatch": frozenset({"cloudwatch", "timestamp", "quote"}),
+    # aws logs filter-log-events (the CLI's pretty JSON, or one event a line).
+    "cloudwatch-json": frozenset({"cloudwatch-json"}),
+    # vLLM's JSON logging (--logging-config.formatter json, VLLM_LOGGING_CONFIG_PATH).
+    "vllm-json": frozenset({"vllm-json"}),
 }
+
+#: Formats whose messages are JSON-escaped: read line by line (the block pre-filter looks
+#: for the catalog's literals in raw bytes).
+JSON_FORMATS = frozenset({"journald-json", "docker-json", "loki", "cloudwatch-json", "vllm-json"})
 
 #: What auto-detection tries, for the message when nothing is recognised.
 TRIED = (
     "plain vLLM output, journald (short, short-iso, short-precise, cat, json), docker logs -t, "
-    "docker compose, kubectl logs --timestamps / --prefix, Ray and vLLM process prefixes"
+    "docker compose, kubectl logs --timestamps / --prefix, Loki logcli, CloudWatch (aws logs tail, "
+    "filter-log-events), vLLM JSON logging, Docker json-file, Ray and vLLM process prefixes, "
+    "prefixes that repeat before vLLM's records"
 )
 
 _WRAPPER_FORMAT = {
     None: "plain",
     "quote": "plain",
+    "frame": "plain (TUI pane)",
     "journald": "journald",
     "journald-iso": "journald",
     "journald-json": "journald-json",
     "timestamp": "docker/kubectl (--timestamps)",
+    "space-timestamp": "time-stamped (YYYY-MM-DD HH:MM:SS)",
     "compose": "compose",
     "kubectl-prefix": "kubectl-prefix",
     "pipe-timestamp": "log viewer (time |)",
     "fastchat": "fastchat",
     "bracket-timestamp": "supervisor ([time])",
+    "loki": "loki",
+    "loki-text": "loki",
+    "cloudwatch": "cloudwatch",
+    "cloudwatch-json": "cloudwatch-json",
+    "vllm-json": "vllm-json",
+    "docker-json": "docker-json",
+    "learned": "learned prefix",
 }
 
 
@@ -58,7 +86,26 @@ def allowed(name: str) -> Optional[FrozenSet[str]]:
     return FORMATS[name]
 
 
-def looks_like_journald_json(head: bytes) -> bool:
-    """True when an input's first bytes are ``journalctl -o json`` objects."""
-    h = head.lstrip()[:65536]
-    return h[:2] == b'{"' and b'"MESSAGE"' in h
+#: Keys whose presence makes a JSON line an envelope (see :func:`vllm_doctor.fleet.kind_of`).
+_ENVELOPE_KEYS = (b'"MESSAGE"', b'"line"', b'"message"', b'"log"', b'"events"')
+HEAD_LINES = 64
+
+
+def reads_every_line(head: bytes) -> bool:
+    """True when an input's first bytes hold JSON envelopes (journald ``-o json``, Loki
+    ``-o jsonl``, CloudWatch, vLLM JSON logging, Docker ``json-file``): their messages are
+    JSON-escaped, so the input is read line by line instead of through the pre-filter.
+
+    Looked for per line among the first :data:`HEAD_LINES` lines, so a byte-order mark or
+    a header line (a shell prompt, ``-- Logs begin at ...``) in front does not hide them."""
+    for line in head[:65536].split(b"\n")[:HEAD_LINES]:
+        s = line.lstrip(b"\xef\xbb\xbf \t\r")
+        if s.startswith((b'"events": [', b'"logStreamName": "')):
+            return True
+        if s[:2] != b'{"':
+            cut = s.find(b') {"', 0, 200)  # vLLM JSON behind vLLM's process prefix
+            if cut < 0 or s[:1] != b"(":
+                continue
+        if any(k in s for k in _ENVELOPE_KEYS):
+            return True
+    return False

@@ -10,20 +10,23 @@ processes). :func:`build_verdict` turns the results into the
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable, List, Optional, Tuple
+from itertools import chain
+from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Tuple
 
 from ._version import __version__
 from .catalog import Catalog
-from .envelopes import unwrap
+from .envelopes import Envelopes, unwrap
 from .frames import code_tags
 from .reassemble import Reassembler
 from .rules import BY_NAME, diagnose_run, new_observers
 from .sources import ARCHIVE_ERRORS
-from .tracker import SourceTracker, unexplained_error
+from .tracker import RunBudget, SourceTracker, unexplained_error
 from .verdict import SEVERITY_RANK, Finding, RunSummary, SourceSummary, Verdict
 
 if TYPE_CHECKING:
+    from .metrics import MetricsSeries
     from .sources import Source
 
 
@@ -49,15 +52,19 @@ def note_internal_error(summary: SourceSummary, where: str, exc: BaseException) 
 
 
 SNIFF_LINES = 200
+SNIFF_BYTES = 8 * 2**20  # the head held for sniffing stays bounded (lines may be 1 MiB each)
 MAX_SUBSOURCES = 256
 
 
 class _SourceReader:
     """Feeds one input's lines through unwrap -> reassemble -> recognise -> track.
 
-    Lines from different pods (``kubectl logs --prefix``) or journald hosts/processes are
+    Lines from different pods (``kubectl logs --prefix``, Loki's ``pod`` label, a learned
+    ``<pod> <container>`` prefix), CloudWatch log streams or journald hosts/processes are
     kept apart: each gets a tracker of its own (a sub-source named ``INPUT [key]``), so runs
     and findings never mix. Lines without such a key stay with the last sub-source seen.
+    Unwrapping is per input (:class:`~vllm_doctor.envelopes.Envelopes`): what :meth:`sniff`
+    learns from the first lines applies to every line read after it.
     """
 
     def __init__(self, name: str, input_format: str = "auto", select: Optional[frozenset] = None) -> None:
@@ -69,22 +76,37 @@ class _SourceReader:
         self.allowed = allowed(input_format)
         self.forced = input_format if input_format != "auto" else None
         self.catalog = Catalog()
+        self.budget = RunBudget()
+        self.evicted_sources = 0
         self.reasm = Reassembler()
-        self.trackers = {}
+        self.env = Envelopes(self.allowed)
+        self.trackers: "OrderedDict[str, SourceTracker]" = OrderedDict()
         self.summaries = {}
         self.current = None
         self.sniffed = []
 
     def sniff(self, text: str) -> None:
-        """Note the wrapper of one of the input's first lines (format detection)."""
+        """Learn from one of the input's first lines: its wrapper (format detection) and
+        prefixes that repeat (:meth:`vllm_doctor.envelopes.Envelopes.sniff`)."""
         if len(self.sniffed) < SNIFF_LINES and text.strip():
-            recs = unwrap(self.name, 0, text, allowed=self.allowed)
-            self.sniffed.append(recs[0].wrapper if recs else None)
+            self.sniffed.append(self.env.sniff(text))
+
+    def unwrap(self, lineno: int, text: str):
+        """The records of one physical line, read as this input's lines are."""
+        return self.env.unwrap(self.name, lineno, text)
 
     def _key(self, rec) -> str:
-        if rec.wrapper == "kubectl-prefix":
-            return f"pod/{rec.host}/{rec.unit}"
-        if rec.wrapper in ("journald", "journald-iso", "journald-json") and (rec.host or rec.pids):
+        """The sub-source a record belongs to ("" for the input itself): ``pod/NAME[/CONTAINER]``
+        (kubectl ``--prefix``, Loki labels), ``stream/NAME`` (CloudWatch), a learned prefix's
+        names, ``UNIT[PID]@HOST`` (journald)."""
+        w = rec.wrapper
+        if w in ("kubectl-prefix", "loki", "loki-text") and rec.host:
+            return f"pod/{rec.host}/{rec.unit}" if rec.unit else f"pod/{rec.host}"
+        if w in ("loki", "loki-text", "learned") and (rec.unit or rec.host):
+            return rec.unit or rec.host
+        if w in ("cloudwatch", "cloudwatch-json") and rec.unit:
+            return f"stream/{rec.unit}"
+        if w in ("journald", "journald-iso", "journald-json") and (rec.host or rec.pids):
             pid = f"[{rec.pids[0]}]" if rec.pids else ""
             return f"{rec.unit or ''}{pid}@{rec.host or '?'}"
         return ""
@@ -93,17 +115,30 @@ class _SourceReader:
         key = self._key(rec)
         if not key and self.current is not None:
             return self.current
-        if key not in self.trackers and len(self.trackers) >= MAX_SUBSOURCES:
-            key = "(more)"
         tracker = self.trackers.get(key)
         if tracker is None:
+            if len(self.trackers) >= MAX_SUBSOURCES:
+                self._evict_source()
             tracker = self.trackers[key] = SourceTracker(
-                f"{self.name} [{key}]" if key else self.name, observers=new_observers
+                f"{self.name} [{key}]" if key else self.name, observers=new_observers, budget=self.budget
             )
             summary = self.summaries[tracker.source] = SourceSummary(name=tracker.source, input=self.name)
             summary.wrappers_seen = set()
+        else:
+            self.trackers.move_to_end(key)
         self.current = tracker
         return tracker
+
+    def _evict_source(self) -> None:
+        """Past MAX_SUBSOURCES, the least recently active sub-source goes (never merged into
+        another: each pod keeps its own runs); counted in ``evicted_sources``."""
+        key = next((k for k, t in self.trackers.items() if t is not self.current), None)
+        if key is None:
+            return
+        tracker = self.trackers.pop(key)
+        self.summaries.pop(tracker.source, None)
+        tracker.release()
+        self.evicted_sources += 1
 
     def consume(self, records) -> None:
         for rec in records:
@@ -135,7 +170,7 @@ class _SourceReader:
 
     def line(self, lineno: int, text: str) -> None:
         try:
-            records = unwrap(self.name, lineno, text, allowed=self.allowed)
+            records = self.env.unwrap(self.name, lineno, text)
         except Exception as exc:  # noqa: BLE001 - one bad line never stops the rest; counted, reported
             self._error(f"line {lineno}", exc)
             return
@@ -148,6 +183,7 @@ class _SourceReader:
         if not self.trackers:
             self._tracker(unwrap(self.name, 0, "")[0])
         first = self.summaries[next(iter(self.trackers.values())).source]
+        first.evicted_sources = self.evicted_sources
         first.internal_errors += self.orphan_errors.internal_errors
         first.first_internal_error = first.first_internal_error or self.orphan_errors.first_internal_error
         fmt = self.forced or detect(self.sniffed)
@@ -172,11 +208,7 @@ class _SourceReader:
 
     def judge(self, run, summary: SourceSummary) -> List[Finding]:
         """The run's findings; a rule that raises is reported as an internal error."""
-        errors: List[Tuple[str, BaseException]] = []
-        findings = diagnose_run(run, self.select, errors)
-        for code, exc in errors:
-            note_internal_error(summary, f"rule {code} on run {run.index}", exc)
-        return findings
+        return _judge(run, summary, self.select)
 
 
 def diagnose_source(
@@ -188,10 +220,18 @@ def diagnose_source(
     unwrapped and offered to the catalog. :func:`diagnose_input` gives the same verdict
     faster on large inputs. Returns one result per sub-source (see :class:`_SourceReader`)."""
     reader = _SourceReader(name, input_format, select)
+    lines = iter(lines)
+    head: List[Tuple[int, str]] = []
+    size = 0
+    for item in lines:  # learn from the first lines before reading any (as the pre-filter path does)
+        head.append(item)
+        size += len(item[1])
+        if len(head) >= SNIFF_LINES or size >= SNIFF_BYTES:
+            break
+    for _, text in head:
+        reader.sniff(text)
     n = 0
-    for n, text in lines:
-        if n <= SNIFF_LINES:
-            reader.sniff(text)
+    for n, text in chain(head, lines):
         reader.line(n, text)
     return reader.finish(n)
 
@@ -223,15 +263,16 @@ def diagnose_input(
     """Diagnose one opened input; with ``prefilter`` (and ``ahocorasick_rs`` installed)
     only lines holding a catalog literal are read (:mod:`vllm_doctor.prefilter`). A
     compressed input that ends early sets ``src.truncated``; what was read is diagnosed.
-    ``journalctl -o json`` input is read line by line (its messages are JSON-escaped)."""
-    from .formats import looks_like_journald_json
+    JSON envelopes (``journalctl -o json``, Loki, CloudWatch, vLLM JSON) are read line by
+    line (their messages are JSON-escaped)."""
+    from .formats import JSON_FORMATS, reads_every_line
     from .prefilter import scanner_for
     from .sources import read_lines
 
     name = src.name
-    if prefilter and input_format in ("auto", "journald-json"):
+    if prefilter and (input_format == "auto" or input_format in JSON_FORMATS):
         head = _peek(src.stream)
-        if input_format == "journald-json" or looks_like_journald_json(head):
+        if input_format in JSON_FORMATS or reads_every_line(head):
             prefilter = False
     scanner = scanner_for(src, on_block) if prefilter else None
     if scanner is None:
@@ -239,7 +280,6 @@ def diagnose_input(
     reader = _SourceReader(name, input_format, select)
     scanner.on_head = reader.sniff
     reasm = reader.reasm
-    allowed = reader.allowed
     for lineno, text, candidate in scanner:
         if scanner.skipped:
             scanner.skipped = 0
@@ -248,13 +288,81 @@ def diagnose_input(
             reader.line(lineno, text)
             scanner.want_follow = True
             continue
-        recs = unwrap(name, lineno, text, allowed=allowed)
+        recs = reader.unwrap(lineno, text)
         if reasm.would_join(recs):
             reader.consume(reasm.feed(recs))
             scanner.want_follow = True
         else:
             reader.consume(reasm.flush())
     return reader.finish(scanner.lines)
+
+
+def metrics_results(
+    series: Iterable["MetricsSeries"], logs: List[SourceResult] = (), select: Optional[frozenset] = None
+) -> List[SourceResult]:
+    """Judge metrics series (:mod:`vllm_doctor.metrics`), alone or beside logs.
+
+    Logs and metrics together: a series fills the stats of the newest run of a log source
+    that printed none of its own (stats logging disabled, ``--disable-log-stats``, idle stats
+    at DEBUG), when it serves that run's model, or is the only series beside the only log and
+    that log says its stats logging is off;
+    that log source is judged again with them, so the log gives phase, config and tracebacks
+    and the metrics the stats. Every other series is a source of its own. Returns the
+    results of those sources (the logs' results are updated in place)."""
+    from .metrics.view import fill
+
+    series = list(series)
+    out: List[SourceResult] = []
+    for s in series:
+        host = _log_host(s, logs, len(series))
+        if host is not None:
+            res, run = host
+            fill(run, s)
+            res.findings = [f for f in res.findings if f.run != run.index]
+            res.findings.extend(_judge(run, res.summary, select))
+            res.summary.metrics = (res.summary.metrics or []) + [s.name]
+            continue
+        tracker = SourceTracker(s.name, observers=new_observers)
+        tracker.vllm_seen = True
+        fill(tracker.run, s)
+        summary = SourceSummary(
+            name=s.name,
+            input=s.input,
+            format=s.format or "metrics",
+            lines=s.scrapes,
+            records=s.scrapes,
+            recognised=len(s.samples),
+            runs=1,
+            vllm_output=True,
+            wrappers=[],
+        )
+        summary.internal_errors = 0
+        result = SourceResult(tracker, summary, _judge(tracker.run, summary, select))
+        out.append(result)
+    return out
+
+
+def _log_host(s, logs: List[SourceResult], n_series: int):
+    """The log result and run a series fills, or None (see :func:`metrics_results`)."""
+    from .metrics.view import same_model
+
+    candidates = []
+    for res in logs:
+        run = res.tracker.runs[-1] if res.tracker.runs else None
+        if run is None or run.stats.count:
+            continue
+        silent = "stats_logging_disabled" in run.markers or run.value("disable_log_stats") is True
+        if same_model(s, run.value("model")) or (silent and len(logs) == 1 and n_series == 1):
+            candidates.append((res, run))
+    return candidates[0] if len(candidates) == 1 else None
+
+
+def _judge(run, summary: SourceSummary, select: Optional[frozenset]) -> List[Finding]:
+    errors: List[Tuple[str, BaseException]] = []
+    findings = diagnose_run(run, select, errors)
+    for code, exc in errors:
+        note_internal_error(summary, f"rule {code} on run {run.index}", exc)
+    return findings
 
 
 def _run_summary(run, findings: List[Finding]) -> RunSummary:
@@ -338,6 +446,32 @@ def _healthy_title(summary: str, notes: List[Finding], select: Optional[frozense
     return summary
 
 
+#: Findings of one class shown at most (the primary first); the rest are counted, with the first
+#: and last time they were seen, so a log of 64 restarts x 256 pods stays a readable ticket.
+MAX_SHOWN_PER_CLASS = 3
+
+
+def _fold_repeats(findings: List[Finding]) -> Tuple[List[Finding], Dict[str, int]]:
+    shown: List[Finding] = []
+    count: Dict[str, int] = {}
+    folded: Dict[str, List[Finding]] = {}
+    for f in findings:
+        count[f.class_id] = count.get(f.class_id, 0) + 1
+        if count[f.class_id] <= MAX_SHOWN_PER_CLASS:
+            shown.append(f)
+        else:
+            folded.setdefault(f.class_id, []).append(f)
+    for cls, rest in folded.items():
+        times = [e.time for f in rest for e in f.evidence if e.time]
+        when = f" (first at {min(times)}, last at {max(times)})" if times else ""
+        first = next(f for f in shown if f.class_id == cls)
+        first.notes.append(
+            f"The same finding in {len(rest)} more run(s) or source(s){when}, not shown: "
+            f"{', '.join(sorted({f'{f.source} run {f.run}' for f in rest})[:3])}{' ...' if len(rest) > 3 else ''}"
+        )
+    return shown, {cls: len(rest) for cls, rest in folded.items()}
+
+
 def build_verdict(
     results: List[SourceResult], unreadable: Iterable[Tuple[str, str]] = (), select: Optional[frozenset] = None
 ) -> Verdict:
@@ -380,7 +514,7 @@ def build_verdict(
     if best is not None:
         findings.remove(best)
         findings.insert(0, best)
-    verdict.findings = findings
+    verdict.findings, verdict.omitted_findings = _fold_repeats(findings)
     verdict.runs = runs
     verdict.sources = sources
     verdict.tool_version = __version__

@@ -31,6 +31,11 @@ LITERALS: Tuple[str, ...] = tuple(
     sorted(set(ANCHORS) | {f for funcs in TAG_FUNCS.values() for f in funcs} | set(ERROR_LEVELS))
 )
 BLOCK_SIZE = 8 * 2**20
+#: The first lines are offered to ``on_head`` before any line is scanned (what is learned from
+#: them, the format and repeating prefixes, applies to every line); at most HEAD_BYTES of
+#: blocks are held for that.
+HEAD_LINES = 200
+HEAD_BYTES = 8 * 2**20
 
 try:  # a wheel on all major platforms; without it the pipeline reads every line
     import ahocorasick_rs as _ac
@@ -124,14 +129,35 @@ class BlockScanner:
             pos = le + 1
         return pos
 
+    def _with_head(self, blocks: Iterator[bytes]) -> Iterator[bytes]:
+        """``blocks``, after offering their first :data:`HEAD_LINES` lines to ``on_head``
+        (they may span blocks: tiny blocks, a last line without its newline)."""
+        held: List[bytes] = []
+        lines = size = 0
+        for block in blocks:
+            held.append(block)
+            lines += block.count(b"\n")
+            size += len(block)
+            if lines >= HEAD_LINES or size >= HEAD_BYTES:
+                break
+        left = HEAD_LINES
+        for block in held:
+            if left <= 0:
+                break
+            for raw in block.split(b"\n", left)[:left]:
+                self.on_head(raw.decode("utf-8", "replace"))
+            left -= block.count(b"\n")
+        block = b""  # the loop variable must not keep the last held block alive
+        while held:  # drop each held block once handed on (memory stays at one block)
+            yield held.pop(0)
+        yield from blocks
+
     def __iter__(self) -> Iterator[Tuple[int, str, bool]]:
         find = _automaton().find_matches_as_indexes
-        head = 200
-        for block in self._blocks():
-            if head and self.on_head is not None:
-                for raw in block.split(b"\n", head)[:head]:
-                    self.on_head(raw.decode("utf-8", "replace"))
-                head = max(0, head - block.count(b"\n", 0, len(block)))
+        blocks = self._blocks()
+        if self.on_head is not None:
+            blocks = self._with_head(blocks)
+        for block in blocks:
             starts: List[int] = sorted({block.rfind(b"\n", 0, s) + 1 for _, s, _ in find(block, overlapping=False)})
             cand = set(starts)
             # The caller may still want the line after the last one of the previous block.

@@ -7,15 +7,21 @@ belong to, so the patterns see the whole message. Glued records (the opposite
 damage) are split earlier, in :mod:`vllm_doctor.envelopes`.
 
 A line is joined onto the previous record only when it carries no envelope of
-its own (no wrapper, process or record prefix) and either
+its own (no process or record prefix; an outer wrapper only if it is the previous
+record's, or one that says no more than a time, :data:`vllm_doctor.envelopes.TIME_WRAPPERS`:
+Docker Desktop stamps continuation lines only) and either
 
 * the previous physical line looks cut by a hard wrap: it is long
   (:data:`WRAP_MIN_WIDTH` or more characters), and this line starts in the middle
   of a word (a lower-case letter or closing punctuation), so it is joined with no
-  space; or
+  space, or in the middle of a clause (a number after a line that ended in a comma:
+  ``max seq len (1048576),`` / ``22.5 GiB KV cache is needed``), joined with a space; or
 * the previous record is a PyTorch out-of-memory message that has not reached its
   last sentence yet (``... is reserved by PyTorch but unallocated.``), and this line
-  does not start a new traceback, frame or exception.
+  does not start a new traceback, frame or exception; or
+* this line starts with a later sentence of one of vLLM's multi-sentence messages
+  (:data:`SENTENCE_CHAINS`: ``Based on the available memory``, ``Try increasing
+  `gpu_memory_utilization```, ...) that someone re-typed one sentence a line.
 
 At most :data:`MAX_JOINED` lines are joined onto one record; blank lines end a
 record. Every joined physical line is counted in ``Record.continued`` so that no
@@ -28,7 +34,7 @@ from typing import Iterable, Iterator, List, Optional
 
 import regex
 
-from .envelopes import MAX_RECORD_CHARS, Record
+from .envelopes import MAX_RECORD_CHARS, TIME_WRAPPERS, Record
 
 WRAP_MIN_WIDTH = 60
 MAX_JOINED = 16
@@ -39,6 +45,31 @@ _NEW_THING = regex.compile(
     r"|(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Warning|Interrupt|Exit)(?::|$))"
 )
 _OOM_TERMINATORS = ("unallocated", "reserved in total by PyTorch", "PYTORCH_", "max_split_size_mb")
+
+#: vLLM's multi-sentence error and check messages, each printed on one line by vLLM:
+#: ``(how a later sentence begins, the sentence vLLM prints before it)``. A line starting
+#: with a later sentence continues the record before it (someone re-typed the message one
+#: sentence a line). Invariant (``tests/test_envelopes.py``): the earlier sentence holds a
+#: pre-filter literal, so the fast path reads the first line and offers the next.
+#: Sources: ``vllm/v1/core/kv_cache_utils.py`` (0.10; ``kv_cache_planning.py`` in 0.33),
+#: ``vllm/worker/worker.py`` (V0 ``raise_if_cache_size_invalid``), ``vllm/v1/worker/gpu_worker.py``
+#: (0.10; ``vllm/v1/worker/utils.py`` in 0.33: the startup memory check). Not yet listed: ``Desired GPU
+#: memory utilization is`` after ``Free memory on device (...) on startup.`` (t008), whose
+#: catalog anchor spans both sentences (``on startup. Desired GPU memory utilization is``).
+SENTENCE_CHAINS = (
+    (
+        "Based on the available memory, ",
+        "To serve at least one request with the model's max seq len (1048576), 22.5 GiB KV cache is needed, "
+        "which is larger than the available KV cache memory (17.39 GiB).",
+    ),
+    ("Try increasing `gpu_memory_utilization`", "No available memory for the cache blocks."),
+    (
+        "Decrease GPU memory utilization ",
+        "Free memory on device (19.77/22.05 GiB) on startup is less than desired GPU memory utilization "
+        "(0.9, 19.85 GiB).",
+    ),
+)
+LATER_SENTENCES = tuple(later for later, _ in SENTENCE_CHAINS)
 
 
 def _open_oom(text: str) -> bool:
@@ -52,7 +83,7 @@ def _continues(prev: Record, cur: Record) -> Optional[str]:
     # record it continues (journald / docker prefix every physical line).
     if (
         not cur.inner_bare
-        or cur.wrapper not in (None, prev.wrapper)
+        or (cur.wrapper not in (None, prev.wrapper) and cur.wrapper not in TIME_WRAPPERS)
         or prev.continued >= MAX_JOINED
         or len(prev.text) >= MAX_RECORD_CHARS
     ):
@@ -61,12 +92,16 @@ def _continues(prev: Record, cur: Record) -> Optional[str]:
     if not text or text[0].isspace() or _NEW_THING.match(text):
         return None
     mid_word = text[0] in _MID_WORD_START
+    last = prev.text[-1:]
     # After a comma or a full stop the next line starts a new clause, not the rest of a word.
-    sep = " " if prev.trailing_space or prev.text[-1:] in ",.;:" else ""
-    if prev.line_len >= WRAP_MIN_WIDTH and mid_word:
-        return sep
+    sep = " " if prev.trailing_space or last in ",.;:" else ""
+    if prev.line_len >= WRAP_MIN_WIDTH and (mid_word or (last == "," and text[0].isdigit())):
+        # A number and a word are separate tokens: "... with 1024" / "dummy requests".
+        return " " if last.isdigit() and text[0].isalpha() else sep
     if _open_oom(prev.text):
         return sep if mid_word else " "
+    if text.startswith(LATER_SENTENCES) and prev.text.strip():
+        return " "
     return None
 
 

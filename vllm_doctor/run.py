@@ -40,7 +40,9 @@ class Line:
     :data:`MAX_LINE_CHARS`; ``time`` is vLLM's ``MM-DD HH:MM:SS`` (no year) when printed;
     ``proc``/``pid``/``rank`` name the process prefix; ``stream`` keys the process (see
     :attr:`Record.stream`); ``repeated`` is Ray's ``[repeated Nx]`` count; ``level`` and ``file`` are
-    vLLM's record prefix (``ERROR``, ``core.py``) where printed.
+    vLLM's record prefix (``ERROR``, ``core.py``) where printed. A line that stands for a
+    metrics scrape instead of a log line has ``lineno`` = the scrape's number (1-based),
+    ``time`` = its ISO time and ``metric`` = what it read (see the field).
     """
 
     source: str
@@ -56,6 +58,9 @@ class Line:
     unit: Optional[str] = None
     level: Optional[str] = None
     file: Optional[str] = None
+    #: For a metrics sample (no log line): the series it reads (field -> metric name), their
+    #: labels, the interval's start and end (ISO 8601, UTC) and where the scrape came from.
+    metric: Optional[Dict[str, Any]] = None
 
     @classmethod
     def of(cls, rec: Record) -> "Line":
@@ -136,6 +141,7 @@ class Consequence:
     phase_hint: Optional[str] = None
     who: Optional[str] = None
     exception: Optional[str] = None
+    method: Optional[str] = None  # the method a worker was running when it failed (load_model ...)
 
 
 @dataclass(frozen=True)
@@ -349,6 +355,9 @@ class Run:
     start_patterns: Set[Tuple[str, str]] = field(default_factory=set)
     recognised: int = 0
     records: int = 0
+    #: What the methods sibling workers failed in tell of the phase (frames.TAG_FUNCS tags):
+    #: "Exception in worker ... while processing method load_model" puts this run in loading.
+    sibling_tags: Set[str] = field(default_factory=set)
     errors_seen: int = 0  # ERROR / CRITICAL records with something recognised in them
     first_error: Optional[Line] = None
     unexplained_errors: int = 0  # vLLM's ERROR / CRITICAL records with nothing recognised

@@ -34,6 +34,9 @@ UTILIZATION_RAISE_STEP = 0.03
 #: make a head-of-line block. vLLM prints one such line and then drops to DEBUG while idle
 #: (vllm/v1/metrics/loggers.py engine_is_idle), so one line followed by silence counts too.
 BLOCKED_MIN_INTERVALS = 2
+#: Consecutive intervals with requests running and nothing processed that make a wedge, where
+#: the intervals keep coming (metrics scrapes; releases that log idle stats at INFO).
+WEDGE_MIN_INTERVALS = 2
 
 # -- Queue backlog (VD302) --------------------------------------------------------------------
 #: KV cache usage (%) below which requests waiting are held back by the batch budget

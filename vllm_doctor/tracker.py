@@ -43,7 +43,11 @@ MEMORY_KINDS = frozenset({"oom", "sampler_oom", "load_oom"})
 #: max_model_len a length check used): kept with the run when no config line gave it.
 CONFIG_IN_ERRORS = ("gpu_memory_utilization", "max_model_len", "max_num_batched_tokens", "max_num_seqs")
 #: Event kinds any Python program prints: alone they do not prove the input is vLLM output.
-GENERIC_KINDS = frozenset({"tb_start", "tb_frame", "tb_chain", "exception", "access", "cuda_error"})
+#: (A CUDA error does count: it is what a GPU server's log is read for, pasted bare or not.)
+GENERIC_KINDS = frozenset({"tb_start", "tb_frame", "tb_chain", "exception", "access"})
+#: When one record holds several failure events, the most specific names the failure:
+#: "RuntimeError: CUDA error: an illegal memory access" is a CUDA error before an exception.
+FAILURE_PRIORITY = {"exception": 2, "cuda_error": 1}
 FAILURE_KINDS = MEMORY_KINDS | {
     "kv_error",
     "free_memory",
@@ -105,6 +109,47 @@ class _Stream:
         self.lines.clear()
 
 
+#: Runs kept over all the sources of one input (pods, journald processes): one budget, so the
+#: caps do not multiply (64 runs x 256 pods).
+RUN_BUDGET = 256
+#: Oldest runs looked at for one without a failure before the oldest is evicted anyway.
+EVICTION_SCAN = 16
+
+
+class RunBudget:
+    """One budget of runs for all the trackers of one input: past :data:`RUN_BUDGET`, the least
+    recently updated run is evicted (one without failures first, among the oldest few), and
+    counted in its tracker's ``dropped_runs``. A tracker's current run is never evicted."""
+
+    def __init__(self, limit: int = RUN_BUDGET) -> None:
+        self.limit = limit
+        self.lru: "OrderedDict[int, Tuple[SourceTracker, Run]]" = OrderedDict()
+
+    def add(self, tracker: "SourceTracker", run: Run) -> None:
+        self.lru[id(run)] = (tracker, run)
+        while len(self.lru) > self.limit:
+            if not self._evict_one():
+                break
+
+    def touch(self, run: Run) -> None:
+        key = id(run)
+        if key in self.lru:
+            self.lru.move_to_end(key)
+
+    def forget(self, run: Run) -> None:
+        self.lru.pop(id(run), None)
+
+    def _evict_one(self) -> bool:
+        oldest = list(self.lru.items())[:EVICTION_SCAN]
+        movable = [(k, t, r) for k, (t, r) in oldest if r is not t.run]
+        if not movable:
+            return False
+        k, tracker, run = next(((k, t, r) for k, t, r in movable if not r.failures), movable[0])
+        del self.lru[k]
+        tracker.evict(run)
+        return True
+
+
 class SourceTracker:
     """Consumes the records of one source, in order; holds its runs.
 
@@ -117,9 +162,15 @@ class SourceTracker:
 
     MAX_RUNS = 64
 
-    def __init__(self, source: str, observers: Optional[Callable[[], Dict[str, Any]]] = None) -> None:
+    def __init__(
+        self,
+        source: str,
+        observers: Optional[Callable[[], Dict[str, Any]]] = None,
+        budget: Optional[RunBudget] = None,
+    ) -> None:
         self.source = source
         self.observers = observers
+        self.budget = budget
         self.runs: List[Run] = []
         self.dropped_runs = 0
         self.seq = 0
@@ -143,9 +194,25 @@ class SourceTracker:
             run.stats.observers = self.observers()
         self.runs.append(run)
         if len(self.runs) > self.MAX_RUNS:
-            self.runs.pop(0)
+            old = self.runs.pop(0)
             self.dropped_runs += 1
+            if self.budget is not None:
+                self.budget.forget(old)
+        if self.budget is not None:
+            self.budget.add(self, run)
         return run
+
+    def evict(self, run: Run) -> None:
+        """Drop ``run`` (the input's run budget is spent): counted in ``dropped_runs``."""
+        if run in self.runs and run is not self.run:
+            self.runs.remove(run)
+            self.dropped_runs += 1
+
+    def release(self) -> None:
+        """This tracker is evicted whole: give its runs back to the budget."""
+        if self.budget is not None:
+            for run in self.runs:
+                self.budget.forget(run)
 
     def _run_for(self, rec: Record, events: List[Event]) -> Run:
         """The run this record belongs to: a start marker opens a new one once the current run
@@ -266,6 +333,8 @@ class SourceTracker:
                     run.first_unexplained_error = Line.of(rec)
             return
         run = self._run_for(rec, events)
+        if self.budget is not None:
+            self.budget.touch(run)
         run.records += 1
         run.end_line = max(run.end_line, rec.lineno)
         line = Line.of(rec)
@@ -284,6 +353,8 @@ class SourceTracker:
         if vllmish:
             self.vllm_seen = True
         failure_made = False
+        if len(events) > 1:  # the most specific failure event first (stable for the rest)
+            events = sorted(events, key=lambda e: FAILURE_PRIORITY.get(e.kind, 0))
         for ev in events:
             if ev.phase is not None:
                 run.reached(ev.phase, line)
@@ -428,7 +499,12 @@ class SourceTracker:
 
     def _on_engine_dead(self, run: Run, ev: Event, line: Line) -> None:
         d = ev.data
-        run.add_consequence(Consequence(line, d.get("marker", "engine_dead"), d.get("phase_hint"), d.get("who")))
+        method = d.get("method")
+        run.add_consequence(
+            Consequence(line, d.get("marker", "engine_dead"), d.get("phase_hint"), d.get("who"), method=method)
+        )
+        if method:
+            run.sibling_tags |= frame_tags(method, "")
 
     def _on_marker(self, run: Run, ev: Event, line: Line) -> None:
         name = ev.data.get("marker") or ev.pattern

@@ -4,7 +4,9 @@ Shapes (also in ``vllm_doctor/verdict.schema.json``, the published contract):
 
 * :class:`Evidence` - a log line that supports a finding: ``source``, 1-based ``line``,
   ``text`` (the line as printed, wrappers removed), optional ``note``, the log's own ``time``
-  (``MM-DD HH:MM:SS`` as vLLM prints it, no year) where the line carries one;
+  (``MM-DD HH:MM:SS`` as vLLM prints it, no year) where the line carries one; ``kind``
+  ``log``, or ``metric`` for a Prometheus scrape (``line`` is then the scrape's number,
+  ``time`` its ISO time, and ``metric`` names the series, labels and interval);
 * :class:`Remedy` - one change, in the tuning order of ``shared/domain.md``: ``order``,
   ``action`` (what to do, one sentence), ``flag`` (the concrete ``vllm serve`` flag with
   the number filled in, when the log gives the number), ``why`` (the arithmetic, naming
@@ -45,6 +47,8 @@ class Evidence:
     text: str
     note: Optional[str] = None
     time: Optional[str] = None
+    kind: str = "log"  # "metric": a Prometheus scrape, not a log line (then `line` is the scrape's number)
+    metric: Optional[Dict[str, Any]] = None  # for a metric: series, labels, t0, t1 (ISO 8601), origin
 
 
 @dataclass
@@ -116,6 +120,8 @@ class SourceSummary:
     first_internal_error: Optional[str] = None
     truncated: bool = False  # a compressed input ended early
     primary_class: Optional[str] = None
+    metrics: Optional[List[str]] = None  # metrics series that filled this log source's stats
+    evicted_sources: int = 0  # sub-sources of this input dropped past the cap (least recently active)
 
 
 @dataclass
@@ -130,6 +136,7 @@ class Verdict:
     tool_version: str = ""
     schema_version: str = SCHEMA_VERSION
     primary_finding: Optional[Finding] = None
+    omitted_findings: Dict[str, int] = field(default_factory=dict)  # class -> findings folded away
 
     @property
     def exit_code(self) -> int:
@@ -148,8 +155,14 @@ class Verdict:
     @property
     def primary_index(self) -> Optional[int]:
         """Index of :attr:`primary` in ``findings`` (None when there is none)."""
+        if self.primary_finding is None:
+            return None
         for i, f in enumerate(self.findings):
             if f is self.primary_finding:
+                return i
+        # A copy made field by field (the renderers' cleaning) keeps equal findings, not the same.
+        for i, f in enumerate(self.findings):
+            if f == self.primary_finding:
                 return i
         return None
 
@@ -165,6 +178,7 @@ class Verdict:
             "primary_finding": self.primary_index,
             "primary_source": self.primary_finding.source if self.primary_finding else None,
             "findings": [f.to_dict() for f in self.findings],
+            "omitted_findings": dict(self.omitted_findings),
             "runs": [asdict(r) for r in self.runs],
             "sources": [asdict(s) for s in self.sources],
         }

@@ -50,6 +50,9 @@ CONFIG_KEYS = (
     "swap_space",
     "max_logprobs",
     "limit_mm_per_prompt",
+    "disable_log_stats",
+    "api_server_count",
+    "scheduler_reserve_full_isl",
 )
 _KEYS = "|".join(CONFIG_KEYS)
 _DICT_ITEM = regex.compile(r"'(?P<k>" + _KEYS + r")': (?P<v>'[^']*'|\"[^\"]*\"|[\w.+-]+)")
@@ -58,11 +61,19 @@ _KWARG_ITEM = regex.compile(r"(?<![\w.])(?P<k>" + _KEYS + r")=(?P<v>'[^']*'|\"[^
 
 
 #: Config keys that are switches; anything but True/False is dropped.
-BOOL_KEYS = frozenset({"enforce_eager", "enable_prefix_caching", "enable_chunked_prefill"})
+BOOL_KEYS = frozenset(
+    {
+        "enforce_eager",
+        "enable_prefix_caching",
+        "enable_chunked_prefill",
+        "disable_log_stats",
+        "scheduler_reserve_full_isl",
+    }
+)
 #: Config keys that hold a size in GiB as a plain number (``--cpu-offload-gb``, ``--swap-space``).
 GIB_KEYS = frozenset({"cpu_offload_gb", "swap_space"})
 #: Config keys that hold a count (besides the catalog's INT_FIELDS).
-COUNT_KEYS = frozenset({"max_logprobs"})
+COUNT_KEYS = frozenset({"max_logprobs", "api_server_count"})
 #: Config keys kept as text (names, dtypes, methods).
 TEXT_KEYS = frozenset({"model", "served_model_name", "quantization", "kv_cache_dtype", "dtype", "limit_mm_per_prompt"})
 

@@ -236,6 +236,29 @@ PATTERNS = [
         _dead("model_execution_failed", _RUNTIME),
     ),
     Pattern(
+        "worker_method_error",
+        "engine_dead",
+        ("while processing method", "Error executing method"),
+        r"Exception in worker (?P<who>\S+) while processing method (?P<method>\w+)"
+        r"|Error executing method '?(?P<method2>\w+)'?\. This might cause deadlock",
+        "vllm/executor/multiproc_worker_utils.py _run_worker_process; vllm/worker/worker_base.py execute_method",
+        None,
+        lambda m, rec: {
+            "marker": "worker_method_error",
+            "method": m["method"] or m["method2"],
+            **({"who": m["who"]} if m["who"] else {}),
+        },
+    ),
+    Pattern(
+        "workerproc_init_failed",
+        "engine_dead",
+        ("WorkerProc initialization failed",),
+        r"WorkerProc initialization failed due to an exception in a background process",
+        "vllm/v1/executor/multiproc_executor.py WorkerProc.wait_for_ready (0.8+)",
+        None,
+        _dead("workerproc_init_failed", _STARTUP),
+    ),
+    Pattern(
         "worker_failed_with_error",
         "engine_dead",
         ("Worker failed with error",),

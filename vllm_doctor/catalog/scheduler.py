@@ -74,4 +74,15 @@ PATTERNS = [
         r"Prefix cache hit rate: GPU: (?P<prefix_hit_pct>[\d.]+)%",
         "vllm/engine/metrics.py (V0)",
     ),
+    # V1 with several API servers (api_server_count > 1, the default with data parallelism)
+    # logs no stats lines at all: saturation and stalls can then be judged only from /metrics.
+    Pattern(
+        "stats_logging_disabled",
+        "marker",
+        ("disabling stats logging",),
+        r"disabling stats logging",
+        "vllm/v1/metrics/loggers.py StatLoggerManager (AsyncLLM created with api_server_count more than 1)",
+        None,
+        lambda m, rec: {"marker": "stats_logging_disabled"},
+    ),
 ]

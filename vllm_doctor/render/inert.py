@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Dict, Optional
 
 import regex
 
@@ -121,18 +121,17 @@ def json_number(value: Any) -> Any:
     return value
 
 
-def map_strings(obj: Any, fn: Callable[[str], str], _memo: Optional[dict] = None) -> Any:
+def map_strings(obj: Any, fn: Callable[[str], str], _memo: Optional[Dict[int, Any]] = None) -> Any:
     """A copy of ``obj`` (dataclasses, dicts, lists, tuples, sets) with ``fn`` applied to
     every string, dict keys included; numbers pass :func:`json_number`; any other object
-    becomes ``fn(str(obj))`` so nothing unexamined reaches a renderer.
-
-    A dataclass reached twice (a verdict's ``primary_finding`` is also in its ``findings``)
-    is copied once, so the copy keeps the identity the original had."""
+    becomes ``fn(str(obj))`` so nothing unexamined reaches a renderer. A dataclass reached
+    twice (the verdict's primary finding is also in its findings) is copied once, so the
+    copy keeps the reference."""
+    memo = {} if _memo is None else _memo
     if isinstance(obj, str):
         return fn(obj)
     if obj is None or isinstance(obj, (bool, int, float)):
         return json_number(obj)
-    memo = {} if _memo is None else _memo
     if isinstance(obj, dict):
         return {(fn(k) if isinstance(k, str) else json_number(k)): map_strings(v, fn, memo) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):

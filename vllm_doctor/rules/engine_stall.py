@@ -63,9 +63,17 @@ class Blocked:
     best_last: Optional[Line] = None
     max_waiting: int = 0
     last_blocked: bool = False
+    wedge_streak: int = 0
+    wedge_best: int = 0
+    wedge_first: Optional[Line] = None
+    wedge_best_first: Optional[Line] = None
+    wedge_best_last: Optional[Line] = None
+    wedge_running: int = 0
 
     def add(self, s: StatsSample) -> None:
-        idle = not (s.generation_tps or 0) and not (s.prompt_tps or 0)
+        known = s.generation_tps is not None  # a first metrics scrape has no rates yet
+        idle = known and not s.generation_tps and not (s.prompt_tps or 0)
+        self._wedge(s, idle)
         blocked = s.running == 0 and s.waiting > 0 and idle
         self.last_blocked = blocked
         if not blocked:
@@ -77,6 +85,18 @@ class Blocked:
         self.max_waiting = max(self.max_waiting, s.waiting)
         if self.streak > self.best:
             self.best, self.best_first, self.best_last = self.streak, self.first, s.line
+
+    def _wedge(self, s: StatsSample, idle: bool) -> None:
+        """Consecutive intervals with requests running and nothing processed at all."""
+        if not (idle and s.running > 0):
+            self.wedge_streak = 0
+            return
+        self.wedge_streak += 1
+        if self.wedge_streak == 1:
+            self.wedge_first = s.line
+        if self.wedge_streak > self.wedge_best:
+            self.wedge_best, self.wedge_best_first, self.wedge_best_last = self.wedge_streak, self.wedge_first, s.line
+            self.wedge_running = s.running
 
 
 def _reserves_full_input(run: Run) -> bool:
@@ -151,8 +171,21 @@ def _after(s) -> int:
 
 def _wedged(run: Run) -> Optional[Finding]:
     s = run.stats
+    obs = run.stats.observers.get("engine_stall")
+    if obs is not None and obs.wedge_best >= thresholds.WEDGE_MIN_INTERVALS:
+        # Several intervals running with nothing processed (metrics, or releases that keep
+        # logging idle stats at INFO).
+        title = (
+            f"Engine wedged: {obs.wedge_running} request(s) running and nothing generated over "
+            f"{obs.wedge_best} intervals"
+        )
+        facts = {"running_at_stall": obs.wedge_running, "wedged_intervals": obs.wedge_best}
+        evidence = [ev(obs.wedge_best_first, "running, 0 tokens"), ev(obs.wedge_best_last, "still no tokens")]
+        return _wedge_finding(run, title, facts, evidence)
     last = s.recent[-1] if s.recent else None
-    if last is None or last.running == 0 or (last.generation_tps or 0) or (last.prompt_tps or 0):
+    if last is None or last.running == 0 or last.generation_tps is None:
+        return None
+    if last.generation_tps or (last.prompt_tps or 0):
         return None
     if _after(s) == 0:
         return None  # the log ends on it: nothing shows the engine stayed stuck
@@ -165,6 +198,10 @@ def _wedged(run: Run) -> Optional[Finding]:
         "lines_after_last_stats": _after(s),
         "access_lines_after_last_stats": s.access_after_last,
     }
+    return _wedge_finding(run, title, facts, [ev(last.line, "the last stats line")])
+
+
+def _wedge_finding(run: Run, title: str, facts, evidence) -> Finding:
     rem = [
         remedy(
             "Take stack traces of the engine and workers before restarting (py-spy dump --pid PID)",
@@ -178,9 +215,7 @@ def _wedged(run: Run) -> Optional[Finding]:
         _watch(),
     ]
     dont = ["Memory settings: nothing is allocating while the engine is stuck"]
-    return finding(
-        RULE, run, "runtime", title, facts, [ev(last.line, "the last stats line")], rem, dont, confidence="low"
-    )
+    return finding(RULE, run, "runtime", title, facts, evidence, rem, dont, confidence="low")
 
 
 def _watch() -> Remedy:

@@ -178,6 +178,8 @@ def _title(run: Run, ep: Optional[Episode], facts: Dict[str, Any]) -> str:
     bits = []
     if p.warnings:
         bits.append(f"{p.max_cumulative} cumulative preemptions ({facts['preemption_mode']})")
+    if s.preemptions_total:
+        bits.append(f"{s.preemptions_total} preemptions in {s.intervals_with_preemptions} intervals")
     if ep:
         dur = f" for {facts['saturated_seconds']} s" if facts.get("saturated_seconds") else ""
         if "offline_batch" in run.markers:

@@ -55,7 +55,10 @@ def ev(line: Optional[Line], note: Optional[str] = None) -> Optional[Evidence]:
     text = line.text.strip()
     if len(text) > MAX_EVIDENCE_CHARS:
         text = text[: MAX_EVIDENCE_CHARS - 3] + "..."
-    return Evidence(source=line.source, line=line.lineno, text=text, note=note, time=line.time)
+    kind = "metric" if line.metric is not None else "log"
+    return Evidence(
+        source=line.source, line=line.lineno, text=text, note=note, time=line.time, kind=kind, metric=line.metric
+    )
 
 
 def evidence_list(items: Iterable[Optional[Evidence]]) -> List[Evidence]:

@@ -42,8 +42,9 @@ class Route:
 
 
 def failure_phase(f: Failure, run: Run) -> Optional[Phase]:
-    """Where a failure happened: its frames, its kind, the run's progress, the markers around it."""
-    p = phase_of(f.tags) or phase_of(f.context_tags)
+    """Where a failure happened: its frames, a chained traceback's frames, the method a sibling
+    worker failed in, its kind, the run's progress, the markers around it."""
+    p = phase_of(f.tags) or phase_of(f.context_tags) or phase_of(run.sibling_tags)
     if p is not None:
         return p
     if "sampler_oom" in f.kinds:
@@ -72,8 +73,11 @@ def failure_phase(f: Failure, run: Run) -> Optional[Phase]:
     return None
 
 
-def _decided_by_frames(f: Failure) -> bool:
-    return phase_of(f.tags) is not None or phase_of(f.context_tags) is not None or bool(f.kinds - {"oom"})
+def _decided_by_frames(f: Failure, run: Run) -> bool:
+    """Frames (its own, a chained traceback's, a sibling worker's method) or a wrapper message
+    decide the phase, not only how far the run got."""
+    tags = (f.tags, f.context_tags, run.sibling_tags)
+    return any(phase_of(t) is not None for t in tags) or bool(f.kinds - {"oom"})
 
 
 def _fatal(f: Failure, run: Run, phase: Optional[Phase]) -> bool:
@@ -89,7 +93,7 @@ def _fatal(f: Failure, run: Run, phase: Optional[Phase]) -> bool:
 
 
 def _memory(f: Failure, run: Run, phase: Optional[Phase], startup: bool) -> Route:
-    confidence = "medium" if _decided_by_frames(f) else "low"
+    confidence = "medium" if _decided_by_frames(f, run) else "low"
     if "sampler_oom" in f.kinds or "load_oom" in f.kinds:
         confidence = "high"
     crowded = _crowded(f, run)

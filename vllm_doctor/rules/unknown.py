@@ -68,7 +68,7 @@ def _died(run: Run, failures: Sequence[Failure], phase: str) -> Finding:
     frames = [fr for f in failures for fr in f.data.get("frames", [])][-6:]
     if frames:
         facts["last_frames"] = frames
-    if run.consequences and not failures:
+    if run.consequences:  # what the log says died, rather than the cut traceback under it
         first = run.consequences[0].line.text.strip()
         if len(first) > 110:
             first = first[:107] + "..."
