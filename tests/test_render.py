@@ -174,7 +174,7 @@ def test_startup_findings_have_no_sparkline():
 # -- the ticket -----------------------------------------------------------------------
 
 
-def test_runtime_oom_ticket_has_a_symptom_title_time_source_and_no_local_path(tmp_path):
+def test_runtime_oom_ticket_has_a_symptom_title_time_source_and_no_local_path(tmp_path, monkeypatch):
     log = tmp_path / "deep" / "dir" / "server.log"
     log.parent.mkdir(parents=True)
     log.write_bytes(fixture_path("r003-club3090-enginecore-oom-runtime.log").read_bytes())
@@ -188,7 +188,7 @@ def test_runtime_oom_ticket_has_a_symptom_title_time_source_and_no_local_path(tm
     assert "Does not help:" in md and "- Raising gpu_memory_utilization" in md
     assert md.rstrip().splitlines()[-1].startswith("vllm-log-doctor 0.1.0 (`vllm-doctor diagnose`) · schema 1.2")
     # a source given relative keeps its directories, as given
-    os.chdir(tmp_path)
+    monkeypatch.chdir(tmp_path)
     md = CliRunner().invoke(main, ["diagnose", "-f", "markdown", "deep/dir/server.log"]).stdout
     assert "| Source | `deep/dir/server.log` |" in md
 

@@ -408,6 +408,12 @@ class EvidenceRow:
     text: str
     notes: List[str] = field(default_factory=list)
     also: List[int] = field(default_factory=list)
+    kind: str = "log"  # "metric": ``line`` is a scrape's number, ``time`` its ISO 8601 time
+
+    @property
+    def where(self) -> str:
+        """``:12`` for a log line, ``scrape 3`` for a metrics scrape."""
+        return f"scrape {self.line}" if self.kind == "metric" else str(self.line)
 
     @property
     def note(self) -> str:
@@ -421,7 +427,9 @@ def evidence_rows(finding) -> List[EvidenceRow]:
     for e in finding.evidence:
         row = rows.get((e.source, e.line))
         if row is None:
-            row = rows[(e.source, e.line)] = EvidenceRow(e.source, e.line, e.time, e.text)
+            row = rows[(e.source, e.line)] = EvidenceRow(
+                e.source, e.line, e.time, e.text, kind=getattr(e, "kind", "log")
+            )
         if e.note and e.note not in row.notes:
             row.notes.append(e.note)
     by_text: Dict[Tuple[str, str], EvidenceRow] = {}
@@ -529,6 +537,13 @@ def episode(verdict, finding, context: int = 4, lookback: int = 48) -> List[Any]
     return picked if len(picked) >= 2 else []
 
 
+def point_unit(finding) -> str:
+    """What the series points of ``finding``'s run are numbered by: ``scrapes`` for metrics,
+    ``lines`` for a log."""
+    metric = finding is not None and any(getattr(e, "kind", "log") == "metric" for e in finding.evidence)
+    return "scrapes" if metric else "lines"
+
+
 def series_rows(points: Sequence[Any], width: int = 40) -> List[Tuple[str, str, str]]:
     """``(label, sparkline, range)`` for each series the points carry (KV cache usage,
     running, waiting, generation tokens/s), e.g. ``("KV cache", "▂▅██", "max 98.4%")``."""
@@ -544,8 +559,9 @@ def series_rows(points: Sequence[Any], width: int = 40) -> List[Tuple[str, str, 
     return rows
 
 
-def episode_span(points: Sequence[Any]) -> str:
-    """``12 intervals, 18:01:10 to 18:06:20, lines 40-220`` for the points of an episode."""
+def episode_span(points: Sequence[Any], unit: str = "lines") -> str:
+    """``12 intervals, 18:01:10 to 18:06:20, lines 40-220`` for the points of an episode
+    (``unit`` ``scrapes`` when the points are metrics scrapes)."""
     n = sum(_point(p, "intervals") or 1 for p in points)
     t0, t1 = _point(points[0], "time"), _point(points[-1], "time")
     if t0 and t1 and t0.split(" ")[0] == t1.split(" ")[0] and " " in t1:
@@ -554,7 +570,7 @@ def episode_span(points: Sequence[Any]) -> str:
     return _join(
         f"{n} interval{'s' if n != 1 else ''}",
         f"{t0} to {t1}" if t0 and t1 else None,
-        f"lines {l0}-{l1}" if l0 and l1 else None,
+        f"{unit} {l0}-{l1}" if l0 and l1 else None,
     )
 
 

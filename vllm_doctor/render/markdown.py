@@ -44,6 +44,7 @@ from .common import (
     evidence_rows,
     fact_rows,
     incident_times,
+    point_unit,
     series_rows,
     symptom_title,
     verdict_times,
@@ -157,7 +158,7 @@ def _sparklines(verdict, f) -> List[str]:
         return []
     width = max(len(r[0]) for r in rows) + 1
     body = [f"{label.ljust(width)}{line} {rng}" for label, line, rng in rows]
-    return [f"Stats over the episode ({_time_prose(episode_span(points))}):", ""] + _fence(body) + [""]
+    return [f"Stats over the episode ({_time_prose(episode_span(points, point_unit(f)))}):", ""] + _fence(body) + [""]
 
 
 def _evidence(f) -> List[str]:
@@ -166,7 +167,7 @@ def _evidence(f) -> List[str]:
         return []
     shown, full, clipped = [], [], False
     for r in rows:
-        where = f"{display_source(r.source)}:{r.line}"
+        where = f"{display_source(r.source)}" + (f" scrape {r.line}" if r.kind == "metric" else f":{r.line}")
         when = f"  {r.time}" if r.time else ""
         note = r.note
         if r.also:

@@ -19,7 +19,7 @@ import io
 from datetime import datetime
 from typing import Any, List, Optional, Tuple
 
-from .common import display_source, is_context, run_of, symptom_title
+from .common import display_source, is_context, point_unit, run_of, symptom_title
 
 #: Output formats by file suffix.
 FORMATS = {".svg": "svg", ".png": "png"}
@@ -57,9 +57,15 @@ def _run_to_plot(verdict):
 
 
 def _when(t: Optional[str]) -> Optional[datetime]:
-    """A log time ``MM-DD HH:MM:SS[.fff]`` (no year: 2000, a leap year, stands in)."""
+    """A log time ``MM-DD HH:MM:SS[.fff]`` (no year: 2000, a leap year, stands in), or a
+    scrape's ISO 8601 time (``2026-09-11T00:45:10Z``, kept as UTC without its zone)."""
     if not t:
         return None
+    if "T" in t:
+        try:
+            return datetime.fromisoformat(t.replace("Z", "+00:00")).replace(tzinfo=None)
+        except ValueError:
+            return None
     for fmt in ("%m-%d %H:%M:%S.%f", "%m-%d %H:%M:%S"):
         try:
             return datetime.strptime(f"2000-{t}", f"%Y-{fmt}")
@@ -123,7 +129,11 @@ def render_plot(verdict, fmt: str = "svg") -> bytes:
         tps_ax.plot(xs, [float("nan") if v is None else v for v in gen], color="#1e8449", label="generation")
         tps_ax.set_ylabel("tokens/s")
         tps_ax.set_ylim(bottom=0)
-        tps_ax.set_xlabel("log time (MM-DD HH:MM:SS)" if by_time else "log line")
+        scrapes = point_unit(finding) == "scrapes" or any("T" in (p.get("time") or "") for p in series)
+        if by_time:
+            tps_ax.set_xlabel("scrape time (UTC)" if scrapes else "log time (MM-DD HH:MM:SS)")
+        else:
+            tps_ax.set_xlabel("scrape" if scrapes else "log line")
         if by_time:
             tps_ax.xaxis.set_major_locator(AutoDateLocator(maxticks=8))
             tps_ax.xaxis.set_major_formatter(DateFormatter("%m-%d %H:%M:%S"))
@@ -150,7 +160,8 @@ def render_plot(verdict, fmt: str = "svg") -> bytes:
             0.01,
             0.005,
             f"{display_source(run.source)} run {run.index}: {n} stats intervals "
-            f"(lines {series[0]['line']}-{series[-1]['line']}) · vllm-log-doctor {verdict.tool_version}",
+            f"({'scrapes' if scrapes else 'lines'} {series[0]['line']}-{series[-1]['line']}) · "
+            f"vllm-log-doctor {verdict.tool_version}",
             fontsize=7,
             color="#566573",
         )

@@ -37,6 +37,7 @@ from .common import (
     fact_rows,
     finding_time,
     is_context,
+    point_unit,
     series_rows,
     short_source,
 )
@@ -286,7 +287,7 @@ def _sparklines(v: _View, verdict, f) -> bool:
     rows = series_rows(points, max(spark, 8))
     if not rows:
         return False
-    v.hang(Text(f"stats: {episode_span(points)}", style="dim"), indent=4, lead=2)
+    v.hang(Text(f"stats: {episode_span(points, point_unit(f))}", style="dim"), indent=4, lead=2)
     label_w = max(len(r[0]) for r in rows) + 1
     for label, line, rng in rows:
         v.add_line(Text.assemble("    ", (label.ljust(label_w), "dim"), line, " ", (rng, "dim")))
@@ -300,13 +301,14 @@ def _evidence(v: _View, f) -> bool:
     rows = evidence_rows(f)
     if not rows:
         return False
-    num_w = max(len(str(r.line)) for r in rows)
-    timed = any(r.time for r in rows)
+    num_w = max(len(r.where) for r in rows)
+    # A log line's time (HH:MM:SS) in a column; a scrape's text says its own time.
+    timed = any(r.time and r.kind == "log" for r in rows)
     clipped_any = False
     for r in rows:
-        prefix = Text(str(r.line).rjust(num_w), style="dim")
+        prefix = Text(r.where.rjust(num_w), style="dim")
         if timed:
-            prefix.append("  " + (r.time.split(" ")[-1] if r.time else " " * 8), style="dim")
+            prefix.append("  " + (r.time.split(" ")[-1] if r.time and r.kind == "log" else " " * 8), style="dim")
         indent = 4 + prefix.cell_len + 2
         note = r.note
         also = f"also line{'s' if len(r.also) > 1 else ''} {', '.join(map(str, r.also[:6]))}" if r.also else ""
