@@ -72,7 +72,40 @@ _V1_ENGINE_LINE = (
     "chunked_prefill_enabled=True"
 )
 
+# Ray's memory monitor kill message as ray.get re-raises it (ray docs, ray-oom-prevention).
+_RAY_KILL = (
+    "ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.\n"
+    "Memory on the node (IP: 172.17.0.2, ID: 90efe99b) where the task (task ID: a6755d17, name=allocate_memory, "
+    "pid=91085, memory used=24.99GB) was running was 32.62GB / 33.28GB (0.980175), which exceeds the memory usage "
+    "threshold of 0.96. Ray killed this worker (ID: a8101629) because it was the most recently scheduled task"
+)
+_SUMMARY_2026 = (
+    "(EngineCore pid=492078) INFO 08-23 09:40:11 [gpu_worker.py:789] Free memory on device (112.26/119.63 GiB) "
+    "on startup. Desired GPU memory utilization is (0.92, 110.06 GiB). Actual usage is 55.99 GiB for consumed "
+    "memory (weights + non-torch), 3.78 GiB for peak activation, and 0.94 GiB for CUDAGraph memory. Replace "
+    "gpu_memory_utilization config with `--kv-cache-memory=52830620611` (49.2 GiB) to fit into requested memory, "
+    "or `--kv-cache-memory=55188796928` (51.4 GiB) to fully utilize gpu memory. Current kv cache memory in use is "
+    "50.29 GiB."
+)
+
 CONFIG = [
+    case(
+        "server_version",
+        "run_start",
+        # vllm 0.25+ entrypoints/serve/utils/api_utils.py log_version_and_model, logo disabled
+        "(APIServer pid=1) INFO 03-02 10:00:00 [api_utils.py:330] vLLM server version 0.25.1, serving model "
+        "Qwen/Qwen3-8B",
+        vllm_version="0.25.1",
+        model="Qwen/Qwen3-8B",
+    ),
+    case(
+        "server_version_logo",
+        "run_start",
+        # the same, logo form: the message's second line after NewLineFormatter repeats the prefix
+        "(APIServer pid=1) INFO 03-02 10:00:00 [api_utils.py:330]  \u2584\u2584 \u2584\u2588 \u2588     \u2588     "
+        "\u2588 \u2580\u2584\u2580 \u2588  version 0.25.1",
+        vllm_version="0.25.1",
+    ),
     case(
         "api_server_version",
         "run_start",
@@ -204,6 +237,21 @@ STARTUP = [
         shards_loaded=1,
         shards_total=1,
     ),
+    case(
+        "loading_shards",
+        "facts",
+        # vllm 0.10+ weight_utils.py: "(eager)" and the multi-thread loader's lower-case "loading"
+        "(Worker_TP0 pid=9260) Loading safetensors checkpoint shards (eager):  25% Completed | 1/4 [00:01<00:03]",
+        shards_loaded=1,
+        shards_total=4,
+    ),
+    case(
+        "loading_shards",
+        "facts",
+        "Multi-thread loading pt checkpoint shards: 100% Completed | 8/8 [00:09<00:00,  1.13s/it]",
+        shards_loaded=8,
+        shards_total=8,
+    ),
     case("loading_weights_from", "phase", fixture_line("r038", 1)),
     case("offline_progress", "marker", fixture_line("r004", 1).split("INFO")[0], marker="offline_batch"),
     case(
@@ -247,7 +295,15 @@ STARTUP = [
         "total_gpu_memory (23.58GiB) x gpu_memory_utilization (0.99) = 23.35GiB",
         gpu_total_gib=23.58,
         gpu_memory_utilization=0.99,
-        budget_gib=23.35,
+        requested_gib=23.35,
+    ),
+    case(
+        "profiling_budget_v0",
+        "facts",
+        fixture_line("t009", 3).strip("\u2502 "),  # k9s box borders cut off by hand here
+        gpu_total_gib=79.19,
+        gpu_memory_utilization=0.9,
+        requested_gib=71.27,
     ),
     case(
         "profiling_split_v0",
@@ -271,6 +327,55 @@ STARTUP = [
         kv_available_gib=-7.83,
     ),
     case(
+        "profiling_result_v1",
+        "facts",
+        # llm-d-fast-model-actuation issue 746 (vLLM at DEBUG, EngineCore)
+        "(EngineCore pid=418) DEBUG 09-02 20:06:36 [v1/worker/gpu_worker.py:559] Memory profiling takes 14.06 seconds. "
+        "Total non KV cache memory: 1.05GiB; torch peak memory increase: 0.24GiB; non-torch forward increase memory: "
+        "0.14GiB; weights memory: 0.67GiB.",
+        non_kv_cache_gib=1.05,
+        activation_peak_gib=0.24,
+        non_torch_gib=0.14,
+        weights_gib=0.67,
+    ),
+    case(
+        "profiling_result_v1",
+        "facts",
+        # vllm 0.29+ utils/mem_utils.py MemoryProfilingResult.__repr__
+        "Memory profiling takes 20.11 seconds. Total non KV cache memory: 58.4GiB; torch peak memory increase: "
+        "2.04GiB; total consumed (from mem_get_info): 61.49GiB; weights memory: 55.87GiB.",
+        non_kv_cache_gib=58.4,
+        activation_peak_gib=2.04,
+        consumed_gib=61.49,
+        weights_gib=55.87,
+    ),
+    case(
+        "profiling_requested_v1",
+        "facts",
+        # the same issue: "Initial free memory: %s GiB; Requested memory: %f (util), %s GiB"
+        "(EngineCore pid=418) DEBUG 09-02 20:06:36 [v1/worker/gpu_worker.py:548] Initial free memory: 78.66 GiB; "
+        "Requested memory: 0.825000 (util), 65.32 GiB",
+        gpu_free_gib=78.66,
+        gpu_memory_utilization=0.825,
+        requested_gib=65.32,
+    ),
+    case(
+        "profiling_requested_v1_early",
+        "facts",
+        # vllm 0.9.2 v1/worker/gpu_worker.py determine_available_memory (DEBUG)
+        "(VllmWorker rank=0 pid=3013) DEBUG 06-01 10:00:00 [gpu_worker.py:220] Initial free memory: 78.66 GiB, free "
+        "memory: 12.10 GiB, requested GPU memory: 71.27 GiB",
+        gpu_free_gib=78.66,
+        requested_gib=71.27,
+    ),
+    case(
+        "worker_requested_memory",
+        "facts",
+        # vllm 0.14+ v1/worker/gpu_worker.py init_device
+        "(EngineCore pid=418) DEBUG 09-02 20:06:20 [v1/worker/gpu_worker.py:122] worker requested memory: 65.32GiB",
+        requested_gib=65.32,
+    ),
+    case(
         "available_kv_memory",
         "facts",
         "(Worker_TP1_EP1 pid=2295) INFO 09-24 19:58:12 [gpu_worker.py:298] Available KV cache memory: 25.91 GiB",
@@ -278,32 +383,83 @@ STARTUP = [
     ),
     case("available_kv_memory", "facts", fixture_line("s031", 4), kv_available_gib=-2.77),
     case(
-        "startup_memory_summary",
+        "startup_memory_summary_free",
         "facts",
-        "(EngineCore pid=492078) INFO 08-23 09:40:11 [gpu_worker.py:789] Free memory on device (112.26/119.63 GiB) "
-        "on startup. Desired GPU memory utilization is (0.92, 110.06 GiB). Actual usage is 55.99 GiB for consumed "
-        "memory (weights + non-torch), 3.78 GiB for peak activation, and 0.94 GiB for CUDAGraph memory.",
-        gpu_startup_free_gib=112.26,
+        _SUMMARY_2026,
+        gpu_free_gib=112.26,
         gpu_total_gib=119.63,
+    ),
+    case(
+        "startup_memory_summary_desired",
+        "facts",
+        _SUMMARY_2026,
         gpu_memory_utilization=0.92,
         requested_gib=110.06,
     ),
     case(
-        "startup_memory_summary",
+        "startup_memory_summary_usage",
+        "facts",
+        _SUMMARY_2026,
+        consumed_gib=55.99,
+        activation_peak_gib=3.78,
+        cuda_graph_gib=0.94,
+    ),
+    case("startup_memory_summary_kv", "facts", _SUMMARY_2026, kv_available_gib=50.29),
+    case(
+        "startup_memory_summary_free",
         "facts",
         "INFO 08-23 09:40:11 [gpu_worker.py:789] Free memory on device cuda:0 (22.45/23.99 GiB) on startup. Desired "
         "GPU memory utilization is (0.9, 21.59 GiB). Actual usage is 1.5 GiB for weight",
-        gpu_startup_free_gib=22.45,
+        device="cuda:0",
+        gpu_free_gib=22.45,
         gpu_total_gib=23.99,
-        gpu_memory_utilization=0.9,
-        requested_gib=21.59,
+    ),
+    # t008: the summary hand-split one sentence a line, no prefix: each half is read on its own.
+    case("startup_memory_summary_free", "facts", fixture_line("t008", 1), gpu_free_gib=110.37, gpu_total_gib=121.69),
+    case(
+        "startup_memory_summary_desired",
+        "facts",
+        fixture_line("t008", 2),
+        gpu_memory_utilization=0.87,
+        requested_gib=105.87,
+    ),
+    case(
+        "startup_memory_summary_usage",
+        "facts",
+        # rendered from vllm 0.10.2-0.26.0 gpu_worker.py compile_or_warm_up_model
+        "Actual usage is 14.25 GiB for weight, 1.4 GiB for peak activation, 0.12 GiB for non-torch memory, and "
+        "0.5 GiB for CUDAGraph memory. Replace gpu_memory_utilization config with `--kv-cache-memory=1`",
+        weights_gib=14.25,
+        activation_peak_gib=1.4,
+        non_torch_gib=0.12,
+        cuda_graph_gib=0.5,
     ),
     case(
         "kv_cache_memory_bytes",
         "facts",
         "INFO 08-23 09:40:11 [gpu_worker.py:270] Initial free memory 78.50 GiB, reserved 10.00 GiB memory for KV "
         "Cache as specified by kv_cache_memory_bytes config and skipped memory profiling.",
+        gpu_free_gib=78.5,
         kv_available_gib=10.0,
+    ),
+    case(
+        "kv_cache_memory_bytes",
+        "facts",
+        # vllm 0.10.2 gpu_worker.py: no space before "GiB memory", "does does"
+        "Initial free memory 78.5 GiB, reserved 10.00GiB memory for KV Cache as specified by kv_cache_memory_bytes "
+        "config and skipped memory profiling. This does does not respect the gpu_memory_utilization config.",
+        gpu_free_gib=78.5,
+        kv_available_gib=10.0,
+    ),
+    case(
+        "persisted_startup_plan",
+        "facts",
+        # rendered from vllm 0.26+ vllm/v1/worker/startup_plan.py
+        "(EngineCore pid=7) INFO 03-02 10:00:00 [startup_plan.py:88] Applying persisted startup plan (fingerprint "
+        "3fa2c1): kv_cache_memory_bytes=53687091200 (50.00 GiB), recorded free-memory baseline 78.10 GiB, current "
+        "78.05 GiB. Memory profiling will be skipped.",
+        kv_available_gib=50.0,
+        gpu_free_gib=78.05,
     ),
     case("gpu_blocks", "facts", fixture_line("s001", 3), gpu_blocks=1478, cpu_blocks=2048),
     case("gpu_blocks", "facts", fixture_line("s020", 2), gpu_blocks=0, cpu_blocks=256),
@@ -382,6 +538,14 @@ STARTUP = [
         cuda_graph_gib=-0.12,
     ),
     case("cuda_graph_pool", "facts", fixture_line("x011", 11), cuda_graph_gib=0.04),
+    case(
+        "cuda_graph_estimate",
+        "facts",
+        # vllm 0.18+ v1/worker/gpu_model_runner.py
+        "(EngineCore pid=20075) INFO 03-02 10:00:00 [gpu_model_runner.py:5000] Estimated CUDA graph memory: 1.59 GiB "
+        "total",
+        cuda_graph_estimated_gib=1.59,
+    ),
     case("cudagraph_disabled", "phase", "INFO 10-21 09:12:04 [config.py:1] Cudagraph is disabled under eager mode"),
     case("init_engine_took", "phase", fixture_line("r022", 12)),
     case("init_engine_took", "phase", fixture_line("x011", 12)),  # "... took 163.91 s (compilation: 54.58 s)"
@@ -401,6 +565,56 @@ STARTUP = [
 ]
 
 CHECKS = [
+    case(
+        "free_memory_below_utilization",
+        "free_memory",
+        fixture_line("t003", 1),  # a ROCm TheRock build's wording
+        device="cuda:0",
+        gpu_free_gib=28.49,
+        gpu_total_gib=124.0,
+        gpu_memory_utilization=0.95,
+        requested_gib=117.8,
+        variant="available_below_required",
+    ),
+    case(
+        "free_memory_below_utilization",
+        "free_memory",
+        # vllm 0.32+ v1/worker/utils.py request_memory, weights held by another process
+        "ValueError: Free memory on device cuda:0 (20.5/79.19 GiB) on startup is less than the engine's budget after "
+        "excluding external process's weights (0.9, 31.27 GiB). Decrease GPU memory utilization or reduce GPU memory "
+        "used by other processes.",
+        device="cuda:0",
+        gpu_free_gib=20.5,
+        gpu_total_gib=79.19,
+        gpu_memory_utilization=0.9,
+        requested_gib=31.27,
+        variant="engine_budget_after_external_weights",
+    ),
+    case(
+        "external_weights_exceed_budget",
+        "free_memory",
+        # vllm 0.32+ v1/worker/utils.py request_memory
+        "ValueError: Externally held weights on device cuda:0 (75.0/79.19 GiB) exceed the desired GPU memory "
+        "utilization (0.9, 71.27 GiB). Increase GPU memory utilization or reduce GPU memory used by other processes.",
+        device="cuda:0",
+        external_weights_gib=75.0,
+        gpu_total_gib=79.19,
+        gpu_memory_utilization=0.9,
+        requested_gib=71.27,
+        variant="external_weights_exceed_budget",
+    ),
+    case(
+        "max_model_len_above_derived_allowed",
+        "facts",
+        # vllm 0.10-0.33 config/model.py, logger.warning when VLLM_ALLOW_LONG_MAX_MODEL_LEN=1
+        "(APIServer pid=1) WARNING 03-02 10:00:00 [model.py:1800] User-specified max_model_len (65536) is greater "
+        "than the derived max_model_len (max_position_embeddings=32768 or model_max_length=None in model's "
+        "config.json). VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme caution.",
+        max_model_len=65536,
+        derived_key="max_position_embeddings",
+        derived_max_model_len=32768,
+        long_max_model_len_allowed=True,
+    ),
     case(
         "free_memory_below_utilization",
         "free_memory",
@@ -522,6 +736,49 @@ CHECKS = [
 ]
 
 KV_CACHE = [
+    case(
+        "kv_v1_one_request",
+        "kv_error",
+        # t011: newest wording ("model's"), hand-wrapped over three lines, no "(" before the GiB figure;
+        # the reassembler's job is to join the lines, this is the joined text
+        " ".join(fixture_line("t011", n) for n in (1, 2, 3)),
+        max_model_len=1048576,
+        kv_needed_gib=22.5,
+        kv_available_gib=17.39,
+        estimated_max_model_len=810208,
+    ),
+    case(
+        "kv_v1_one_request",
+        "kv_error",
+        fixture_line("t012", 1),  # the "(which also controls CPU memory on the CPU backend)" aside, in ```
+        max_model_len=262144,
+        kv_needed_gib=1.93,
+        kv_available_gib=1.88,
+        estimated_max_model_len=251136,
+    ),
+    case(
+        "kv_v1_one_request",
+        "kv_error",
+        # vllm 0.8.5 kv_cache_utils.py: the estimate sentence lost to a misplaced f-string (" Based on the
+        # available memory,  Try increasing"), no number to read
+        "ValueError: To serve at least one request with the models's max seq len (131072), (16.00 GiB KV cache is "
+        "needed, which is larger than the available KV cache memory (0.71 GiB). Based on the available memory,  Try "
+        "increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
+        max_model_len=131072,
+        kv_needed_gib=16.0,
+        kv_available_gib=0.71,
+    ),
+    case(
+        "kv_v1_one_request",
+        "kv_error",
+        # vllm 0.7.3 kv_cache_utils.py printed "GB" for GiB figures
+        "ValueError: To serve at least one request with the models's max seq len (32768), (4.00 GB KV cache is "
+        "needed, which is larger than the available KV cache memory (2.50 GB). Try increasing "
+        "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
+        max_model_len=32768,
+        kv_needed_gib=4.0,
+        kv_available_gib=2.5,
+    ),
     case("kv_v0_max_seq_len", "kv_error", fixture_line("s001", 5), max_model_len=29000, kv_tokens=23648),
     case("kv_v0_max_seq_len", "kv_error", fixture_line("x007", 3), max_model_len=131072, kv_tokens=58496),
     case(
@@ -728,17 +985,200 @@ OOM = [
         "[rank0]:[W910 23:40:43.144601916 CUDACachingAllocator.cpp:3933] memory allocation failed with OOM on device "
         "0 while trying to allocate 7516192768 bytes (free: 1547173888, total: 191495471104).",
         form="allocator-warning",
+        backend="CUDA",
         gpu_index=0,
         tried_to_allocate_gib=7516192768 / 2**30,
         gpu_free_gib=1547173888 / 2**30,
         gpu_total_gib=191495471104 / 2**30,
         warning_only=True,
     ),
-    case("cuda_error_oom", "oom", fixture_line("x002", 13), form="cuda-error"),  # RuntimeError: CUDA error: ...
-    case("cuda_error_oom", "oom", "torch.AcceleratorError: CUDA error: out of memory", form="cuda-error"),
-    case("cuda_error_oom", "oom", fixture_line("s035", 7), form="cuda-error"),  # CUDA driver error
     case(
-        "nccl_cuda_oom", "oom", "host1:1234:5678 [2] enqueue.cc:43 NCCL WARN Cuda failure 'out of memory'", form="nccl"
+        "torch_oom_allocator_warning",
+        "oom",
+        # torch >= 2.8 with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (shared/vllm-messages.md 13d)
+        "expandable_segments: memory mapping failed with OOM on device 0 while trying to map 20971520 bytes "
+        "(free: 20250624, total: 51043958784)",
+        form="allocator-warning",
+        backend="CUDA",
+        gpu_index=0,
+        tried_to_allocate_gib=20971520 / 2**30,
+        gpu_free_gib=20250624 / 2**30,
+        gpu_total_gib=51043958784 / 2**30,
+        warning_only=True,
+    ),
+    case(
+        "torch_oom",
+        "oom",
+        # t016 joined back from its 140-column hard wrap: the space at the wrap ("allocate|666.00") is lost
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate666.00 MiB. GPU 3 has a total capacity of "
+        "95.10 GiB of which 145.94 MiB is free. Process 53397 has 94.95 GiB memory in use. Of the allocated memory "
+        "92.33 GiB is allocated by PyTorch, and 32.77 MiB is reserved by PyTorch but unallocated.",
+        form="torch",
+        backend="CUDA",
+        tried_to_allocate_gib=666 * MiB,
+        gpu_index=3,
+        gpu_total_gib=95.1,
+        gpu_free_gib=145.94 * MiB,
+        processes=[(53397, 94.95)],
+        processes_listed=True,
+        pytorch_allocated_gib=92.33,
+        reserved_unallocated_gib=32.77 * MiB,
+    ),
+    case(
+        "torch_oom",
+        "oom",
+        # torch_npu (Ascend): the old allocator form with "NPU N" and "current active" (public Ascend FAQ)
+        "RuntimeError: NPU out of memory. Tried to allocate 260.00 MiB (NPU 0; 28.50 GiB total capacity; 10.24 GiB "
+        "already allocated; 10.24 GiB current active; 149.57 MiB free; 10.28 GiB reserved in total by PyTorch)",
+        form="torch-old",
+        backend="NPU",
+        tried_to_allocate_gib=260 * MiB,
+        gpu_index=0,
+        gpu_total_gib=28.5,
+        gpu_free_gib=149.57 * MiB,
+        pytorch_allocated_gib=10.24,
+        pytorch_reserved_gib=10.28,
+    ),
+    case(
+        "torch_oom",
+        "oom",
+        # intel-extension-for-pytorch XPU: the old form without a "free" figure
+        "RuntimeError: XPU out of memory. Tried to allocate 1024.00 MiB (GPU 0; 15.11 GiB total capacity; 14.28 GiB "
+        "already allocated; 14.61 GiB reserved in total by PyTorch)",
+        form="torch-old",
+        backend="XPU",
+        tried_to_allocate_gib=1.0,
+        gpu_index=0,
+        gpu_total_gib=15.11,
+        pytorch_allocated_gib=14.28,
+        pytorch_reserved_gib=14.61,
+    ),
+    case("cuda_error_oom", "oom", fixture_line("x002", 13), form="cuda-error", backend="CUDA"),
+    case(
+        "cuda_error_oom",
+        "oom",
+        "torch.AcceleratorError: CUDA error: out of memory",  # torch >= 2.8 raises AcceleratorError
+        form="accelerator-error",
+        backend="CUDA",
+    ),
+    case("cuda_error_oom", "oom", fixture_line("s035", 7), form="cuda-error", backend="CUDA"),  # CUDA driver error
+    case("cuda_error_oom", "oom", "RuntimeError: HIP error: out of memory", form="cuda-error", backend="HIP"),
+    case("cuda_error_oom", "oom", "RuntimeError: hipErrorOutOfMemory", form="cuda-error", backend="HIP"),
+    case(
+        "triton_oom",
+        "oom",
+        # triton backends/nvidia/driver.c gpuAssert: "Triton Error [CUDA]: " + cuGetErrorString
+        "(Worker_TP3 pid=1037) ERROR 08-11 04:29:42 [multiproc_executor.py:1020] RuntimeError: Triton Error [CUDA]: "
+        "out of memory",
+        form="triton",
+        backend="CUDA",
+    ),
+    case(
+        "triton_oom",
+        "oom",
+        # triton backends/amd/driver.c gpuAssert: "%s Code: %d, Messsage: %s" (sic), hipErrorOutOfMemory = 2
+        "RuntimeError: Triton Error [HIP]:  Code: 2, Messsage: out of memory",
+        form="triton",
+        backend="HIP",
+    ),
+    case(
+        "csrc_cuda_error_oom",
+        "oom",
+        # vllm csrc/cumem_allocator.cpp CUDA_CHECK: "CUDA Error: %s at %s:%d" (sleep mode wake_up)
+        "(EngineCore_DP0 pid=418) CUDA Error: out of memory at /workspace/csrc/cumem_allocator.cpp:62",
+        form="cumem",
+        backend="CUDA",
+        source_file="cumem_allocator.cpp",
+        source_line=62,
+    ),
+    case(
+        "nccl_cuda_oom",
+        "oom",
+        "host1:1234:5678 [2] enqueue.cc:43 NCCL WARN Cuda failure 'out of memory'",
+        form="nccl",
+        backend="CUDA",
+    ),
+    case(
+        "nccl_cuda_oom",
+        "oom",
+        # newer NCCL prints the error number; c10d appends it after "Last error:"
+        "host1:95:95 [0] include/alloc.h:320 (ncclCuMemAlloc) NCCL WARN Cuda failure 2 'out of memory'",
+        form="nccl",
+        backend="CUDA",
+    ),
+    case(
+        "nccl_cuda_oom",
+        "oom",
+        "host1:95:95 [0] include/alloc.h:125 NCCL WARN Failed to CUDA calloc 6291456 bytes",
+        form="nccl",
+        backend="CUDA",
+        tried_to_allocate_gib=6291456 / 2**30,
+    ),
+    case(
+        "cuda_library_alloc_failed",
+        "oom",
+        "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`",
+        form="cuda-library",
+        backend="CUDA",
+        library="cublas",
+    ),
+    case(
+        "level_zero_oom",
+        "oom",
+        "RuntimeError: level_zero backend failed with error: 39 (UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)",
+        form="level-zero",
+        backend="XPU",
+    ),
+    case(
+        "hpu_devmem_oom",
+        "oom",
+        # HabanaAI/vllm-fork README (Gaudi): the model does not fit the cards
+        "RuntimeError: [Rank:0] FATAL ERROR :: MODULE:PT_DEVMEM Allocation failed for size::939524096 (896)MB",
+        form="hpu",
+        backend="HPU",
+        tried_to_allocate_gib=896 / 1024,
+    ),
+    case(
+        "xla_resource_exhausted",
+        "oom",
+        "RuntimeError: Bad StatusOr access: RESOURCE_EXHAUSTED: Error allocating device buffer: Attempting to "
+        "allocate 50.00M. That was not possible. There are 27.86M free.; (0x0x0_HBM0)",
+        form="xla",
+        backend="TPU",
+        tried_to_allocate_gib=50 * MiB,
+        gpu_free_gib=27.86 * MiB,
+    ),
+    case(
+        "xla_resource_exhausted",
+        "oom",
+        "jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: Error loading program 'jit_train_step': Attempting to "
+        "reserve 51.43G at the bottom of memory. That was not possible. There are 46.61G free, 0B reserved, and "
+        "46.61G reservable.",
+        form="xla",
+        backend="XLA",
+        tried_to_allocate_gib=51.43,
+        gpu_free_gib=46.61,
+        reserve=True,
+    ),
+    case(
+        "xla_compile_hbm_oom",
+        "oom",
+        "XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory space hbm. "
+        "Used 20.93G of 15.48G hbm. Exceeded hbm capacity by 5.45G.",
+        form="xla-compile",
+        backend="TPU",
+        required_gib=20.93,
+        gpu_total_gib=15.48,
+        exceeded_by_gib=5.45,
+    ),
+    case(
+        "xla_out_of_memory_bytes",
+        "oom",
+        "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate "
+        "17179869184 bytes.",
+        form="xla",
+        backend="XLA",
+        tried_to_allocate_gib=16.0,
     ),
     case("sampler_warmup_oom", "sampler_oom", fixture_line("s025", 3), target="sampler", dummy_requests=256),
     case(
@@ -757,6 +1197,105 @@ OOM = [
         "--tensor-parallel-size, or using --quantization. See "
         "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more tips. (original error: boom)",
     ),
+]
+
+HOST = [
+    case("ray_memory_monitor_kill", "host_oom", _RAY_KILL.split("\n")[0], killer="ray"),
+    case(
+        "ray_memory_monitor_kill",
+        "host_oom",
+        # Ray Data / docs: the raylet's retry message
+        "(raylet) Task _map_task failed due to oom. There are infinite oom retries remaining, so the task will be "
+        "retried. Error: 1 worker(s) were killed due to the node running low on memory.",
+        killer="ray",
+        workers_killed=1,
+    ),
+    case(
+        "ray_memory_monitor_node",
+        "host_oom",
+        _RAY_KILL.split("\n")[1],
+        killer="ray",
+        node_ip="172.17.0.2",
+        pid=91085,
+        process="allocate_memory",
+        process_used_gib=24.99,
+        host_used_gib=32.62,
+        host_total_gib=33.28,
+        host_usage_fraction=0.980175,
+        threshold=0.96,
+    ),
+    case(
+        "ray_memory_monitor_node",
+        "host_oom",
+        # newer Ray: "where the lease (lease ID: ...)"
+        "Memory on the node (IP: 192.168.1.103, ID: db89) where the lease (lease ID: 0100, name=WorkerDict.__init__, "
+        "pid=3048142, memory used=49.21GB) was running was 59.84GB / 62.51GB (0.957347), which exceeds the memory "
+        "usage threshold of 0.95. Ray killed this worker (ID: a4f5) because it was the most recently scheduled task",
+        killer="ray",
+        node_ip="192.168.1.103",
+        pid=3048142,
+        process="WorkerDict.__init__",
+        process_used_gib=49.21,
+        host_used_gib=59.84,
+        host_total_gib=62.51,
+        host_usage_fraction=0.957347,
+        threshold=0.95,
+    ),
+    case("ray_oom_prevention_docs", "host_oom", fixture_line("u018", 11), killer="ray"),
+    case(
+        "raylet_workers_killed_oom",
+        "host_oom",
+        "(raylet) [2025-04-24 18:22:30,123 E 1234 1250] (raylet) node_manager.cc:3069: 7 Workers (tasks / actors) "
+        "killed due to memory pressure (OOM), 0 Workers crashed due to other reasons at node (ID: abc, IP: "
+        "192.0.2.1) over the last time period.",
+        killer="ray",
+        workers_killed=7,
+    ),
+    case(
+        "kernel_oom_killer",
+        "host_oom",
+        "Sep 15 12:08:17 raspberrypiz2 kernel: Out of memory: Killed process 571 (python) total-vm:2071252kB, "
+        "anon-rss:257104kB file-rss:1576kB",
+        killer="kernel",
+        pid=571,
+        process="python",
+        anon_rss_gib=257104 / 2**20,
+    ),
+    case(
+        "kernel_oom_killer",
+        "host_oom",
+        "[18492.104] Memory cgroup out of memory: Killed process 4182 (order-worker) total-vm:812044kB, "
+        "anon-rss:518420kB, file-rss:1240kB, shmem-rss:0kB",
+        killer="cgroup",
+        pid=4182,
+        process="order-worker",
+        anon_rss_gib=518420 / 2**20,
+    ),
+    case(
+        "kernel_oom_kill_summary",
+        "host_oom",
+        "[ 1172.3] oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=pod1,mems_allowed=0,oom_memcg=/kubepods,"
+        "task_memcg=/kubepods/pod1,task=python3,pid=2295,uid=0",
+        killer="cgroup",
+        process="python3",
+        pid=2295,
+    ),
+    case(
+        "kernel_invoked_oom_killer",
+        "host_oom",
+        "[ 1172.339920] systemd invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0, oom_score_adj=1",
+        killer="kernel",
+        invoked_by="systemd",
+    ),
+    case(
+        "torch_cpu_allocator_oom",
+        "host_oom",
+        "RuntimeError: [enforce fail at alloc_cpu.cpp:117] data. DefaultCPUAllocator: not enough memory: you tried "
+        "to allocate 17179869184 bytes.",
+        killer="torch-cpu-allocator",
+        tried_to_allocate_gib=16.0,
+    ),
+    case("kubernetes_oomkilled", "host_oom", "      Reason:       OOMKilled", killer="kubernetes"),
 ]
 
 SCHEDULER = [
@@ -885,6 +1424,52 @@ SCHEDULER = [
 ]
 
 REQUESTS = [
+    case(
+        "too_long_output_and_prompt",
+        "too_long",
+        # vllm 0.18-0.31 renderers/params.py, the exact count form
+        "(APIServer pid=1) ERROR 03-02 10:00:00 [serving.py:300] This model's maximum context length is 32768 tokens. "
+        "However, you requested 4096 output tokens and your prompt contains 30000 input tokens, for a total of "
+        "34096 tokens. Please reduce the length of the input prompt or the number of requested output tokens.",
+        max_model_len=32768,
+        max_tokens=4096,
+        prompt_tokens=30000,
+        requested_tokens=34096,
+        variant="output+prompt",
+    ),
+    case(
+        "too_long_prompt_only",
+        "too_long",
+        # vllm 0.32+ renderers/params.py
+        "This model's maximum context length is 32768 tokens. However, your prompt contains at least 40000 input "
+        "tokens, which exceeds this limit even without any output tokens. Please reduce the length of the input prompt.",
+        max_model_len=32768,
+        prompt_tokens=40000,
+        variant="prompt-alone",
+    ),
+    case(
+        "too_long_prompt_characters",
+        "too_long",
+        # vllm 0.18+ renderers/params.py: rejected on its length in characters before tokenizing
+        "This model's maximum context length is 32768 tokens. However, you requested 1024 output tokens and your "
+        "prompt contains 900000 characters (more than 786432 characters, which is the upper bound for 31744 input "
+        "tokens). Please reduce the length of the input prompt or the number of requested output tokens.",
+        max_model_len=32768,
+        max_tokens=1024,
+        prompt_chars=900000,
+        prompt_tokens_at_least=31744,
+        variant="prompt-characters",
+    ),
+    case(
+        "too_long_pooling_input",
+        "too_long",
+        # vllm 0.9-0.19 serving_engine.py _validate_input for embedding / score requests
+        "This model's maximum context length is 512 tokens. However, you requested 600 tokens in the input for "
+        "embedding generation. Please reduce the length of the input.",
+        max_model_len=512,
+        prompt_tokens=600,
+        variant="input",
+    ),
     case(
         "too_long_messages_completion",
         "too_long",
@@ -1048,6 +1633,29 @@ ERRORS = [
     case(
         "engine_core_proc_died",
         "engine_dead",
+        # vllm 0.20+ v1/engine/core_client.py (RuntimeError)
+        "RuntimeError: Engine core process EngineCore_DP0 died unexpectedly.",
+        marker="proc_died",
+        who="EngineCore_DP0",
+    ),
+    case(
+        "workerproc_init_failed",
+        "engine_dead",
+        fixture_line("t025", 3),
+        marker="workerproc_init_failed",
+        phase_hint="startup",
+    ),
+    case(
+        "worker_failed_with_error",
+        "engine_dead",
+        # vllm 0.8+ v1/executor/multiproc_executor.py get_response
+        "RuntimeError: Worker failed with error 'CUDA out of memory. Tried to allocate 2.00 GiB', please check the "
+        "stack trace above for the root cause",
+        marker="worker_failed",
+    ),
+    case(
+        "engine_core_proc_died",
+        "engine_dead",
         "ERROR 01-01 00:00:00 [multiproc_executor.py:1] Worker proc VllmWorker-0 died unexpectedly, shutting down "
         "executor.",
         marker="proc_died",
@@ -1136,7 +1744,7 @@ ERRORS = [
     ),
 ]
 
-ALL_CASES = CONFIG + STARTUP + CHECKS + KV_CACHE + OOM + SCHEDULER + REQUESTS + ERRORS
+ALL_CASES = CONFIG + STARTUP + CHECKS + KV_CACHE + OOM + HOST + SCHEDULER + REQUESTS + ERRORS
 
 
 @pytest.mark.parametrize("line,pattern,kind,data", ALL_CASES)
@@ -1200,7 +1808,8 @@ def test_startup_memory_summary_is_not_the_free_memory_failure():
         "INFO 08-23 09:40:11 [gpu_worker.py:789] Free memory on device (112.26/119.63 GiB) on startup. Desired GPU "
         "memory utilization is (0.92, 110.06 GiB)."
     )
-    assert kinds(line) == ["facts"]
+    assert kinds(line) == ["facts", "facts"]
+    assert kinds(fixture_line("t008", 1)) == ["facts"] and kinds(fixture_line("t008", 2)) == ["facts"]
 
 
 def test_sampler_warmup_message_is_not_a_torch_oom():

@@ -11,19 +11,8 @@ CASES = load_manifest()
 
 #: Real logs read wrong today, each one a kind of input still to generalise to (issue 10).
 #: Strict: a log that starts passing fails here until it is taken off the list.
-KNOWN_WRONG_CLASS = {
-    "t003-rocm-therock-available-memory-below-required-wording.log",
-    "t008-dgx-spark-startup-free-memory-info-hand-split-healthy.log",
-    "t011-kaito-hand-wrapped-kv-1m-newest-wording-no-paren.log",
-    "t016-deepgemm-warmup-oom-hard-wrapped-140-columns.log",
-    "u018-ray-ansi-host-ram-oom-killer-not-gpu.log",
-}
-KNOWN_WRONG_FACTS = {
-    "t003-rocm-therock-available-memory-below-required-wording.log",
-    "t008-dgx-spark-startup-free-memory-info-hand-split-healthy.log",
-    "t009-k9s-boxed-pod-log-v0-memory-profiling-healthy.log",
-    "t011-kaito-hand-wrapped-kv-1m-newest-wording-no-paren.log",
-}
+KNOWN_WRONG_CLASS: set = set()
+KNOWN_WRONG_FACTS: set = set()
 
 
 def _cases(names, known_wrong):

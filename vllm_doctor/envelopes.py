@@ -241,6 +241,9 @@ def _num(digits: Optional[str]) -> Optional[int]:
     return int(digits) if digits is not None and len(digits) <= MAX_DIGITS else None
 
 
+_FRAME_COMPLETE = regex.compile(r'", line \d+, in \S+\s*$')
+
+
 class Envelopes:
     """How one input's lines are unwrapped: the wrappers a forced format ``allowed`` (None:
     all), and what was learned from the input's first lines (:meth:`sniff`): prefixes that
@@ -317,12 +320,14 @@ class Envelopes:
     def _reindent(self, recs: List[Record]) -> None:
         """logcli's text output trims every line: a traceback's source line, which Python
         prints indented under its ``File "..."`` line, gets its indentation back (the
-        tracker reads indented lines as source lines)."""
+        tracker reads indented lines as source lines). A ``File`` line cut by a hard wrap (no
+        ``, line N, in NAME`` yet) is followed by its own rest, which keeps no indentation."""
         for rec in recs:
             text = rec.text
             if self._after_frame and text and not text[0].isspace() and not _TB_LINE.match(text):
                 rec.text = "    " + text
-            self._after_frame = text.lstrip().startswith('File "')
+            stripped = text.lstrip()
+            self._after_frame = stripped.startswith('File "') and _FRAME_COMPLETE.search(stripped) is not None
 
 
 _STATELESS: Dict[Optional[FrozenSet[str]], Envelopes] = {}

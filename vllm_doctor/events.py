@@ -58,6 +58,10 @@ KINDS = {
     "phase": "a phase marker with no values",
     "kv_error": "the KV cache cannot hold one max-length request, or no room for any block",
     "oom": "an out-of-memory error (torch allocator message, CUDA/driver/NCCL error)",
+    "host_oom": "HOST memory (RAM) ran out, not a GPU OOM: a process killed or a CPU allocation refused; "
+    "{killer: ray|kernel|cgroup|kubernetes|torch-cpu-allocator} and, where printed, {pid, process, "
+    "host_used_gib, host_total_gib, host_usage_fraction, threshold, process_used_gib, anon_rss_gib, "
+    "workers_killed, tried_to_allocate_gib} (catalog/host_memory.py)",
     "sampler_oom": "OOM while warming up the sampler/pooler with N dummy requests",
     "load_oom": "vLLM's own 'Failed to load model - not enough GPU memory'",
     "free_memory": "startup check: free memory below gpu_memory_utilization x total",

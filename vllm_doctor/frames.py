@@ -5,6 +5,16 @@ capture CUDA graphs -> warm up the sampler), and each step has its own functions
 frame or a code line naming one of them tags the failure; :func:`phase_of` turns tags
 into the :class:`~vllm_doctor.events.Phase` they prove, most specific first.
 
+The table is checked against vLLM's own releases: ``tools/wordings/extract.py`` writes
+``fixtures/wordings/frames.json`` (each phase function with the releases that define it) and
+``tests/test_wordings.py`` asserts that :data:`TAG_FUNCS` tags every one of them with its phase.
+Kernel warm-ups (``gpu_worker.compile_or_warm_up_model`` -> ``kernel_warmup``: DeepGEMM,
+FlashInfer autotune, Triton/CuTe DSL JIT warm-ups, ``vllm/model_executor/warmup/``) run after
+the KV cache is allocated and before CUDA graph capture: the ``kernel_warmup`` tag proves that
+post-KV warm-up step (:data:`~vllm_doctor.events.Phase` ``GRAPH_CAPTURE``, the warm-up phase
+before capture). ``wake_up`` (sleep mode, ``CuMemAllocator``) re-allocates a sleeping
+server's memory: serving, not startup.
+
 Function names are read from the vLLM source: ``vllm/v1/worker/gpu_model_runner.py``
 (``load_model``, ``profile_run``, ``capture_model``, ``_capture_cudagraphs``,
 ``_dummy_sampler_run``, ``_dummy_pooler_run``), ``vllm/worker/model_runner.py`` (V0
@@ -55,6 +65,112 @@ TAG_FUNCS = {
         "load_weights_and_postprocess",
     },
     "profile": {"profile_run", "_profile_run", "determine_available_memory", "determine_num_available_blocks"},
+    # vllm/model_executor/warmup/* and vllm/v1/worker/gpu/warmup.py, reached from kernel_warmup /
+    # warmup_kernels (fixtures/wordings/frames.json lists each with its releases)
+    "kernel_warmup": {
+        "_autotune_cache_fingerprint",
+        "_autotune_kimi_k3_kda_qkvg",
+        "_clamp_warmup_tokens",
+        "_collect_warmup_units",
+        "_compile_cutedsl_warmup_units",
+        "_compile_warmup_units",
+        "_count_warmup_iterations",
+        "_deepgemm_fp8_fp4_mega_moe_warmup",
+        "_deepgemm_fp8_gemm_nt_warmup",
+        "_deepgemm_grouped_fp8_gemm_nt_contiguous_warmup",
+        "_deepseek_v4_sparse_mla_decode_autotune",
+        "_expand_warmup_cases",
+        "_flashinfer_autotune_cache_hash",
+        "_flashinfer_autotune_skip_ops",
+        "_flashinfer_autotune_token_counts",
+        "_flashinfer_sparse_mla_decode_autotune",
+        "_generate_optimal_warmup_m_values",
+        "_get_fp8_fp4_mega_moe_warmup_key",
+        "_iter_cutedsl_warmup_compile_units",
+        "_load_shared_autotune_cache",
+        "_materialize_warmup_case",
+        "_qwen_gdn_warmup_config",
+        "_replayssm_autotune_kwargs",
+        "_resolve_flashinfer_autotune_file",
+        "_run_flashinfer_autotune_dummy_runs",
+        "_run_flashinfer_bf16_autotune_dummy_run",
+        "_run_flashinfer_sparse_mla_decode_autotune",
+        "_run_sparse_mla_decode_autotune_v2",
+        "_select_mhc_warmup_token_sizes",
+        "_select_tuned_winner",
+        "_temporary_replayssm_autotune_state",
+        "_tune_workload",
+        "_warm_attn_res",
+        "_warm_batch_memcpy_kernel",
+        "_warm_causal_conv1d_fwd_kernel",
+        "_warm_combine_topk_swa_indices_kernel",
+        "_warm_compute_slot_mapping_kernel",
+        "_warm_fa4_mla_prefill",
+        "_warm_fused_gdn_decode_post_conv_mtp_kernel",
+        "_warm_fused_post_conv_kernel",
+        "_warm_fused_sigmoid_gating_delta_rule_update_kernel",
+        "_warm_gated_rms_norm_kernel",
+        "_warm_gluon_chunk_kda",
+        "_warm_inkling_fa4_rel_attention",
+        "_warm_mrope",
+        "_warm_prefill_chunk_metadata_kernel",
+        "_warm_recurrent_kda",
+        "_warm_sparse_swa_prefill_metadata_kernel",
+        "_warm_vision",
+        "_warm_zero_kv_blocks_kernel",
+        "_warm_zero_kv_blocks_with_runner_zeroer",
+        "_warmup_bf16x3_router_gemm",
+        "_warmup_block_count",
+        "_warmup_block_counter",
+        "_warmup_gemm_rs_ar",
+        "_warmup_hc_head",
+        "_warmup_kernels",
+        "_warmup_kimi_k3_gemm_rs_ar",
+        "_warmup_layer_mhc",
+        "_warmup_ll_bf16_router_gemm",
+        "_warmup_segmented_attention",
+        "_zero_kv_warmup_config",
+        "autotune_hisparse_flashinfer_attention",
+        "b12x_warmup",
+        "compile_triton_warmup",
+        "cutedsl_warmup",
+        "deep_gemm_warmup",
+        "deepgemm_fp8_fp4_mega_moe_warmup",
+        "deepgemm_fp8_gemm_nt_warmup",
+        "deepgemm_grouped_fp8_gemm_nt_contiguous_warmup",
+        "deepseek_v4_mhc_warmup",
+        "deepseek_v4_sparse_mla_attention_warmup",
+        "deepseek_v4_sparse_triton_warmup",
+        "fa4_cutedsl_warmup",
+        "flashinfer_autotune",
+        "flashinfer_autotune_cache_hash",
+        "flashinfer_autotune_filename",
+        "flashinfer_autotune_root",
+        "flashinfer_sparse_mla_decode_autotune_warmup",
+        "kernel_warmup",
+        "kimi_k3_triton_warmup",
+        "mamba_triton_warmup",
+        "minimax_m3_msa_warmup",
+        "mixed_batch_attention_warmup",
+        "qwen4_exp_qsa_triton_warmup",
+        "qwen_triton_warmup",
+        "qwen_vl_triton_warmup",
+        "replayssm_autotune_warmup",
+        "resolve_flashinfer_autotune_file",
+        "resolve_flashinfer_autotune_v2_root",
+        "resolve_rank_flashinfer_autotune_file",
+        "rocm_segmented_attn_autotune_warmup",
+        "run_mixed_prefill_decode_warmup",
+        "sparse_mla_triton_warmup",
+        "sparse_mla_triton_warmup_if_needed",
+        "step5_dsa_warmup",
+        "use_flashinfer_autotune_v2",
+        "warm_v1_block_table_kernels",
+        "warmup_kernels",
+        "warmup_segmented_attention",
+        "watermark_sample_warmup",
+        "write_flashinfer_autotune_cache",
+    },
     "kv_init": {
         "initialize_cache",
         "initialize_kv_cache",
@@ -65,6 +181,9 @@ TAG_FUNCS = {
         "_check_enough_kv_cache_memory",
         "raise_if_cache_size_invalid",
         "_allocate_kv_cache",
+        "_allocate_kv_cache_tensors",
+        "initialize_kv_cache_tensors",
+        "_reshape_kv_cache_tensors",
         "initialize_from_config",
     },
     "startup": {
@@ -83,6 +202,8 @@ TAG_FUNCS = {
         "_run_workers_init",
         "init_worker_distributed_environment",
     },
+    # sleep mode: re-mapping a sleeping server's weights and KV cache (vllm/device_allocator/cumem.py)
+    "wake_up": {"wake_up", "create_and_map"},
     "runtime": {
         "run_busy_loop",
         "execute_model",
@@ -135,11 +256,13 @@ TAG_PHASE = (
     ("sampler_warmup", Phase.WARMUP),
     ("graph_capture", Phase.GRAPH_CAPTURE),
     ("weight_load", Phase.LOADING_WEIGHTS),
+    ("kernel_warmup", Phase.GRAPH_CAPTURE),
     ("profile", Phase.WEIGHTS_LOADED),
     ("kv_init", Phase.KV_SIZING),
     ("quant_check", Phase.CONFIG),
     ("startup", Phase.CONFIG),
     ("too_long", Phase.SERVING),
+    ("wake_up", Phase.SERVING),
     ("runtime", Phase.SERVING),
 )
 
@@ -154,6 +277,8 @@ def frame_tags(func: str, path: str) -> Set[str]:
         tags.add("quantized_weights")  # a quantized checkpoint is being loaded or run
     if path.endswith("torch/cuda/graphs.py"):
         tags.add("graph_capture")
+    elif "/model_executor/warmup/" in path or path.endswith("/v1/worker/gpu/warmup.py"):
+        tags.add("kernel_warmup")  # every function there runs in the post-KV kernel warm-up
     elif "/model_loader/" in path:
         tags.add("weight_load")
     elif func == "__init__" and "/model_executor/" in path:

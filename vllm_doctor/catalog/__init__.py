@@ -1,7 +1,7 @@
 """The message catalog: every vLLM (and PyTorch) message vllm-doctor recognises.
 
-Each family module (``config``, ``startup``, ``kv_cache``, ``oom``, ``scheduler``,
-``requests``, ``errors``) holds a table of :class:`Pattern` objects. A pattern
+Each family module (``config``, ``startup``, ``checks``, ``kv_cache``, ``oom``,
+``host_memory``, ``scheduler``, ``requests``, ``errors``) holds a table of :class:`Pattern` objects. A pattern
 names the vLLM source file that prints its message (see ``shared/vllm-messages.md``
 for the wording by version), one or more *anchor* literals that must occur in the
 message before its regular expression is tried, and how to turn a match into an
@@ -159,10 +159,10 @@ def _compiled(rx: str) -> "regex.Pattern":
 
 
 def _collect() -> List[Pattern]:
-    from . import checks, config, errors, kv_cache, oom, requests, scheduler, startup
+    from . import checks, config, errors, host_memory, kv_cache, oom, requests, scheduler, startup
 
     pats: List[Pattern] = []
-    for mod in (config, startup, checks, kv_cache, oom, scheduler, requests, errors):
+    for mod in (config, startup, checks, kv_cache, oom, host_memory, scheduler, requests, errors):
         pats.extend(mod.PATTERNS)
     names = [p.name for p in pats]
     dupes = {n for n in names if names.count(n) > 1}

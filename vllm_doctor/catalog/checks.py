@@ -1,20 +1,29 @@
 """Startup checks vLLM runs and fails: free memory, profiling, quantization, length limits.
 
-Sources (``shared/vllm-messages.md`` sections 2, 11, 12):
+Sources (``shared/vllm-messages.md`` sections 2, 11, 12; wordings per release in
+``fixtures/wordings/wordings.jsonl``):
 
-* ``vllm/v1/worker/gpu_worker.py Worker.init_device`` (v0.9-v0.12), newest
-  ``vllm/v1/worker/utils.py request_memory``: ``Free memory on device [DEV ](F/T GiB) on
-  startup is less than desired GPU memory utilization (U, R GiB).``;
+* ``vllm/v1/worker/gpu_worker.py Worker.init_device`` (v0.9-v0.13), ``vllm/v1/worker/utils.py
+  request_memory`` (v0.14+): ``Free memory on device [DEV ](F/T GiB) on startup is less than
+  desired GPU memory utilization (U, R GiB).``; v0.32+ also ``... on startup is less than the
+  engine's budget after excluding external process's weights (U, R GiB).`` and ``Externally
+  held weights on device DEV (W/T GiB) exceed the desired GPU memory utilization (U, R GiB).``;
+  builds outside the releases (a ROCm TheRock build, t003) say ``Available memory on device
+  cuda:0 (F/T GiB) is below required GPU memory utilization (U, R GiB).`` -- the pattern is
+  keyed on the numbers and their roles, not on the verb;
 * ``gpu_worker.py determine_available_memory`` / V0 ``worker.py``: ``Error in memory
   profiling. Initial free memory X[ GiB], current free memory Y[ GiB].`` (older builds print
   bytes) and the V0 ``Initial used memory X, currently used memory Y`` form;
 * ``vllm/config/vllm.py _get_quantization_config`` (older ``model_loader``): ``The
   quantization method %s is not supported for the current GPU. Minimum capability: %d.
-  Current capability: %d.``; compressed-tensors ``_check_scheme_supported``: ``Quantization
-  scheme is not supported for the current GPU. Min capability: %d. Current capability: %d.``;
+  Current capability: %d.`` (also ``moe_wna16 + awq``); compressed-tensors
+  ``_check_scheme_supported``: ``Quantization scheme is not supported for the current GPU.
+  Min capability: %d.`` (v0.29+: ``Required capability: %d.``) ``Current capability: %d.``;
   ``Bfloat16 is only supported on GPUs with compute capability of at least 8.0``;
 * ``vllm/config/model.py _get_and_verify_max_len``: ``User-specified max_model_len (%d) is
-  greater than the derived max_model_len (%s=%s or model_max_length=...``;
+  greater than the derived max_model_len (%s=%s or model_max_length=...`` -- an error, or,
+  with ``VLLM_ALLOW_LONG_MAX_MODEL_LEN=1``, a warning that goes on (``VLLM_ALLOW_LONG_MAX_MODEL_LEN
+  must be used with extreme caution`` / ``... CUDA errors. Make sure the value is correct``);
 * ``vllm/config/scheduler.py SchedulerConfig._verify_args``: ``max_num_batched_tokens (%d)
   is smaller than max_model_len (%d).`` and ``max_num_batched_tokens (%d) must be greater
   than or equal to max_num_seqs (%d).``
@@ -22,8 +31,11 @@ Sources (``shared/vllm-messages.md`` sections 2, 11, 12):
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
+import regex
+
+from ..events import Phase
 from . import Pattern, default_build
 
 
@@ -38,9 +50,47 @@ def _profiling(m, rec) -> Dict[str, Any]:
     return data
 
 
+_OVERRIDE_ALLOWED = regex.compile(
+    r"\s*(?:VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used|This may lead to incorrect model outputs or CUDA errors\."
+    r"\s*Make sure)"
+)
+
+
 def _derived(m, rec) -> Dict[str, Any]:
     data = default_build(m, rec)
     data["variant"] = "max_model_len_above_derived"
+    return data
+
+
+def _derived_warning(m, rec) -> Optional[Dict[str, Any]]:
+    """The warning form (override allowed): facts about the limits, not an error."""
+    if not _OVERRIDE_ALLOWED.match(m.string, m.end()):
+        return None
+    data = default_build(m, rec)
+    data["long_max_model_len_allowed"] = True
+    return data
+
+
+def _error_form(m, rec) -> Optional[Dict[str, Any]]:
+    if _OVERRIDE_ALLOWED.match(m.string, m.end()):
+        return None
+    return _derived(m, rec)
+
+
+def _free_memory(m, rec) -> Dict[str, Any]:
+    data = default_build(m, rec)
+    data.pop("external", None)
+    data.pop("lead", None)
+    if m["external"]:
+        data["variant"] = "engine_budget_after_external_weights"
+    elif m["lead"] == "Available":
+        data["variant"] = "available_below_required"
+    return data
+
+
+def _external_weights(m, rec) -> Dict[str, Any]:
+    data = default_build(m, rec)
+    data["variant"] = "external_weights_exceed_budget"
     return data
 
 
@@ -53,22 +103,101 @@ def _batched(variant: str):
     return build
 
 
+_S = r"\s*"
+_N = r"\d+(?:\.\d+)?"
+_DERIVED = (
+    r"User-specified max_model_len\s*\((?P<max_model_len>[\d,]+)\)\s*is greater than the derived max_model_len\s*"
+    r"\((?P<derived_key>\w+)=(?P<derived_max_model_len>\d+(?:\.\d+)?)[^)]*\)\.?"
+)
+
 PATTERNS = [
     Pattern(
         "free_memory_below_utilization",
         "free_memory",
-        ("on startup is less than desired GPU memory utilization",),
-        r"Free memory on device (?:(?P<device>\S+) )?\((?P<gpu_free_gib>[\d.]+)/(?P<gpu_total_gib>[\d.]+) GiB\) "
-        r"on startup is less than desired GPU memory utilization \((?P<gpu_memory_utilization>[\d.]+), "
-        r"(?P<requested_gib>[\d.]+) GiB\)",
-        "vllm/v1/worker/gpu_worker.py init_device; vllm/v1/worker/utils.py request_memory",
+        ("memory on device",),
+        r"(?P<lead>Free|Available) memory on device(?: (?P<device>[\w:]+))?"
+        + _S
+        + r"\((?P<gpu_free_gib>"
+        + _N
+        + r")"
+        + _S
+        + r"/"
+        + _S
+        + r"(?P<gpu_total_gib>"
+        + _N
+        + r")"
+        + _S
+        + r"GiB\)(?:"
+        + _S
+        + r"on startup)?"
+        + _S
+        + r"(?:is|falls)"
+        + _S
+        + r"(?:less than|below)"
+        + _S
+        + r"(?:the engine's budget after excluding (?P<external>external)[^()]{0,40}?|(?:the )?(?:desired|required)"
+        + _S
+        + r"GPU"
+        + _S
+        + r"memory"
+        + _S
+        + r"utilization)"
+        + _S
+        + r"\((?P<gpu_memory_utilization>"
+        + _N
+        + r"),"
+        + _S
+        + r"(?P<requested_gib>"
+        + _N
+        + r")"
+        + _S
+        + r"GiB\)",
+        "vllm/v1/worker/gpu_worker.py init_device (v0.9-v0.13); vllm/v1/worker/utils.py request_memory (v0.14+); "
+        "'Available memory ... is below required' from a ROCm TheRock build (fixtures/logs t003)",
+        None,
+        _free_memory,
+    ),
+    Pattern(
+        "external_weights_exceed_budget",
+        "free_memory",
+        ("Externally held weights on device",),
+        r"Externally held weights on device(?: (?P<device>[\w:]+))?"
+        + _S
+        + r"\((?P<external_weights_gib>"
+        + _N
+        + r")"
+        + _S
+        + r"/"
+        + _S
+        + r"(?P<gpu_total_gib>"
+        + _N
+        + r")"
+        + _S
+        + r"GiB\)"
+        + _S
+        + r"exceed the desired GPU "
+        r"memory utilization"
+        + _S
+        + r"\((?P<gpu_memory_utilization>"
+        + _N
+        + r"),"
+        + _S
+        + r"(?P<requested_gib>"
+        + _N
+        + r")"
+        + _S
+        + r"GiB\)",
+        "vllm/v1/worker/utils.py request_memory (v0.32+)",
+        None,
+        _external_weights,
     ),
     Pattern(
         "memory_profiling_error",
         "profiling_error",
         ("Error in memory profiling",),
-        r"Error in memory profiling\. Initial (?P<kind>free|used) memory (?P<initial>[\d.]+)(?P<initial_unit> ?GiB)?, "
-        r"current(?:ly used)?(?: free)? memory (?P<current>[\d.]+)(?P<current_unit> ?GiB)?",
+        r"Error in memory profiling\.\s*Initial (?P<kind>free|used) memory (?P<initial>\d+(?:\.\d+)?)"
+        r"(?P<initial_unit> ?GiB)?,\s*current(?:ly used)?(?: free)? memory (?P<current>\d+(?:\.\d+)?)"
+        r"(?P<current_unit> ?GiB)?",
         "vllm/v1/worker/gpu_worker.py determine_available_memory; vllm/worker/worker.py (V0)",
         None,
         _profiling,
@@ -77,8 +206,9 @@ PATTERNS = [
         "quantization_capability",
         "quant_error",
         ("is not supported for the current GPU",),
-        r"(?:quantization method (?P<quantization>\S+)|Quantization scheme) is not supported for the current GPU\. "
-        r"Min(?:imum)? capability: (?P<min_capability>\d+)\. Current capability: (?P<current_capability>\d+)",
+        r"(?:quantization method (?P<quantization>\S+(?: \+ \S+)?)|Quantization scheme) is not supported for the "
+        r"current GPU\.\s*(?:Min(?:imum)?|Required) capability: (?P<min_capability>\d+)\.\s*Current capability: "
+        r"(?P<current_capability>\d+)",
         "vllm/config/vllm.py _get_quantization_config; compressed_tensors.py _check_scheme_supported",
     ),
     Pattern(
@@ -93,11 +223,19 @@ PATTERNS = [
         "max_model_len_above_derived",
         "config_error",
         ("is greater than the derived max_model_len",),
-        r"User-specified max_model_len \((?P<max_model_len>\d+)\) is greater than the derived max_model_len "
-        r"\((?P<derived_key>\w+)=(?P<derived_max_model_len>[\d.]+)",
-        "vllm/config/model.py _get_and_verify_max_len",
+        _DERIVED,
+        "vllm/config/model.py _get_and_verify_max_len (ValueError; pydantic 'Value error, ...' in newer builds)",
         None,
-        _derived,
+        _error_form,
+    ),
+    Pattern(
+        "max_model_len_above_derived_allowed",
+        "facts",
+        ("is greater than the derived max_model_len",),
+        _DERIVED,
+        "vllm/config/model.py _get_and_verify_max_len (warning when VLLM_ALLOW_LONG_MAX_MODEL_LEN=1)",
+        Phase.CONFIG,
+        _derived_warning,
     ),
     Pattern(
         "batched_tokens_below_max_model_len",

@@ -149,6 +149,22 @@ PATTERNS = [
         Phase.CONFIG,
     ),
     Pattern(
+        "server_version",
+        "run_start",
+        ("vLLM server version",),
+        r"vLLM server version (?P<vllm_version>\S+?),? serving model (?P<model>\S+)",
+        "vllm/entrypoints/serve/utils/api_utils.py log_version_and_model (v0.25+; VLLM_DISABLE_LOG_LOGO)",
+        Phase.CONFIG,
+    ),
+    Pattern(
+        "server_version_logo",
+        "run_start",
+        ("\u2588  version ",),
+        r"\u2588\s+version\s+(?P<vllm_version>\S+)\s*$",
+        "vllm/entrypoints/serve/utils/api_utils.py log_version_and_model (v0.25+ logo: 'version X' beside it)",
+        Phase.CONFIG,
+    ),
+    Pattern(
         "non_default_args",
         "config",
         ("non-default args:",),

@@ -81,8 +81,8 @@ def _frame(m, rec) -> Dict[str, Any]:
 
 def _cuda_error(m, rec) -> Optional[Dict[str, Any]]:
     what = m["what"].strip().rstrip(".")
-    if what.startswith("out of memory"):
-        return None
+    if what.startswith("out of memory") or "_STATUS_ALLOC_FAILED" in what:
+        return None  # an out-of-memory: catalog/oom.py
     return {"exception": "CUDA error", "message": what}
 
 
@@ -178,8 +178,10 @@ PATTERNS = [
         "engine_core_proc_died",
         "engine_dead",
         ("died unexpectedly",),
-        r"(?:Engine core|Worker) proc (?P<who>\S+) died unexpectedly",
-        "vllm/v1/engine/core_client.py; vllm/v1/executor/multiproc_executor.py",
+        r"(?:(?:Engine core|Worker) proc(?:ess)?|RayWorkerProc) (?P<who>\S+) died unexpectedly",
+        "vllm/v1/engine/core_client.py ('Engine core proc X', v0.20+ 'Engine core process X'); "
+        "vllm/v1/executor/multiproc_executor.py ('Worker proc X', v0.26+ '(exit code: N)'); ray executor "
+        "('RayWorkerProc rank=N')",
         None,
         _dead("proc_died", None),
     ),
@@ -191,6 +193,25 @@ PATTERNS = [
         "vllm/v1/executor/multiproc_executor.py",
         None,
         _dead("workerproc_exception", None),
+    ),
+    Pattern(
+        "workerproc_init_failed",
+        "engine_dead",
+        ("WorkerProc initialization failed",),
+        r"WorkerProc initialization failed due to an exception in a\s*background process",
+        "vllm/v1/executor/multiproc_executor.py WorkerProc.wait_for_ready (the root cause is in the worker's "
+        "own lines)",
+        None,
+        _dead("workerproc_init_failed", _STARTUP),
+    ),
+    Pattern(
+        "worker_failed_with_error",
+        "engine_dead",
+        ("please check the stack trace above for the root cause",),
+        r"Worker failed with error '.*?', please check the stack trace above for the root cause",
+        "vllm/v1/executor/multiproc_executor.py get_response (RuntimeError)",
+        None,
+        _dead("worker_failed", None),
     ),
     Pattern(
         "output_handler_failed",
@@ -248,24 +269,6 @@ PATTERNS = [
             "method": m["method"] or m["method2"],
             **({"who": m["who"]} if m["who"] else {}),
         },
-    ),
-    Pattern(
-        "workerproc_init_failed",
-        "engine_dead",
-        ("WorkerProc initialization failed",),
-        r"WorkerProc initialization failed due to an exception in a background process",
-        "vllm/v1/executor/multiproc_executor.py WorkerProc.wait_for_ready (0.8+)",
-        None,
-        _dead("workerproc_init_failed", _STARTUP),
-    ),
-    Pattern(
-        "worker_failed_with_error",
-        "engine_dead",
-        ("Worker failed with error",),
-        r"Worker failed with error",
-        "vllm/v1/executor/multiproc_executor.py get_response",
-        None,
-        _dead("worker_failed", None),
     ),
     Pattern(
         "executor_failed",

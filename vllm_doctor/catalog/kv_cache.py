@@ -18,24 +18,53 @@ from __future__ import annotations
 
 from . import Pattern
 
+# Tolerance: a paste or a hand re-wrap may drop or double spaces and drop the "(" before
+# the GiB figure (``max seq len (1048576),\n22.5 GiB KV cache is needed``); the numbers and
+# their roles are the invariant core. v0.7 printed "GB" for the same GiB values.
+_S = r"\s*"
+_GIB = r"(?P<{}>-?\d+(?:\.\d+)?)" + _S + r"Gi?B"
+
 PATTERNS = [
     Pattern(
         "kv_v0_max_seq_len",
         "kv_error",
         ("is larger than the maximum number of tokens that can be stored in KV cache",),
-        r"max seq len \((?P<max_model_len>\d+)\) is larger than the maximum number of tokens "
-        r"that can be stored in KV cache \((?P<kv_tokens>\d+)\)",
-        "vllm/worker/worker.py raise_if_cache_size_invalid (V0)",
+        r"max seq len" + _S + r"\((?P<max_model_len>[\d,]+)\)" + _S + r"is larger than the maximum number of tokens "
+        r"that can be stored in KV cache" + _S + r"\((?P<kv_tokens>[\d,]+)\)",
+        "vllm/worker/worker.py raise_if_cache_size_invalid (V0; also cpu/openvino/xpu workers); "
+        "vllm/v1/worker/gpu_worker.py (v0.10)",
     ),
     Pattern(
         "kv_v1_one_request",
         "kv_error",
         ("To serve at least one request with the model",),
-        r"To serve at least one request with the models?'s max seq len \((?P<max_model_len>\d+)\), "
-        r"\((?P<kv_needed_gib>[\d.]+) GiB KV cache is needed, which is larger than the available KV cache "
-        r"memory \((?P<kv_available_gib>-?[\d.]+) GiB\)\.(?: Based on the available memory, the estimated "
-        r"maximum model length is (?P<estimated_max_model_len>\d+)\.)?",
-        "vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory (V1)",
+        r"To serve at least one request with the models?'s max seq len"
+        + _S
+        + r"\((?P<max_model_len>[\d,]+)\),?"
+        + _S
+        + r"\(?"
+        + _S
+        + _GIB.format("kv_needed_gib")
+        + _S
+        + r"KV"
+        + _S
+        + r"cache is needed,?"
+        + _S
+        + r"which is larger than the available KV"
+        + _S
+        + r"cache"
+        + _S
+        + r"memory"
+        + _S
+        + r"\(?"
+        + _S
+        + _GIB.format("kv_available_gib")
+        + _S
+        + r"\)?\.?"
+        r"(?:\s*Based on the available memory,\s*the estimated maximum model length is"
+        r"\s*(?P<estimated_max_model_len>[\d,]+))?",
+        "vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory / _check_enough_kv_cache_memory; "
+        "vllm/v1/core/kv_cache_planning.py (v0.33)",
     ),
     Pattern(
         "kv_no_cache_blocks",
@@ -49,6 +78,6 @@ PATTERNS = [
         "kv_error",
         ("Cannot auto-fit max_model_len",),
         r"Cannot auto-fit max_model_len: not enough GPU memory",
-        "vllm/v1/core/kv_cache_utils.py _auto_fit_max_model_len (newest)",
+        "vllm/v1/core/kv_cache_utils.py _auto_fit_max_model_len (v0.14+)",
     ),
 ]

@@ -12,12 +12,42 @@ Sources (``shared/vllm-messages.md`` sections 3, 6, 10, 13):
   allocated; F free; R reserved in total by PyTorch)``;
 * torch allocator warning (>= 2.8): ``memory allocation failed with OOM on device N while
   trying to allocate B bytes (free: F, total: T)``;
-* CUDA runtime/driver: ``CUDA error: out of memory``, ``CUDA driver error: out of memory``,
-  NCCL ``Cuda failure 'out of memory'``;
+* CUDA/HIP runtime and driver through torch: ``CUDA error: out of memory`` (``RuntimeError``;
+  newest torch ``torch.AcceleratorError``), ``CUDA driver error: out of memory``, ``HIP error:
+  out of memory``, ``hipErrorOutOfMemory``;
+* Triton's launcher (``triton/backends/nvidia/driver.c`` / ``amd/driver.c`` ``gpuAssert``):
+  ``Triton Error [CUDA]: out of memory``, ``Triton Error [HIP]:  Code: 2, Messsage: out of memory``;
+* vLLM's own C++ allocators (``csrc/cumem_allocator.cpp`` ``CUDA_CHECK``, sleep mode's
+  ``CuMemAllocator``): ``CUDA Error: out of memory at /workspace/csrc/cumem_allocator.cpp:N``;
+* NCCL (``enqueue.cc`` / ``alloc.h`` ``NCCL WARN``, torch c10d ``ncclUnhandledCudaError``):
+  ``Cuda failure 'out of memory'`` (newer ``Cuda failure 2 'out of memory'``), ``Failed to CUDA
+  calloc N bytes``;
+* CUDA libraries' handle/workspace allocation: ``CUBLAS_STATUS_ALLOC_FAILED when calling
+  `cublasCreate(handle)``` (also HIPBLAS, CUSOLVER, CUDNN);
+* Intel XPU (Level Zero / Unified Runtime): ``UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY``,
+  ``ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY``; Intel Gaudi ``MODULE:PT_DEVMEM Allocation failed``;
+  Ascend NPU (torch_npu) ``NPU out of memory. Tried to allocate X (NPU N; T total capacity; A
+  already allocated; C current active; F free; R reserved in total by PyTorch)``;
+* TPU / JAX / torch_xla (XLA ``ResourceExhausted``): ``RESOURCE_EXHAUSTED: Error allocating
+  device buffer: Attempting to allocate 1.00G. That was not possible. There are 474.83M free.``,
+  ``Attempting to reserve X at the bottom of memory``, compile time ``Ran out of memory in memory
+  space hbm. Used X of Y hbm. Exceeded hbm capacity by Z.``, ``Out of memory while trying to
+  allocate N bytes``;
 * vLLM ``vllm/v1/worker/gpu_model_runner.py _dummy_sampler_run`` / ``_dummy_pooler_run``:
   ``CUDA out of memory occurred when warming up sampler with %d dummy requests.``;
 * vLLM ``gpu_model_runner.load_model`` (newest): ``Failed to load model - not enough GPU
   memory.``.
+
+Every ``oom`` event's data names its ``form`` (``torch``, ``torch-old``, ``allocator-warning``,
+``cuda-error``, ``accelerator-error``, ``triton``, ``cumem``, ``csrc``, ``nccl``, ``cuda-library``,
+``level-zero``, ``hpu``, ``xla``, ``xla-compile``) and ``backend`` (``CUDA``, ``HIP``, ``XPU``,
+``NPU``, ``HPU``, ``TPU``, ``MUSA``, ``MLU``, or ``XLA`` when the device is not printed), and the
+numbers where printed: ``tried_to_allocate_gib``, ``gpu_free_gib``, ``gpu_total_gib``,
+``gpu_index`` (device memory, whatever the accelerator).
+
+Host memory is another matter: :mod:`vllm_doctor.catalog.host_memory` recognises a worker
+killed for host RAM (Ray's memory monitor, the kernel OOM killer, Kubernetes ``OOMKilled``)
+as ``host_oom``, which is never a GPU out-of-memory.
 
 The ``processes`` list of the current form is kept in order as ``(pid, GiB)`` pairs, with
 ``pid`` None for the "this process" clause; who is a co-tenant is decided later, with what
@@ -30,30 +60,45 @@ from typing import Any, Dict, Optional
 
 import regex
 
-from ..units import size_to_gib
+from ..units import to_gib
 from . import Pattern
 
-_SIZE = r"[\d.]+ (?:bytes|KiB|MiB|GiB|TiB)"
-_TRIED = regex.compile(r"Tried to allocate (?P<v>" + _SIZE + r")")
+# A space lost where a hard-wrapped line was joined back ("allocate|666.00 MiB") or a unit glued
+# to its number must not lose the figure: the numbers and their roles are the invariant core.
+_SIZE = r"\d+(?:\.\d+)?\s*(?:bytes|KiB|MiB|GiB|TiB)"
+_SIZE_PARTS = regex.compile(r"(?P<n>\d+(?:\.\d+)?)\s*(?P<u>bytes|KiB|MiB|GiB|TiB)")
+_TRIED = regex.compile(r"Tried to allocate\s*(?P<v>" + _SIZE + r")")
 _NEW_GPU = regex.compile(
-    r"GPU (?P<gpu>\d+) has a total capac(?:i)?ty of (?P<total>" + _SIZE + r") of which (?P<free>" + _SIZE + r") is free"
+    r"GPU\s*(?P<gpu>\d+)\s*has a total capac(?:i)?ty of\s*(?P<total>"
+    + _SIZE
+    + r")\s*of which\s*(?P<free>"
+    + _SIZE
+    + r")\s*is free"
 )
+# torch <= 2.0, torch_npu ("(NPU 0; ...; C current active; F free; ...)"), IPEX XPU (no "free").
 _OLD_GPU = regex.compile(
-    r"\(GPU (?P<gpu>\d+); (?P<total>" + _SIZE + r") total capacity; (?P<alloc>" + _SIZE + r") already allocated; "
-    r"(?P<free>"
-    + _SIZE
-    + r") free;(?: (?P<allowed>"
-    + _SIZE
-    + r") allowed;)?(?: (?P<resv>"
-    + _SIZE
-    + r") reserved in total)?"
+    r"\((?:GPU|NPU|XPU) (?P<gpu>\d+); (?P<total>" + _SIZE + r") total capacity; (?P<alloc>" + _SIZE + r") already "
+    r"allocated;(?: (?:" + _SIZE + r") current active;)?(?: (?P<free>" + _SIZE + r") free;)?"
+    r"(?: (?P<allowed>" + _SIZE + r") allowed;)?(?: (?P<resv>" + _SIZE + r") reserved in total)?"
 )
 _PROC = regex.compile(
-    r"(?:Process (?P<pid>\d+)|Including non-PyTorch memory, this process) has (?P<mem>" + _SIZE + r") memory in use"
+    r"(?:Process\s*(?P<pid>\d+)|Including non-PyTorch memory, this process)\s*has\s*(?P<mem>"
+    + _SIZE
+    + r")\s*memory in use"
 )
-_ALLOCATED = regex.compile(r"Of the allocated memory (?P<v>" + _SIZE + r") is allocated by PyTorch")
-_PRIVATE = regex.compile(r"with (?P<v>" + _SIZE + r") allocated in private pools")
-_UNALLOCATED = regex.compile(r"(?P<v>" + _SIZE + r") is reserved by PyTorch but unallocated")
+_ALLOCATED = regex.compile(r"Of the allocated memory\s*(?P<v>" + _SIZE + r")\s*is allocated by PyTorch")
+_PRIVATE = regex.compile(r"with\s*(?P<v>" + _SIZE + r")\s*allocated in private pools")
+_UNALLOCATED = regex.compile(r"(?P<v>" + _SIZE + r")\s*is reserved by PyTorch but unallocated")
+
+
+def size_to_gib(text: str) -> float:
+    """``"666.00 MiB"`` or ``"666.00MiB"`` -> GiB. Raises ValueError when it is not a size."""
+    m = _SIZE_PARTS.fullmatch(text.strip())
+    if m is None:
+        raise ValueError(f"not a size: {text[:40]!r}")
+    return to_gib(m["n"], m["u"])
+
+
 _BACKEND = regex.compile(r"\b(?P<b>CUDA|HIP|XPU|MUSA|MLU|NPU) out of memory")
 
 
@@ -96,7 +141,8 @@ def _torch_oom(m, rec) -> Optional[Dict[str, Any]]:
             data["form"] = "torch-old"
             data["gpu_index"] = int(o["gpu"])
             data["gpu_total_gib"] = size_to_gib(o["total"])
-            data["gpu_free_gib"] = size_to_gib(o["free"])
+            if o["free"]:
+                data["gpu_free_gib"] = size_to_gib(o["free"])
             data["pytorch_allocated_gib"] = size_to_gib(o["alloc"])
             if o["resv"]:
                 data["pytorch_reserved_gib"] = size_to_gib(o["resv"])
@@ -108,6 +154,7 @@ def _torch_oom(m, rec) -> Optional[Dict[str, Any]]:
 def _alloc_warning(m, rec) -> Dict[str, Any]:
     return {
         "form": "allocator-warning",
+        "backend": "CUDA",
         "gpu_index": int(m["gpu"]),
         "tried_to_allocate_gib": int(m["req"]) / 2**30,
         "gpu_free_gib": int(m["free"]) / 2**30,
@@ -116,12 +163,87 @@ def _alloc_warning(m, rec) -> Dict[str, Any]:
     }
 
 
-def _short(form: str):
+def _short(form: str, backend: str = "CUDA"):
     def build(m, rec) -> Dict[str, Any]:
-        return {"form": form}
+        return {"form": form, "backend": backend}
 
     return build
 
+
+def _runtime_error(m, rec) -> Dict[str, Any]:
+    """``CUDA error: out of memory`` and its HIP / driver / AcceleratorError spellings."""
+    text = m.string
+    backend = "HIP" if (m["api"] or "").upper() == "HIP" or m["hip"] else "CUDA"
+    form = "accelerator-error" if "AcceleratorError" in text[max(0, m.start() - 40) : m.start()] else "cuda-error"
+    return {"form": form, "backend": backend}
+
+
+def _triton(m, rec) -> Dict[str, Any]:
+    return {"form": "triton", "backend": m["api"].upper()}
+
+
+def _csrc(m, rec) -> Dict[str, Any]:
+    path = m["path"]
+    return {
+        "form": "cumem" if "cumem" in path else "csrc",
+        "backend": "CUDA",
+        "source_file": path.rsplit("/", 1)[-1],
+        "source_line": int(m["line"]),
+    }
+
+
+def _nccl(m, rec) -> Dict[str, Any]:
+    data: Dict[str, Any] = {"form": "nccl", "backend": "CUDA"}
+    if m["bytes"]:
+        data["tried_to_allocate_gib"] = int(m["bytes"]) / 2**30
+    return data
+
+
+def _library(m, rec) -> Dict[str, Any]:
+    lib = m["lib"].upper()
+    return {"form": "cuda-library", "backend": "HIP" if lib.startswith("HIP") else "CUDA", "library": lib.lower()}
+
+
+_XLA_UNITS = {"B": "bytes", "K": "KiB", "M": "MiB", "G": "GiB", "T": "TiB"}
+
+
+def _xla_gib(text: str) -> float:
+    """XLA's human-readable size (``1.00G``, ``474.83M``, ``0B``, ``12K``) in GiB (binary)."""
+    number, unit = text[:-1], text[-1]
+    return to_gib(number, _XLA_UNITS[unit])
+
+
+def _xla(m, rec) -> Dict[str, Any]:
+    data: Dict[str, Any] = {"form": "xla", "backend": "TPU" if "HBM" in m.string or "TPU" in m.string else "XLA"}
+    data["tried_to_allocate_gib"] = _xla_gib(m["req"])
+    data["gpu_free_gib"] = _xla_gib(m["free"])
+    if m["verb"] == "reserve":
+        data["reserve"] = True
+    return data
+
+
+def _xla_compile(m, rec) -> Dict[str, Any]:
+    return {
+        "form": "xla-compile",
+        "backend": "TPU",
+        "required_gib": _xla_gib(m["used"]),
+        "gpu_total_gib": _xla_gib(m["total"]),
+        "exceeded_by_gib": _xla_gib(m["over"]),
+    }
+
+
+def _xla_bytes(m, rec) -> Dict[str, Any]:
+    return {"form": "xla", "backend": "XLA", "tried_to_allocate_gib": int(m["bytes"]) / 2**30}
+
+
+def _hpu(m, rec) -> Dict[str, Any]:
+    data: Dict[str, Any] = {"form": "hpu", "backend": "HPU"}
+    if m["mb"]:
+        data["tried_to_allocate_gib"] = float(m["mb"]) / 1024
+    return data
+
+
+_SP = r"[ \t]*"  # a space a hard wrap or a paste may have dropped or doubled
 
 PATTERNS = [
     Pattern(
@@ -129,37 +251,119 @@ PATTERNS = [
         "oom",
         ("out of memory. Tried to allocate", "out of memory.", "Tried to allocate"),
         r"(?:CUDA|HIP|XPU|MUSA|MLU|NPU) out of memory\.(?:\s*Tried to allocate|\s*\W*$)|^Tried to allocate \d",
-        "pytorch c10/cuda/CUDACachingAllocator.cpp DeviceCachingAllocator::malloc",
+        "pytorch c10/cuda/CUDACachingAllocator.cpp DeviceCachingAllocator::malloc; torch_npu; intel-extension-for-pytorch",
         None,
         _torch_oom,
     ),
     Pattern(
         "torch_oom_allocator_warning",
         "oom",
-        ("memory allocation failed with OOM",),
-        r"memory allocation failed with OOM on device (?P<gpu>\d+) while trying to allocate (?P<req>\d+) bytes "
-        r"\(free: (?P<free>\d+), total: (?P<total>\d+)\)",
-        "pytorch c10/cuda/CUDACachingAllocator.cpp (torch >= 2.8, warning)",
+        ("failed with OOM on device",),
+        r"memory (?:allocation|mapping) failed with OOM on device (?P<gpu>\d+) while trying to (?:allocate|map) "
+        r"(?P<req>\d+) bytes \(free: (?P<free>\d+), total: (?P<total>\d+)\)",
+        "pytorch c10/cuda/CUDACachingAllocator.cpp (torch >= 2.8, warning; expandable_segments mapping)",
         None,
         _alloc_warning,
     ),
     Pattern(
         "cuda_error_oom",
         "oom",
-        ("error: out of memory",),
-        r"CUDA (?:driver )?error: out of memory",
-        "CUDA runtime / driver via torch (RuntimeError)",
+        ("error: out of memory", "hipErrorOutOfMemory"),
+        r"(?P<api>CUDA|HIP) (?:driver )?error: out of memory|(?P<hip>hipErrorOutOfMemory)",
+        "torch c10/cuda/CUDAException.h C10_CUDA_CHECK (RuntimeError; torch.AcceleratorError in torch >= 2.8); "
+        "CUDA driver API; HIP runtime (hipified torch)",
         None,
-        _short("cuda-error"),
+        _runtime_error,
+    ),
+    Pattern(
+        "triton_oom",
+        "oom",
+        ("Triton Error [",),
+        r"Triton Error \[(?P<api>CUDA|HIP)\]:\s*(?:Code: 2, Mess?sage: )?out of memory",
+        "triton backends/nvidia/driver.c and backends/amd/driver.c gpuAssert (RuntimeError)",
+        None,
+        _triton,
+    ),
+    Pattern(
+        "csrc_cuda_error_oom",
+        "oom",
+        ("CUDA Error: out of memory at",),
+        r"CUDA Error: out of memory at (?P<path>\S+?\.(?:cpp|cu|cc|h)):(?P<line>\d+)",
+        "vllm csrc/cumem_allocator.cpp CUDA_CHECK (sleep mode CuMemAllocator: wake_up / create_and_map)",
+        None,
+        _csrc,
     ),
     Pattern(
         "nccl_cuda_oom",
         "oom",
-        ("Cuda failure 'out of memory'", 'Cuda failure "out of memory"'),
-        r"Cuda failure ['\"]out of memory['\"]",
-        "NCCL (enqueue.cc / ncclUnhandledCudaError)",
+        ("Cuda failure", "Failed to CUDA calloc"),
+        r"Cuda failure (?:\d+ )?['\"]out of memory['\"]|Failed to CUDA calloc (?P<bytes>\d+) bytes",
+        "NCCL enqueue.cc / include/alloc.h NCCL WARN; torch c10d ncclUnhandledCudaError 'Last error:'",
         None,
-        _short("nccl"),
+        _nccl,
+    ),
+    Pattern(
+        "cuda_library_alloc_failed",
+        "oom",
+        ("_STATUS_ALLOC_FAILED",),
+        r"(?P<lib>CUBLAS|HIPBLAS|CUSOLVER|CUDNN)_STATUS_ALLOC_FAILED",
+        "torch aten/src/ATen/cuda/CublasHandlePool.cpp (CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling "
+        "`cublasCreate(handle)`); cuSOLVER / cuDNN status codes",
+        None,
+        _library,
+    ),
+    Pattern(
+        "level_zero_oom",
+        "oom",
+        ("_ERROR_OUT_OF_DEVICE_MEMORY",),
+        r"(?:UR|ZE)_RESULT_ERROR_OUT_OF_DEVICE_MEMORY",
+        "Intel Unified Runtime / Level Zero result codes (XPU; torch xpu, IPEX, SYCL)",
+        None,
+        _short("level-zero", "XPU"),
+    ),
+    Pattern(
+        "hpu_devmem_oom",
+        "oom",
+        ("MODULE:PT_DEVMEM",),
+        r"MODULE:PT_DEVMEM\s*Allocation failed(?: for size::?\s*(?P<bytes>\d+) \((?P<mb>[\d.]+)\)MB)?",
+        "Intel Gaudi habana_frameworks PT_DEVMEM allocator (HPU)",
+        None,
+        _hpu,
+    ),
+    Pattern(
+        "xla_resource_exhausted",
+        "oom",
+        ("That was not possible. There are",),
+        r"Attempting to (?P<verb>allocate|reserve) (?P<req>[\d.]+[BKMGT])\b.{0,40}?\."
+        + _SP
+        + r"That was not possible\."
+        + _SP
+        + r"There are (?P<free>[\d.]+[BKMGT]) free",
+        "XLA (TPU) tsl ResourceExhausted via jax / torch_xla: 'RESOURCE_EXHAUSTED: Error allocating device buffer'",
+        None,
+        _xla,
+    ),
+    Pattern(
+        "xla_compile_hbm_oom",
+        "oom",
+        ("Ran out of memory in memory space",),
+        r"Ran out of memory in memory space hbm\."
+        + _SP
+        + r"Used (?P<used>[\d.]+[BKMGT]) of (?P<total>[\d.]+[BKMGT]) hbm\."
+        + _SP
+        + r"Exceeded hbm capacity by (?P<over>[\d.]+[BKMGT])",
+        "XLA:TPU compiler ('XLA:TPU compile permanent error', RESOURCE_EXHAUSTED)",
+        None,
+        _xla_compile,
+    ),
+    Pattern(
+        "xla_out_of_memory_bytes",
+        "oom",
+        ("Out of memory while trying to allocate",),
+        r"RESOURCE_EXHAUSTED: Out of memory while trying to allocate (?P<bytes>\d+) bytes",
+        "XLA BFC allocator (jax / torch_xla on GPU or TPU)",
+        None,
+        _xla_bytes,
     ),
     Pattern(
         "sampler_warmup_oom",

@@ -28,6 +28,12 @@ from . import Pattern, default_build
 def _too_long(variant: str):
     def build(m, rec) -> Dict[str, Any]:
         data = default_build(m, rec)
+        if "prompt_len" in data:
+            data["prompt_tokens"] = int(data.pop("prompt_len"))
+        if "prompt_chars" in data:
+            data["prompt_chars"] = int(data["prompt_chars"])
+        if "prompt_tokens_at_least" in data:
+            data["prompt_tokens_at_least"] = int(data["prompt_tokens_at_least"])
         data["variant"] = variant
         if "requested_tokens" not in data and "prompt_tokens" in data and "max_tokens" in data:
             data["requested_tokens"] = data["prompt_tokens"] + data["max_tokens"]
@@ -72,20 +78,55 @@ PATTERNS = [
         "too_long_output_and_prompt",
         "too_long",
         ("maximum context length is",),
-        r"maximum context length is (?P<max_model_len>\d+) tokens\. However, you requested (?P<max_tokens>\d+) "
-        r"output tokens and your prompt contains at least (?P<prompt_tokens>\d+) input tokens, for a total of "
-        r"at least (?P<requested_tokens>\d+) tokens",
-        "vllm/renderers/params.py _token_len_check (2026)",
+        r"maximum context length is (?P<max_model_len>\d+) tokens\.\s*However, you requested (?P<max_tokens>\d+) "
+        r"output tokens and your prompt contains (?:at least )?(?P<prompt_tokens>\d+) input tokens, for a total of "
+        r"(?:at least )?(?P<requested_tokens>\d+) tokens",
+        "vllm/renderers/params.py _token_len_check (v0.18+; 'at least' on either count when the prompt was "
+        "counted from a tokenizer bound)",
         None,
         _too_long("output+prompt"),
+    ),
+    Pattern(
+        "too_long_prompt_only",
+        "too_long",
+        ("maximum context length is",),
+        r"maximum context length is (?P<max_model_len>\d+) tokens\.\s*However, your prompt contains (?:at least )?"
+        r"(?P<prompt_tokens>\d+) input tokens, which exceeds this limit even without any output tokens",
+        "vllm/renderers/params.py _token_len_check (v0.32+)",
+        None,
+        _too_long("prompt-alone"),
+    ),
+    Pattern(
+        "too_long_prompt_characters",
+        "too_long",
+        ("characters, which is the upper bound for",),
+        r"maximum context length is (?P<max_model_len>\d+) tokens\.\s*However, (?:you requested "
+        r"(?P<max_tokens>\d+) output tokens and )?your prompt contains (?P<prompt_chars>\d+) characters \(more than "
+        r"\d+ characters, which is the upper bound for (?P<prompt_tokens_at_least>\d+) input tokens\)",
+        "vllm/renderers/params.py _token_len_check (v0.18+: a prompt rejected by its length in characters)",
+        None,
+        _too_long("prompt-characters"),
+    ),
+    Pattern(
+        "too_long_pooling_input",
+        "too_long",
+        ("maximum context length is",),
+        r"maximum context length is (?P<max_model_len>\d+) tokens\.\s*However, you requested (?P<prompt_tokens>\d+) "
+        r"tokens in the (?:input for [^.]+|messages)[.,]",
+        "vllm/entrypoints/openai/serving_engine.py _validate_input (embedding / score / other pooling tasks; "
+        "v0.5-v0.9 'in the messages,')",
+        None,
+        _too_long("input"),
     ),
     Pattern(
         "too_long_decoder_prompt",
         "too_long",
         ("is longer than the maximum model length",),
-        r"The decoder prompt \(length (?P<prompt_tokens>\d+)\) is longer than the maximum model length of "
+        r"(?:The (?:\w+ )?prompt \(length (?P<prompt_tokens>\d+)\)(?: plus the number of requested output tokens "
+        r"\(at least 1\))?|Prompt length of (?P<prompt_len>\d+)) is longer than the maximum model length of "
         r"(?P<max_model_len>\d+)",
-        "vllm/v1/engine/processor.py _validate_model_input",
+        "vllm/v1/engine/processor.py _validate_model_input ('The decoder prompt', v0.11+ 'The {type} prompt ... plus "
+        "the number of requested output tokens'); v0.7 'Prompt length of %d'",
         None,
         _too_long("decoder-prompt"),
     ),

@@ -12,7 +12,9 @@ Sources:
   separate ``Prefix cache hit rate: GPU: %.2f%%, CPU: %.2f%%``;
 * V1 ``vllm/v1/metrics/loggers.py LoggingStatLogger.log``: ``[Engine %03d: ]Avg prompt
   throughput: ..., Running: %d reqs, Waiting: %d reqs[, Deferred: %d reqs][, Preemptions:
-  %d], GPU KV cache usage: %.1f%%[, Prefix cache hit rate: %.1f%%]...``.
+  %d], GPU KV cache usage: %.1f%%[, Prefix cache hit rate: %.1f%%]...``; from v0.30 the KV
+  cache device is a placeholder (``%s KV cache usage``: ``GPU``, ``CPU``, ``XPU``) and v0.32 adds
+  ``KV fetch: N waiting to start, N in progress, N completed waiting`` after ``Deferred``.
 """
 
 from __future__ import annotations
@@ -61,9 +63,12 @@ PATTERNS = [
         r"(?:Engine (?P<engine_index>\d+): |\d+ Engines Aggregated: )?"
         r"Avg prompt throughput: (?P<prompt_tps>[\d.]+) tokens/s, Avg generation throughput: "
         r"(?P<generation_tps>[\d.]+) tokens/s, Running: (?P<running>\d+) reqs, Waiting: (?P<waiting>\d+) reqs"
-        r"(?:, Deferred: (?P<deferred>\d+) reqs)?(?:, Preemptions: (?P<preemptions>\d+))?"
-        r", GPU KV cache usage: (?P<kv_usage_pct>[\d.]+)%(?:, Prefix cache hit rate: (?P<prefix_hit_pct>[\d.]+)%)?",
-        "vllm/v1/metrics/loggers.py LoggingStatLogger.log (V1)",
+        # optional fields between Waiting and the KV usage, known or not (v0.32 adds "KV fetch: ...")
+        r"(?:, (?:Deferred: (?P<deferred>\d+) reqs|Preemptions: (?P<preemptions>\d+)"
+        r"|(?!(?:GPU|[A-Z]{2,5}) KV cache usage)[^,%]{1,60}))*"
+        r", (?:GPU|[A-Z]{2,5}) KV cache usage: (?P<kv_usage_pct>[\d.]+)%(?:, Prefix cache hit rate: "
+        r"(?P<prefix_hit_pct>[\d.]+)%)?",
+        "vllm/v1/metrics/loggers.py LoggingStatLogger.log (V1; v0.30+ names the KV cache device: 'GPU', 'CPU', 'XPU')",
         None,
         _stats("v1"),
     ),

@@ -37,10 +37,12 @@ PATTERNS = [
     Pattern(
         "loading_shards",
         "facts",
-        ("Loading safetensors checkpoint shards", "Loading pt checkpoint shards"),
+        ("oading safetensors checkpoint shards", "oading pt checkpoint shards", "oading np_cache checkpoint shards"),
         # _BAR_FORMAT "{desc}: {percentage:3.0f}% Completed | {n_fmt}/{total_fmt} [...]"
-        r"Loading (?:safetensors|pt) checkpoint shards:\s+\d+%(?: Completed \| (?P<shards_loaded>\d+)/(?P<shards_total>\d+))?",
-        "model_executor/model_loader/weight_utils.py (tqdm, _BAR_FORMAT)",
+        r"[Ll]oading (?:safetensors|pt|np_cache) checkpoint shards(?: \([^)]*\))?:\s+\d+%"
+        r"(?: Completed \| (?P<shards_loaded>\d+)/(?P<shards_total>\d+))?",
+        "model_executor/model_loader/weight_utils.py (tqdm, _BAR_FORMAT; v0.10+ also '(eager)' and "
+        "'Multi-thread loading ...')",
         Phase.LOADING_WEIGHTS,
     ),
     Pattern(
@@ -63,16 +65,16 @@ PATTERNS = [
         "model_weights_took_v0",
         "facts",
         ("Loading model weights took",),
-        r"Loading model weights took (?P<weights_gib>[\d.]+) GB",
-        "vllm/worker/model_runner.py (V0 <= 0.7)",
+        r"Loading model weights took\s*(?P<weights_gib>\d+(?:\.\d+)?)\s*Gi?B",
+        "vllm/worker/model_runner.py load_model (V0: 'GB' <= v0.7, 'GiB' v0.8-v0.9)",
         Phase.WEIGHTS_LOADED,
     ),
     Pattern(
         "model_loading_took",
         "facts",
         ("Model loading took",),
-        r"Model loading took (?P<weights_gib>[\d.]+) Gi?B",
-        "vllm/worker/model_runner.py, vllm/v1/worker/gpu_model_runner.py load_model",
+        r"Model loading took\s*(?P<weights_gib>\d+(?:\.\d+)?)\s*Gi?B",
+        "vllm/worker/model_runner.py, vllm/v1/worker/gpu_model_runner.py load_model ('GiB and' / 'GiB memory and')",
         Phase.WEIGHTS_LOADED,
     ),
     # --- profiling -----------------------------------------------------------------------
@@ -94,8 +96,8 @@ PATTERNS = [
         "profiling_budget_v0",
         "facts",
         ("the current vLLM instance can use total_gpu_memory",),
-        r"total_gpu_memory \((?P<gpu_total_gib>[\d.]+)GiB\) x gpu_memory_utilization "
-        r"\((?P<gpu_memory_utilization>[\d.]+)\) = (?P<budget_gib>[\d.]+)GiB",
+        r"total_gpu_memory\s*\((?P<gpu_total_gib>\d+(?:\.\d+)?)\s*GiB\)\s*x\s*gpu_memory_utilization\s*"
+        r"\((?P<gpu_memory_utilization>\d+(?:\.\d+)?)\)\s*=\s*(?P<requested_gib>\d+(?:\.\d+)?)\s*GiB",
         "vllm/worker/worker.py determine_num_available_blocks (V0 0.7-0.10)",
         Phase.KV_SIZING,
     ),
@@ -111,6 +113,44 @@ PATTERNS = [
         Phase.KV_SIZING,
     ),
     Pattern(
+        "profiling_result_v1",
+        "facts",
+        ("Total non KV cache memory",),
+        r"Total non KV cache memory:\s*(?P<non_kv_cache_gib>-?\d+(?:\.\d+)?)\s*GiB;\s*torch peak memory increase:\s*"
+        r"(?P<activation_peak_gib>-?\d+(?:\.\d+)?)\s*GiB;\s*(?:non-torch forward increase memory:\s*"
+        r"(?P<non_torch_gib>-?\d+(?:\.\d+)?)|total consumed \(from mem_get_info\):\s*"
+        r"(?P<consumed_gib>-?\d+(?:\.\d+)?))\s*GiB;\s*weights memory:\s*(?P<weights_gib>-?\d+(?:\.\d+)?)\s*GiB",
+        "vllm/utils/mem_utils.py (earlier vllm/utils) MemoryProfilingResult.__repr__, logged at DEBUG by "
+        "gpu_worker.determine_available_memory (v0.9+; 'total consumed (from mem_get_info)' in the newest)",
+        Phase.KV_SIZING,
+    ),
+    Pattern(
+        "profiling_requested_v1",
+        "facts",
+        ("; Requested memory: ",),
+        r"Initial free memory:\s*(?P<gpu_free_gib>\d+(?:\.\d+)?)\s*GiB;\s*Requested memory:\s*"
+        r"(?P<gpu_memory_utilization>\d+(?:\.\d+)?)\s*\(util\),\s*(?P<requested_gib>\d+(?:\.\d+)?)\s*GiB",
+        "vllm/v1/worker/gpu_worker.py determine_available_memory (DEBUG)",
+        Phase.KV_SIZING,
+    ),
+    Pattern(
+        "profiling_requested_v1_early",
+        "facts",
+        ("requested GPU memory:",),
+        r"Initial free memory:\s*(?P<gpu_free_gib>\d+(?:\.\d+)?)\s*GiB,\s*free memory:\s*\d+(?:\.\d+)?\s*GiB,\s*"
+        r"requested GPU memory:\s*(?P<requested_gib>\d+(?:\.\d+)?)\s*GiB",
+        "vllm/v1/worker/gpu_worker.py determine_available_memory (DEBUG, v0.9)",
+        Phase.KV_SIZING,
+    ),
+    Pattern(
+        "worker_requested_memory",
+        "facts",
+        ("worker requested memory:",),
+        r"worker requested memory:\s*(?P<requested_gib>\d+(?:\.\d+)?)\s*GiB",
+        "vllm/v1/worker/gpu_worker.py init_device (DEBUG)",
+        Phase.CONFIG,
+    ),
+    Pattern(
         "available_kv_memory",
         "facts",
         ("Available KV cache memory:",),
@@ -118,22 +158,65 @@ PATTERNS = [
         "vllm/v1/worker/gpu_worker.py determine_available_memory",
         Phase.KV_SIZING,
     ),
+    # The post-warm-up summary is one message of several sentences, often pasted one
+    # sentence a line: each sentence is recognised on its own (its numbers and their roles).
     Pattern(
-        "startup_memory_summary",
+        "startup_memory_summary_free",
         "facts",
-        ("on startup. Desired GPU memory utilization is",),
-        r"Free memory on device (?:\S+ )?\((?P<gpu_startup_free_gib>[\d.]+)/(?P<gpu_total_gib>[\d.]+) GiB\) "
-        r"on startup\. Desired GPU memory utilization is \((?P<gpu_memory_utilization>[\d.]+), "
-        r"(?P<requested_gib>[\d.]+) GiB\)",
+        ("memory on device",),
+        r"Free memory on device(?: (?P<device>[\w:]+))?\s*\((?P<gpu_free_gib>\d+(?:\.\d+)?)\s*/\s*"
+        r"(?P<gpu_total_gib>\d+(?:\.\d+)?)\s*GiB\)\s*on startup\s*\.",
+        "vllm/v1/worker/gpu_worker.py compile_or_warm_up_model (DEBUG v0.11-v0.25, INFO v0.10, v0.26+)",
+        Phase.WARMUP,
+    ),
+    Pattern(
+        "startup_memory_summary_desired",
+        "facts",
+        ("Desired GPU memory utilization is",),
+        r"Desired GPU memory utilization is\s*\((?P<gpu_memory_utilization>\d+(?:\.\d+)?),\s*"
+        r"(?P<requested_gib>\d+(?:\.\d+)?)\s*GiB\)",
         "vllm/v1/worker/gpu_worker.py compile_or_warm_up_model",
         Phase.WARMUP,
+    ),
+    Pattern(
+        "startup_memory_summary_usage",
+        "facts",
+        ("Actual usage is",),
+        r"Actual usage is\s*(?:(?P<weights_gib>\d+(?:\.\d+)?)\s*GiB for weight,|"
+        r"(?P<consumed_gib>\d+(?:\.\d+)?)\s*GiB for consumed memory \(weights \+ non-torch\),)\s*"
+        r"(?P<activation_peak_gib>\d+(?:\.\d+)?)\s*GiB for peak activation,\s*"
+        r"(?:(?P<non_torch_gib>-?\d+(?:\.\d+)?)\s*GiB for non-torch memory,\s*)?and\s*"
+        r"(?P<cuda_graph_gib>-?\d+(?:\.\d+)?)\s*GiB for CUDAGraph memory",
+        "vllm/v1/worker/gpu_worker.py compile_or_warm_up_model ('for weight' v0.10-v0.26, "
+        "'for consumed memory (weights + non-torch)' v0.27+)",
+        Phase.WARMUP,
+    ),
+    Pattern(
+        "startup_memory_summary_kv",
+        "facts",
+        ("Current kv cache memory in use is",),
+        r"Current kv cache memory in use is\s*(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>GiB|bytes)",
+        "vllm/v1/worker/gpu_worker.py compile_or_warm_up_model (v0.10 prints bytes, later GiB)",
+        Phase.WARMUP,
+        lambda m, rec: {"kv_available_gib": float(m["value"]) / (2**30 if m["unit"] == "bytes" else 1)},
     ),
     Pattern(
         "kv_cache_memory_bytes",
         "facts",
         ("memory for KV Cache as specified by kv_cache_memory_bytes",),
-        r"reserved (?P<kv_available_gib>[\d.]+) GiB memory for KV Cache as specified",
-        "vllm/v1/worker/gpu_worker.py determine_available_memory",
+        r"Initial free memory\s*(?P<gpu_free_gib>\d+(?:\.\d+)?)\s*GiB,\s*reserved\s*"
+        r"(?P<kv_available_gib>\d+(?:\.\d+)?)\s*GiB memory for KV Cache as specified",
+        "vllm/v1/worker/gpu_worker.py determine_available_memory (v0.10+)",
+        Phase.KV_SIZING,
+    ),
+    Pattern(
+        "persisted_startup_plan",
+        "facts",
+        ("Applying persisted startup plan",),
+        r"Applying persisted startup plan \(fingerprint [^)]*\): kv_cache_memory_bytes=\d+ "
+        r"\((?P<kv_available_gib>\d+(?:\.\d+)?) GiB\), recorded free-memory baseline \d+(?:\.\d+)? GiB, current "
+        r"(?P<gpu_free_gib>\d+(?:\.\d+)?) GiB",
+        "vllm/v1/worker/startup_plan.py (v0.26+; memory profiling skipped)",
         Phase.KV_SIZING,
     ),
     # --- KV sizing -----------------------------------------------------------------------
@@ -141,8 +224,8 @@ PATTERNS = [
         "gpu_blocks",
         "facts",
         ("blocks: ",),
-        r"# (?:GPU|[Cc][Uu][Dd][Aa]|rocm|ROCm|xpu|XPU|npu|NPU|hpu|HPU|tpu|TPU) blocks: (?P<gpu_blocks>\d+)"
-        r"(?:, # CPU blocks: (?P<cpu_blocks>\d+))?",
+        r"# (?:GPU|[Cc][Uu][Dd][Aa]|rocm|ROCm|xpu|XPU|npu|NPU|hpu|HPU|tpu|TPU|neuron|CPU) blocks: "
+        r"(?P<gpu_blocks>\d+)(?:, # CPU blocks: (?P<cpu_blocks>\d+))?",
         "vllm/executor/executor_base.py initialize_cache; vllm/v1/core/kv_cache_utils.py (early V1)",
         Phase.KV_SIZING,
     ),
@@ -157,9 +240,10 @@ PATTERNS = [
     Pattern(
         "kv_cache_size_tokens",
         "facts",
-        ("GPU KV cache size:",),
-        r"GPU KV cache size: (?P<kv_tokens>[\d,]+) tokens",
-        "vllm/v1/core/kv_cache_utils.py _report_kv_cache_config",
+        (" KV cache size: ",),
+        r"(?:GPU|XPU|CPU|TPU|NPU|HPU|[A-Z]{2,5})(?: \+ host)? KV cache size: (?P<kv_tokens>[\d,]+) tokens",
+        "vllm/v1/core/kv_cache_utils.py _report_kv_cache_config ('GPU'; v0.30+ the device name, "
+        "v0.32+ '<device> + host' with HiSparse)",
         Phase.KV_SIZING,
     ),
     Pattern(
@@ -179,8 +263,9 @@ PATTERNS = [
             "Capturing the model for CUDA graphs",
             "Capturing CUDA graph",
             "Capturing CUDA graphs",
+            "CUDA graphs can take additional",
         ),
-        r"Capturing (?:cudagraphs|the model for CUDA graphs|CUDA graph)",
+        r"Capturing (?:cudagraphs|the model for CUDA graphs|CUDA graph)|CUDA graphs can take additional",
         "vllm/worker/model_runner.py capture_model; vllm/v1/worker/gpu_model_runner.py (tqdm)",
         Phase.GRAPH_CAPTURE,
     ),
@@ -188,7 +273,7 @@ PATTERNS = [
         "graph_capture_finished",
         "facts",
         ("Graph capturing finished",),
-        r"Graph capturing finished in [\d.]+ secs?, took (?P<cuda_graph_gib>-?[\d.]+) GiB",
+        r"Graph capturing finished in [\d.]+ secs?(?:, took (?P<cuda_graph_gib>-?\d+(?:\.\d+)?) GiB)?",
         "vllm/worker/model_runner.py, vllm/v1/worker/gpu_model_runner.py capture_model",
         Phase.WARMUP,
     ),
@@ -199,6 +284,14 @@ PATTERNS = [
         r"CUDA graph pool memory: (?P<cuda_graph_gib>[\d.]+) GiB \(actual\)",
         "vllm/v1/worker/gpu_worker.py compile_or_warm_up_model (2026)",
         Phase.WARMUP,
+    ),
+    Pattern(
+        "cuda_graph_estimate",
+        "facts",
+        ("Estimated CUDA graph memory:",),
+        r"Estimated CUDA graph memory: (?P<cuda_graph_estimated_gib>\d+(?:\.\d+)?) GiB",
+        "vllm/v1/worker/gpu_model_runner.py (v0.18+, profiling)",
+        Phase.KV_SIZING,
     ),
     Pattern(
         "cudagraph_disabled",

@@ -5,6 +5,11 @@ What it means:
     classes: a CUDA error such as "an illegal memory access was encountered", an NCCL error,
     a missing module, a bad argument. The finding names the exception and quotes it.
 
+    Host RAM running out is here too, as a finding of its own: Ray's memory monitor, the
+    kernel's OOM killer or the container runtime killing a worker for host memory ("Task was
+    killed due to the node running low on memory", "Out of memory: Killed process N",
+    OOMKilled) is not a GPU out-of-memory; GPU settings do not change it.
+
 Why it happens:
     Kernel or driver bugs, hardware faults, version mismatches, configuration mistakes.
 
@@ -13,10 +18,13 @@ Remedies, in order:
        driver versions.
     2. For CUDA errors: rerun with ``CUDA_LAUNCH_BLOCKING=1`` to get the real failing call;
        try ``--enforce-eager`` to rule out CUDA graphs.
+    Host RAM: more RAM or fewer engines per node; less host memory per engine (a smaller
+    ``--swap-space`` on V0, less ``--cpu-offload-gb``, sleep level 2); under Ray, memory
+    requirements on the actors.
 
 What does not help:
     Memory tuning (``gpu_memory_utilization``, ``max_model_len``): the failure is not about
-    capacity. Ray's "killed by SIGKILL by OOM killer" is generic boilerplate listing possible
+    GPU capacity. Ray's "killed by SIGKILL by OOM killer" is generic boilerplate listing possible
     causes, not evidence of a GPU OOM.
 
 Sources:
@@ -32,12 +40,97 @@ from typing import List, Sequence
 from ..run import Failure, Run
 from ..verdict import Finding
 from .plan import constraints
-from .rule import Rule, consequence_evidence, failure_evidence, finding, remedy
+from .rule import Rule, consequence_evidence, failure_evidence, finding, merged_data, remedy
+
+#: Who killed a process for host RAM, as an operator names it.
+KILLERS = {
+    "ray": "Ray's memory monitor",
+    "kernel": "the kernel's OOM killer",
+    "cgroup": "the container's memory limit (cgroup OOM killer)",
+    "kubernetes": "Kubernetes (OOMKilled: the pod's memory limit)",
+    "torch-cpu-allocator": "a refused CPU allocation",
+}
+
+
+def _host_memory(run: Run, failures: Sequence[Failure], phase: str) -> Finding:
+    """Host RAM ran out: a worker was killed (Ray's memory monitor, the kernel or the
+    container runtime) or a CPU allocation refused. Not a GPU OOM: the GPU settings do not
+    change it; what the engine holds in host memory does."""
+    d = merged_data(failures)
+    killer = KILLERS.get(d.get("killer"), "something")
+    facts = {
+        k: d[k]
+        for k in (
+            "killer",
+            "pid",
+            "process",
+            "host_used_gib",
+            "host_total_gib",
+            "process_used_gib",
+            "anon_rss_gib",
+            "workers_killed",
+            "tried_to_allocate_gib",
+        )
+        if k in d
+    }
+    used = (
+        f" ({d['host_used_gib']:.1f} of {d['host_total_gib']:.1f} GiB used)"
+        if d.get("host_used_gib") and d.get("host_total_gib")
+        else ""
+    )
+    title = f"Host RAM ran out: {killer} killed a worker{used}; not a GPU OOM"
+    c = constraints(run)
+    swap = run.value("swap_space")
+    rem = [
+        remedy(
+            "Give the node more RAM, or run fewer engines / workers per node",
+            None,
+            "each engine process holds host RAM: weight loading, CPU KV swap, sleep-mode offload",
+            "host",
+        ),
+        c.lower(
+            "swap_space",
+            swap / 2 if swap else None,
+            "Hold less host memory per engine: a smaller CPU swap space (V0)",
+            f"half of the {swap} GiB per GPU in force"
+            if swap
+            else "the swap space in force is not in the log: V0 reserves 4 GiB per GPU by default",
+        )
+        if run.engine == "v0"
+        else remedy(
+            "Hold less host memory per engine: less --cpu-offload-gb, or sleep level 2, which discards the weights "
+            "instead of keeping them in RAM, where reloading them is acceptable"
+        ),
+        remedy(
+            "Under Ray: give the actors a memory requirement so Ray places fewer per node",
+            None,
+            "the memory monitor kills the newest tasks once the node passes its threshold",
+            "host",
+        )
+        if d.get("killer") == "ray"
+        else None,
+    ]
+    dont = ["GPU memory settings (gpu_memory_utilization, max_model_len): the GPU is not what ran out"]
+    forbids = [("gpu_memory_utilization", "lower", "the GPU is not what ran out")]
+    return finding(
+        RULE,
+        run,
+        phase,
+        title,
+        facts,
+        failure_evidence(failures, "host memory") + consequence_evidence(run, 2),
+        rem,
+        dont,
+        forbids=forbids,
+    )
 
 
 def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List[Finding]:
     if not failures:
         return []
+    host = [f for f in failures if f.kind == "host_oom"]
+    if host:
+        return [_host_memory(run, host, phase)]
     f = failures[0]
     name = f.data.get("exception") or f.exception or "error"
     msg = f.data.get("message", "")

@@ -138,6 +138,9 @@ def route(f: Failure, run: Run) -> Route:
         return Route("quantization_unsupported", "startup", "medium")
     if "too_long" in f.tags:
         return Route("request_too_long", "runtime", "medium")
+    if f.kind == "host_oom":
+        # Host RAM, not the GPU: its own finding (class "other"), never a GPU OOM class.
+        return Route("other", label, "high")
     if f.kinds & MEMORY_KINDS:
         return _memory(f, run, phase, startup)
     if f.kind in ("cuda_error", "exception"):

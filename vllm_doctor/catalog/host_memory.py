@@ -1,0 +1,188 @@
+"""Workers killed for HOST memory (RAM), which is not a GPU out-of-memory.
+
+A vLLM worker can die because the machine ran out of RAM: sleep mode offloading weights to
+CPU, many engines on one node, a large ``swap_space`` / ``cpu_offload_gb``. The killer is
+then Ray's memory monitor, the kernel's OOM killer or the container runtime, and the remedy
+is about host memory, never ``gpu_memory_utilization``. Each message below becomes a
+``host_oom`` event whose data names the ``killer`` (``ray``, ``kernel``, ``cgroup``,
+``kubernetes``; ``torch-cpu-allocator`` when an allocation was refused rather than a process killed) and, where printed, the ``pid`` and ``process`` killed and the host memory
+(``host_used_gib``, ``host_total_gib``, ``host_usage_fraction``, ``threshold``,
+``process_used_gib``, ``anon_rss_gib``).
+
+Sources:
+
+* Ray raylet memory monitor (``src/ray/raylet/node_manager.cc``, worker killing policy),
+  raised to the caller as ``ray.exceptions.OutOfMemoryError``: ``Task was killed due to the
+  node running low on memory.`` / ``N worker(s) were killed due to the node running low on
+  memory.``, then ``Memory on the node (IP: X, ID: Y) where the task (task ID: ..., name=N,
+  pid=P, memory used=U GB) was running was A GB / B GB (F), which exceeds the memory usage
+  threshold of T.`` (newer Ray: ``where the lease (lease ID: ...``), a ``Top 10 memory users``
+  table and ``Refer to the documentation on how to address the out of memory issue:
+  https://docs.ray.io/en/latest/ray-core/scheduling/ray-oom-prevention.html``; the raylet's
+  periodic ``N Workers (tasks / actors) killed due to memory pressure (OOM)``. Ray prints
+  "GB" for values that match the node's MemTotal in GiB (a 64 GiB node shows ``62.51GB``
+  total): they are read as GiB.
+* Linux ``mm/oom_kill.c``: ``Out of memory: Killed process P (comm) total-vm:..kB,
+  anon-rss:..kB, ...`` (``Memory cgroup out of memory: ...`` when a cgroup limit was hit; old
+  kernels ``Out of memory: Kill process P (comm) score S or sacrifice child``), the
+  ``oom-kill:constraint=...,task=comm,pid=P,uid=U`` summary and ``invoked oom-killer:``.
+* PyTorch's CPU allocator refusing an allocation (``c10/core/impl/alloc_cpu.cpp``): ``DefaultCPUAllocator:
+  not enough memory: you tried to allocate N bytes.`` (older ``can't allocate memory: you tried to
+  allocate N bytes. Error code 12 (Cannot allocate memory)``): ``killer`` ``torch-cpu-allocator``;
+* Kubernetes container status ``OOMKilled`` (``kubectl describe pod``, ``kubectl get pod -o
+  json``): the container exceeded its memory limit.
+
+Ray's generic ``A worker died or was killed while executing a task`` boilerplate lists the OOM
+killer only as one possible cause: it is an ``engine_dead`` marker (``catalog/errors.py``),
+not evidence of a host OOM.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict
+
+import regex
+
+from . import Pattern
+
+_WHO = regex.compile(r"pid=(?P<pid>\d+)|memory used=(?P<used>\d+(?:\.\d+)?) ?GB|name=(?P<name>[^,)]+)")
+
+
+def _ray_kill(m, rec) -> Dict[str, Any]:
+    data: Dict[str, Any] = {"killer": "ray"}
+    if m["n"]:
+        data["workers_killed"] = int(m["n"])
+    return data
+
+
+def _ray_node(m, rec) -> Dict[str, Any]:
+    data: Dict[str, Any] = {
+        "killer": "ray",
+        "host_used_gib": float(m["used"]),
+        "host_total_gib": float(m["total"]),
+        "host_usage_fraction": float(m["frac"]),
+        "threshold": float(m["thr"]),
+    }
+    for w in _WHO.finditer(m["who"] or ""):
+        if w["pid"]:
+            data["pid"] = int(w["pid"])
+        elif w["used"]:
+            data["process_used_gib"] = float(w["used"])
+        elif w["name"]:
+            data["process"] = w["name"].strip()
+    if m["ip"]:
+        data["node_ip"] = m["ip"]
+    return data
+
+
+def _raylet_summary(m, rec) -> Dict[str, Any]:
+    return {"killer": "ray", "workers_killed": int(m["n"])}
+
+
+def _kernel(m, rec) -> Dict[str, Any]:
+    data: Dict[str, Any] = {
+        "killer": "cgroup" if m["scope"].startswith("Memory cgroup") else "kernel",
+        "pid": int(m["pid"]),
+        "process": m["comm"],
+    }
+    if m["anon"]:
+        data["anon_rss_gib"] = int(m["anon"]) / 2**20
+    return data
+
+
+def _oom_kill_summary(m, rec) -> Dict[str, Any]:
+    data: Dict[str, Any] = {"killer": "cgroup" if "CONSTRAINT_MEMCG" in m.string else "kernel"}
+    if m["comm"]:
+        data["process"] = m["comm"]
+    if m["pid"]:
+        data["pid"] = int(m["pid"])
+    return data
+
+
+PATTERNS = [
+    Pattern(
+        "ray_memory_monitor_kill",
+        "host_oom",
+        ("killed due to the node running low on memory",),
+        r"(?:Task was|(?P<n>\d+) worker\(s\) were) killed due to the node running low on memory",
+        "ray raylet node_manager.cc memory monitor (ray.exceptions.OutOfMemoryError)",
+        None,
+        _ray_kill,
+    ),
+    Pattern(
+        "ray_memory_monitor_node",
+        "host_oom",
+        ("which exceeds the memory usage threshold",),
+        r"Memory on the node(?: \((?:IP: (?P<ip>[^,)\s]+))?[^)]*\))?"
+        r"(?: where the (?:task|lease|actor)(?: \((?P<who>[^)]*)\))? was running)? was "
+        r"(?P<used>\d+(?:\.\d+)?) ?GB / (?P<total>\d+(?:\.\d+)?) ?GB \((?P<frac>\d+(?:\.\d+)?)\),? which exceeds "
+        r"the memory usage threshold of (?P<thr>\d+(?:\.\d+)?)",
+        "ray raylet node_manager.cc memory monitor (kill message detail)",
+        None,
+        _ray_node,
+    ),
+    Pattern(
+        "ray_oom_prevention_docs",
+        "host_oom",
+        ("ray-oom-prevention",),
+        r"how to address the out of memory issue: https://docs\.ray\.io/\S*ray-oom-prevention",
+        "ray raylet memory monitor kill message (its closing sentence)",
+        None,
+        lambda m, rec: {"killer": "ray"},
+    ),
+    Pattern(
+        "raylet_workers_killed_oom",
+        "host_oom",
+        ("killed due to memory pressure (OOM)",),
+        r"(?P<n>\d+) Workers \(tasks / actors\) killed due to memory pressure \(OOM\)",
+        "ray raylet node_manager.cc periodic worker-failure summary",
+        None,
+        _raylet_summary,
+    ),
+    Pattern(
+        "kernel_oom_killer",
+        "host_oom",
+        ("Out of memory: Kill", "out of memory: Kill"),
+        r"(?P<scope>Memory cgroup out of memory|Out of memory): Kill(?:ed)? process (?P<pid>\d+) \((?P<comm>[^)]*)\)"
+        r"(?:[^\n]*?anon-rss:(?P<anon>\d+)kB)?",
+        "linux mm/oom_kill.c __oom_kill_process (dmesg / journalctl -k)",
+        None,
+        _kernel,
+    ),
+    Pattern(
+        "kernel_oom_kill_summary",
+        "host_oom",
+        ("oom-kill:constraint=",),
+        r"oom-kill:constraint=\w+(?:[^\n]*?,task=(?P<comm>[^,\s]+),pid=(?P<pid>\d+))?",
+        "linux mm/oom_kill.c dump_oom_summary",
+        None,
+        _oom_kill_summary,
+    ),
+    Pattern(
+        "kernel_invoked_oom_killer",
+        "host_oom",
+        ("invoked oom-killer:",),
+        r"(?P<comm>\S+) invoked oom-killer: gfp_mask",
+        "linux mm/oom_kill.c dump_header",
+        None,
+        lambda m, rec: {"killer": "kernel", "invoked_by": m["comm"]},
+    ),
+    Pattern(
+        "torch_cpu_allocator_oom",
+        "host_oom",
+        ("DefaultCPUAllocator:",),
+        r"DefaultCPUAllocator: (?:not enough memory|can't allocate memory): you tried to allocate (?P<bytes>\d+) bytes",
+        "pytorch c10/core/impl/alloc_cpu.cpp alloc_cpu",
+        None,
+        lambda m, rec: {"killer": "torch-cpu-allocator", "tried_to_allocate_gib": int(m["bytes"]) / 2**30},
+    ),
+    Pattern(
+        "kubernetes_oomkilled",
+        "host_oom",
+        ("OOMKilled",),
+        r"\bOOMKilled\b",
+        "Kubernetes container state reason (kubectl describe pod / get pod -o json)",
+        None,
+        lambda m, rec: {"killer": "kubernetes"},
+    ),
+]
