@@ -16,6 +16,7 @@ from vllm_doctor.redact import redact_verdict
 from vllm_doctor.render import render
 from vllm_doctor.render.common import (
     CLIP,
+    anchors_for,
     clip,
     display_source,
     evidence_rows,
@@ -362,3 +363,26 @@ def test_explain_cites_public_sources_only():
         sources = r.explanation.split("Sources:", 1)[1]
         assert "shared/" not in sources and "domain.md" not in sources, (r.code, sources)
         assert regex.search(r"vllm/|docs\.vllm\.ai|pytorch|torch/", sources), (r.code, sources)
+
+
+def test_an_oom_line_keeps_the_allocation_and_the_co_tenant_within_three_lines():
+    text = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 204.00 MiB. GPU 0 has a total capacity "
+        "of 79.25 GiB of which 1.25 MiB is free. Including non-PyTorch memory, this process has 71.68 GiB memory "
+        "in use. Process 290370 has 7.56 GiB memory in use. Of the allocated memory 69.10 GiB is allocated by "
+        "PyTorch, and 1.07 GiB is reserved by PyTorch but unallocated."
+    )
+    facts = {
+        "tried_to_allocate_gib": 0.199219,
+        "gpu_free_gib": 0.001221,
+        "gpu_total_gib": 79.25,
+        "co_tenant_pids": [290370],
+    }
+    anchors = anchors_for("out of memory", facts)
+    assert anchors[:2] == ["Process 290370 ", "204.00 MiB"]
+    out, cut = clip(text, 150, anchors)
+    assert cut and len(out) <= 150
+    assert "Tried to allocate 204.00 MiB." in out and "Process 290370 has 7.56 GiB memory in use." in out
+    assert "Of the allocated memory" not in out
+    # a setting's line keeps the key its note names
+    assert anchors_for("max_model_len = 29000") == ["max_model_len", "max model len", "29000"]

@@ -309,25 +309,61 @@ def is_context(note: Optional[str]) -> bool:
     return bool(note) and bool(_CONTEXT_NOTE.match(note))
 
 
+#: The facts whose numbers mark the clauses of an incident's line worth keeping, most
+#: important first (the failed allocation and what was free before the totals).
+ANCHOR_FACTS = (
+    "tried_to_allocate_gib",
+    "gpu_free_gib",
+    "gpu_total_gib",
+    "max_model_len",
+    "kv_available_gib",
+    "kv_needed_gib",
+    "estimated_max_model_len",
+    "kv_tokens",
+    "requested_gib",
+    "initial_free_gib",
+    "current_free_gib",
+    "dummy_requests",
+    "requested_tokens",
+    "prompt_tokens",
+    "max_tokens",
+    "derived_max_model_len",
+    "max_preemptions",
+)
+
+
 def anchors_for(note: Optional[str], facts: Optional[Dict[str, Any]] = None) -> List[str]:
-    """Text a clipped line must keep: the key a note names (``gpu_memory_utilization =
-    0.9`` keeps ``gpu_memory_utilization``) and co-tenant processes (``Process 4242``)."""
-    out = []
+    """Text a clipped line must keep: for a setting's line, the key its note names
+    (``gpu_memory_utilization = 0.9`` keeps ``gpu_memory_utilization``) and the value; for an
+    incident's line, the numbers the finding reads from the log (``9.97``, ``434176``: the
+    clauses that carry them are the ones that matter) and co-tenant processes (``Process 4242``)."""
+    out: List[str] = []
     if note and is_context(note):
         key, _, value = note.partition(" = ")
         out += [key, key.replace("_gib", "").replace("_", " ")]
         if len(value) >= 3:
             out.append(value)
-    for pid in (facts or {}).get("co_tenant_pids") or []:
-        out.append(f"Process {pid}")
-    return [a for a in out if a]
+        return [a for a in out if a]
+    # Co-tenant processes first: on a crowded GPU the process list is what matters most.
+    out += [f"Process {pid} " for pid in (facts or {}).get("co_tenant_pids") or []]
+    for key in ANCHOR_FACTS:
+        value = (facts or {}).get(key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        if key.endswith("_gib"):  # as PyTorch and vLLM print a size: MiB below 1 GiB
+            out.append(size(value))
+        elif isinstance(value, int) and abs(value) >= 100:
+            out += [str(value), f"{value:,}"]
+        elif isinstance(value, float) and abs(value) >= 1:
+            out += [f"{value:.2f}", f"{value:g}"]
+    return [a for a in dict.fromkeys(out) if a]
 
 
 def clip(text: str, budget: int, anchors: Sequence[str] = ()) -> Tuple[str, bool]:
     """``text`` cut to at most ``budget`` characters at clause boundaries: the opening clause
-    (it says which message this is), every clause holding one of ``anchors``, then as much of
-    the rest in order as fits, preferring to stop at the end of a sentence. Each gap is
-    marked with :data:`CLIP`. Returns ``(text, clipped)``."""
+    (it says which message this is), the clauses holding one of ``anchors`` (most important
+    first, as many as fit), then as much of the rest in order as fits, preferring to stop at
+    the end of a sentence. Each gap is marked with :data:`CLIP`. Returns ``(text, clipped)``."""
     text = text.strip()
     budget = max(budget, 20)
     if len(text) <= budget:
@@ -353,7 +389,11 @@ def clip(text: str, budget: int, anchors: Sequence[str] = ()) -> Tuple[str, bool
     def cost(i: int) -> int:  # the clause and the separator before it
         return spans[i][1] - (spans[i - 1][1] if i else spans[i][0])
 
-    must = [i for i, (a, b) in enumerate(spans) if i and any(x.lower() in low[a:b] for x in anchors if x)]
+    # Clauses holding an anchor, in the anchors' order of importance.
+    must: List[int] = []
+    for x in anchors:
+        x = x.lower().strip()
+        must += [i for i, (a, b) in enumerate(spans) if i and i not in must and x and x in low[a:b]]
     chosen = {0}
     used = cost(0)
     for i in must:

@@ -301,6 +301,7 @@ def _evidence(v: _View, f) -> bool:
     rows = evidence_rows(f)
     if not rows:
         return False
+    v.add_line(Text("  evidence" + (", by scrape:" if rows[0].kind == "metric" else ", by line:"), style="dim"))
     num_w = max(len(r.where) for r in rows)
     # A log line's time (HH:MM:SS) in a column; a scrape's text says its own time.
     timed = any(r.time and r.kind == "log" for r in rows)
@@ -330,6 +331,8 @@ def _evidence(v: _View, f) -> bool:
 def _remedies(v: _View, f) -> None:
     from rich.text import Text
 
+    if f.remedies:
+        v.add_line(Text("  remedies, in order:", style="dim"))
     for r in f.remedies:
         body = _remedy_text(r)
         if r.why:
