@@ -386,3 +386,16 @@ def test_an_oom_line_keeps_the_allocation_and_the_co_tenant_within_three_lines()
     assert "Of the allocated memory" not in out
     # a setting's line keeps the key its note names
     assert anchors_for("max_model_len = 29000") == ["max_model_len", "max model len", "29000"]
+
+
+def test_readme_names_the_schema_version_and_how_to_install():
+    from pathlib import Path
+
+    from vllm_doctor.verdict import SCHEMA_VERSION
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    assert f"| {SCHEMA_VERSION} | " in readme  # every schema bump is in the README's table
+    assert "not on the package index yet" in readme and "Do not `pip install vllm-doctor`" in readme
+    assert "vllm-log-doctor X.Y.Z" in readme
+    assert "## How it works" not in readme  # contributor material lives in CONTRIBUTING.md
+    assert "## How it works" in (Path(__file__).resolve().parent.parent / "CONTRIBUTING.md").read_text()
