@@ -253,6 +253,11 @@ STARTUP = [
         shards_total=8,
     ),
     case("loading_weights_from", "phase", fixture_line("r038", 1)),
+    case(
+        "tpu_precompile",
+        "phase",
+        "INFO 05-10 16:00:00 [tpu_model_runner.py:1304] Compiling the model with different input shapes.",
+    ),
     case("offline_progress", "marker", fixture_line("r004", 1).split("INFO")[0], marker="offline_batch"),
     case(
         "loading_weights_took", "phase", "INFO 08-20 14:03:52 [default_loader.py:280] Loading weights took 0.15 seconds"

@@ -1,6 +1,6 @@
 """What the catalog recognises in a record: an :class:`Event`.
 
-An event has a ``kind`` (one of :data:`KINDS`), the :class:`~vllm_doctor.envelopes.Record`
+An event has a ``kind`` (one of :data:`KINDS`), the :class:`~vllm_doctor.record.Record`
 it came from (for evidence: source and line number), ``data`` (values in the
 vocabulary of ``shared/corpus/README.md``: memory in GiB, token counts as ints)
 and, for phase markers, the startup ``phase`` it proves the run has reached.
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any, Dict, Optional
 
-from .envelopes import Record
+from .record import Record
 
 
 class Phase(IntEnum):

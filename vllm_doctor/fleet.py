@@ -30,6 +30,8 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, List, Optional
 
+from .record import Record
+
 #: Longest run of digits taken as a PID, rank or repeat count (Linux PIDs have at most 7).
 MAX_DIGITS = 10
 
@@ -190,7 +192,6 @@ def _mmdd_time(asctime: Optional[str]) -> Optional[str]:
 def vllm_json(obj: dict, source: str, lineno: int) -> list:
     """Records of one python-json-logger object: the message (each of its lines) and the
     lines of ``exc_info``, all carrying the record's level, file, process and time."""
-    from .envelopes import Record  # late: envelopes imports this module
 
     level = _str(obj.get("levelname"))
     name = _str(obj.get("name"))

@@ -34,7 +34,8 @@ from typing import Iterable, Iterator, List, Optional
 
 import regex
 
-from .envelopes import MAX_RECORD_CHARS, TIME_WRAPPERS, Record
+from .envelopes import MAX_RECORD_CHARS, TIME_WRAPPERS
+from .record import Record
 
 WRAP_MIN_WIDTH = 60
 MAX_JOINED = 16

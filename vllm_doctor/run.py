@@ -20,8 +20,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Deque, Dict, List, Optional, Set, Tuple
 
-from .envelopes import Record
 from .events import Phase
+from .record import Record
 
 #: Characters of a line kept as evidence: the longest real vLLM message (a torch OOM naming
 #: a dozen processes, a config line) fits; a 64 KiB paste does not stay in memory.
@@ -34,7 +34,7 @@ SERIES_POINTS = 256
 
 @dataclass(frozen=True)
 class Line:
-    """An evidence-grade copy of a :class:`~vllm_doctor.envelopes.Record`.
+    """An evidence-grade copy of a :class:`~vllm_doctor.record.Record`.
 
     ``source`` and 1-based ``lineno`` locate it; ``text`` is the message clipped to
     :data:`MAX_LINE_CHARS`; ``time`` is vLLM's ``MM-DD HH:MM:SS`` (no year) when printed;

@@ -21,10 +21,10 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Deque, Dict, List, Optional, Set, Tuple
 
-from .envelopes import Record
 from .events import Event, Phase
 from .frames import code_tags, frame_tags
 from .processes import engine_of_process, is_vllm_process
+from .record import Record
 from .run import Consequence, Failure, Line, Run, StatsSample
 
 #: Processes whose tracebacks are kept apart at once; the least recently seen is closed first.

@@ -36,7 +36,7 @@ from typing import Any, Dict, Optional
 import regex
 
 from ..events import Phase
-from . import Pattern, default_build
+from .pattern import Pattern, default_build
 
 
 def _profiling(m, rec) -> Dict[str, Any]:

@@ -25,7 +25,7 @@ import regex
 
 from ..events import Phase
 from ..units import MAX_GIB, to_float, to_int
-from . import Pattern, convert
+from .pattern import Pattern, convert
 
 #: Keys read from ``non-default args``, ``args: Namespace(...)`` and the engine config line.
 CONFIG_KEYS = (

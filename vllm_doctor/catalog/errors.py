@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Optional
 
-from . import Pattern
+from .pattern import Pattern
 
 _STARTUP, _RUNTIME = "startup", "runtime"
 

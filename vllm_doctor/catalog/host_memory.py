@@ -43,7 +43,7 @@ from typing import Any, Dict
 
 import regex
 
-from . import Pattern
+from .pattern import Pattern
 
 _WHO = regex.compile(r"pid=(?P<pid>\d+)|memory used=(?P<used>\d+(?:\.\d+)?) ?GB|name=(?P<name>[^,)]+)")
 

@@ -16,7 +16,7 @@ Sources:
 
 from __future__ import annotations
 
-from . import Pattern
+from .pattern import Pattern
 
 # Tolerance: a paste or a hand re-wrap may drop or double spaces and drop the "(" before
 # the GiB figure (``max seq len (1048576),\n22.5 GiB KV cache is needed``); the numbers and

@@ -61,7 +61,7 @@ from typing import Any, Dict, Optional
 import regex
 
 from ..units import to_gib
-from . import Pattern
+from .pattern import Pattern
 
 # A space lost where a hard-wrapped line was joined back ("allocate|666.00 MiB") or a unit glued
 # to its number must not lose the figure: the numbers and their roles are the invariant core.

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
-from . import Pattern, default_build
+from .pattern import Pattern, default_build
 
 
 def _too_long(variant: str):

@@ -28,7 +28,7 @@ Sources (``shared/vllm-messages.md`` sections 3, 4, 5, 9):
 from __future__ import annotations
 
 from ..events import Phase
-from . import Pattern
+from .pattern import Pattern
 
 _N = r"(?:-?[\d.]+)"
 
@@ -255,6 +255,15 @@ PATTERNS = [
         Phase.KV_SIZING,
     ),
     # --- CUDA graphs ---------------------------------------------------------------------
+    # TPU: capture_model precompiles the model for its input shapes (the step CUDA graphs take).
+    Pattern(
+        "tpu_precompile",
+        "phase",
+        ("with different input shapes",),
+        r"Compiling (?:the model|sampling|select_hidden_states|compute_logits|[\w ]+) with different input shapes",
+        "vllm/v1/worker/tpu_model_runner.py capture_model / _precompile_* (0.9+)",
+        Phase.GRAPH_CAPTURE,
+    ),
     Pattern(
         "capturing_graphs",
         "phase",

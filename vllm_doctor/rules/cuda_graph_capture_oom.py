@@ -33,10 +33,76 @@ from typing import List, Sequence
 from .. import thresholds
 from ..events import Phase
 from ..run import Failure, Run
-from ..verdict import Finding
-from .oom import oom_facts
+from ..verdict import Finding, Remedy
+from .oom import device_memory, oom_facts
 from .plan import constraints
-from .rule import Rule, consequence_evidence, ev, failure_evidence, finding
+from .rule import Rule, consequence_evidence, ev, failure_evidence, finding, remedy
+
+
+def _headroom(c, util) -> Remedy:
+    return c.lower(
+        "gpu_memory_utilization",
+        util.low - thresholds.WARMUP_UTILIZATION_STEP if util.low else None,
+        "Leave headroom outside the KV cache for the warm-up",
+        f"what the warm-up allocates comes out of what the KV cache left: {thresholds.WARMUP_UTILIZATION_STEP} below "
+        f"{util.why}",
+    )
+
+
+def _fewer_seqs(c, seqs, action: str) -> Remedy:
+    return c.lower(
+        "max_num_seqs",
+        max(8, int(seqs.low) // 2) if seqs.low else None,
+        action,
+        f"half of {seqs.why}" if seqs.low else "the value in force is not in the log",
+    )
+
+
+def _variant(facts, failures) -> str:
+    if facts.get("oom_backend") in ("TPU", "XLA"):
+        return "xla"
+    if any("kernel_warmup" in f.all_tags for f in failures):
+        return "kernels"
+    return "graphs"
+
+
+def _remedies(c, variant: str) -> List[Remedy]:
+    seqs, util = c.in_force("max_num_seqs"), c.in_force("gpu_memory_utilization")
+    if variant == "kernels":
+        # A kernel warm-up (DeepGEMM, FlashInfer autotune) runs the GEMMs for the shapes the
+        # engine may see: eager mode does not skip it; headroom and smaller batches do.
+        tokens = c.in_force("max_num_batched_tokens")
+        return [
+            _headroom(c, util),
+            c.lower(
+                "max_num_batched_tokens",
+                int(tokens.low) // 2 if tokens.low else None,
+                "Warm up smaller shapes: fewer tokens per step",
+                f"the warm-up runs GEMMs up to the per-step token budget: half of {tokens.why}"
+                if tokens.low
+                else "the value in force is not in the log",
+            ),
+            remedy(
+                "Or skip the DeepGEMM warm-up (VLLM_DEEP_GEMM_WARMUP=skip, 0.11+): the first requests then compile",
+                None,
+                None,
+                "host",
+            ),
+        ]
+    if variant == "xla":
+        return [_headroom(c, util), _fewer_seqs(c, seqs, "Compile for fewer and smaller shapes: lower max_num_seqs")]
+    return [
+        c.set_to("enforce_eager", True, "Run without CUDA graphs (slower decode) or capture fewer sizes", None),
+        _fewer_seqs(c, seqs, "Capture fewer and smaller graphs by lowering max_num_seqs"),
+        _headroom(c, util),
+    ]
+
+
+TITLES = {
+    "xla": "while compiling the model for its input shapes",
+    "kernels": "warming up kernels after the KV cache was allocated",
+    "graphs": "while capturing CUDA graphs",
+}
 
 
 def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List[Finding]:
@@ -46,36 +112,23 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List
     for k in ("max_num_seqs", "gpu_memory_utilization", "enforce_eager"):
         if run.value(k) is not None:
             facts[k] = run.value(k)
-    c = constraints(run)
-    seqs = c.in_force("max_num_seqs")
-    util = c.in_force("gpu_memory_utilization")
-    rem = [
-        c.set_to("enforce_eager", True, "Run without CUDA graphs (slower decode) or capture fewer sizes", None),
-        c.lower(
-            "max_num_seqs",
-            max(8, int(seqs.low) // 2) if seqs.low else None,
-            "Capture fewer and smaller graphs by lowering max_num_seqs",
-            f"half of {seqs.why}" if seqs.low else "the value in force is not in the log",
-        ),
-        c.lower(
-            "gpu_memory_utilization",
-            util.low - thresholds.WARMUP_UTILIZATION_STEP if util.low else None,
-            "Leave headroom outside the KV cache for the graph pools",
-            f"graph memory comes out of what the KV cache left: {thresholds.WARMUP_UTILIZATION_STEP} below {util.why}",
-        ),
-    ]
+    variant = _variant(facts, failures)
     evidence = (
         failure_evidence(failures, "out of memory")
-        + [ev(run.phase_lines.get(Phase.GRAPH_CAPTURE), "phase: CUDA graph capture")]
+        + [ev(run.phase_lines.get(Phase.GRAPH_CAPTURE), "phase: post-KV warm-up")]
         + consequence_evidence(run, 1)
     )
     dont = [
         "Raising gpu_memory_utilization: even less memory stays outside the KV cache",
-        "Lowering max_model_len alone: graphs are sized by batch size, not length",
+        "Lowering max_model_len alone: the warm-up is sized by batch, not length",
     ]
     forbids = [("gpu_memory_utilization", "raise", "even less memory stays outside the KV cache")]
-    title = "Out of GPU memory while capturing CUDA graphs"
-    return [finding(RULE, run, "startup", title, facts, evidence, rem, dont, forbids=forbids)]
+    title = f"Out of {device_memory(facts)} {TITLES[variant]}"
+    return [
+        finding(
+            RULE, run, "startup", title, facts, evidence, _remedies(constraints(run), variant), dont, forbids=forbids
+        )
+    ]
 
 
 RULE = Rule(

@@ -35,6 +35,23 @@ def _split(f: Failure, run: Run):
     return split_processes(d["processes"], run.vllm_pids, reserved)
 
 
+#: What the memory that ran out is called on each backend (the OOM message's ``backend``).
+DEVICE_NAMES = {
+    "TPU": "TPU memory (HBM)",
+    "XLA": "device memory",
+    "XPU": "XPU memory",
+    "NPU": "NPU memory",
+    "HPU": "HPU memory",
+    "MLU": "MLU memory",
+    "MUSA": "GPU memory",
+}
+
+
+def device_memory(facts: Dict[str, Any]) -> str:
+    """``GPU memory`` (CUDA, ROCm/HIP), or what the accelerator's memory is called."""
+    return DEVICE_NAMES.get(facts.get("oom_backend"), "GPU memory")
+
+
 def co_tenants_of(f: Failure, run: Run) -> List[Tuple[int, float]]:
     """``[(pid, GiB)]`` of other processes the OOM message of ``f`` lists on its GPU."""
     if "processes" not in f.data:

@@ -41,7 +41,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from .. import thresholds
 from ..run import Failure, Run
 from ..verdict import Finding
-from .oom import oom_facts
+from .oom import device_memory, oom_facts
 from .plan import Constraints, constraints
 from .rule import Rule, config_evidence, consequence_evidence, failure_evidence, finding, remedy
 
@@ -71,17 +71,17 @@ def _oversized(failures: Sequence[Failure], facts: Dict[str, Any]) -> Tuple[bool
 def _title(facts: Dict[str, Any], co: List[int], oversized: bool) -> str:
     if co:
         return (
-            f"Out of GPU memory while serving: co-tenant process(es) {', '.join(map(str, co))} hold "
+            f"Out of {device_memory(facts)} while serving: co-tenant process(es) {', '.join(map(str, co))} hold "
             f"{facts.get('co_tenant_total_gib', 0):.2f} GiB of the GPU"
         )
     if oversized:
         return (
-            f"Out of GPU memory while serving: one allocation of {facts['tried_to_allocate_gib']:.2f} GiB "
+            f"Out of {device_memory(facts)} while serving: one allocation of {facts['tried_to_allocate_gib']:.2f} GiB "
             "(an oversized request)"
         )
     if "co_tenant_pids" in facts:
-        return "Out of GPU memory while serving: vLLM itself used the headroom (no co-tenant listed)"
-    return "Out of GPU memory while serving (the message names no processes: check nvidia-smi for co-tenants)"
+        return f"Out of {device_memory(facts)} while serving: vLLM itself used the headroom (no co-tenant listed)"
+    return f"Out of {device_memory(facts)} while serving (the message names no processes: check for co-tenants)"
 
 
 def _lower_utilization(c: Constraints, facts: Dict[str, Any]) -> Tuple[Optional[float], Optional[str]]:

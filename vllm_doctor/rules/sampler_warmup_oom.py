@@ -30,7 +30,7 @@ from typing import List, Sequence
 from .. import thresholds
 from ..run import Failure, Run
 from ..verdict import Finding
-from .oom import oom_facts
+from .oom import device_memory, oom_facts
 from .plan import constraints
 from .rule import Rule, consequence_evidence, failure_evidence, finding, merged_data
 
@@ -48,9 +48,9 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List
     util = c.in_force("gpu_memory_utilization")
     shown = data.get("dummy_requests") or run.value("max_num_seqs")  # never a default in the headline
     if shown:
-        title = f"Out of GPU memory warming up the sampler with {shown} dummy requests"
+        title = f"Out of {device_memory(facts)} warming up the sampler with {shown} dummy requests"
     else:
-        title = "Out of GPU memory warming up the sampler (dummy sampler run)"
+        title = f"Out of {device_memory(facts)} warming up the sampler (dummy sampler run)"
     if data.get("dummy_requests"):
         seqs_why = f"{n} dummy requests did not fit; half as many need half the logits buffer"
     else:

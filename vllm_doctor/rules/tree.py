@@ -59,6 +59,8 @@ def failure_phase(f: Failure, run: Run) -> Optional[Phase]:
         return Phase.WEIGHTS_LOADED
     if f.kind == "too_long" or f.data.get("in_model_execution"):
         return Phase.SERVING
+    if f.data.get("form") == "xla-compile":
+        return Phase.GRAPH_CAPTURE  # XLA compiles the model for its shapes in capture_model
     if f.phase_at >= Phase.READY:
         return Phase.SERVING
     hints = {c.phase_hint for c in run.consequences}

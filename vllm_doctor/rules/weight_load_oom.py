@@ -43,7 +43,7 @@ from ..events import Phase
 from ..run import Failure, Run
 from ..units import tidy
 from ..verdict import Finding, Remedy
-from .oom import oom_facts
+from .oom import device_memory, oom_facts
 from .plan import Constraints, constraints
 from .rule import Rule, config_evidence, consequence_evidence, ev, failure_evidence, finding, remedy
 
@@ -230,7 +230,7 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List
             "; ".join(suspects).capitalize() + ": the OOM points at something else (a fallback implementation, a "
             "quantized path materialising full-precision weights, a version regression)."
         )
-    title = "Out of GPU memory while building the model / loading weights"
+    title = f"Out of {device_memory(facts)} while building the model / loading weights"
     if G:
         title += f" ({G} GiB GPU)"
     if suspects:

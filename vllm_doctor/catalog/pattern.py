@@ -1,0 +1,152 @@
+"""One recognisable message (:class:`Pattern`) and how its captures become values.
+
+A pattern names the vLLM source file that prints its message, one or more *anchor* literals
+that must occur in the message before its regular expression is tried, and how a match
+becomes an event's data (:func:`default_build`: named groups converted by :func:`convert`,
+by the group's name). The family modules of :mod:`vllm_doctor.catalog` hold the tables of
+patterns; this module is what they share, so the package imports them without a cycle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Optional, Tuple
+
+import regex
+
+from ..events import Phase
+from ..record import Record
+from ..units import size_to_gib, to_float, to_gib, to_int
+
+#: Seconds one pattern may spend on one record before it is abandoned.
+TIMEOUT = 0.25
+
+
+def regex_timed_out(exc: BaseException) -> bool:
+    """True when ``exc`` is the ``regex`` module's own timeout (``TimeoutError('regex timed
+    out')``, raised by a search given ``timeout=``), not a ``TimeoutError`` from elsewhere
+    (a caller's ``signal.alarm`` handler, a socket) that merely passed through a search."""
+    return isinstance(exc, TimeoutError) and exc.args == ("regex timed out",)
+
+
+INT_FIELDS = {
+    "max_model_len",
+    "kv_tokens",
+    "gpu_blocks",
+    "cpu_blocks",
+    "estimated_max_model_len",
+    "derived_max_model_len",
+    "cumulative",
+    "running",
+    "waiting",
+    "swapped",
+    "deferred",
+    "preemptions",
+    "requested_tokens",
+    "prompt_tokens",
+    "max_tokens",
+    "dummy_requests",
+    "tensor_parallel_size",
+    "pipeline_parallel_size",
+    "data_parallel_size",
+    "max_num_seqs",
+    "max_num_batched_tokens",
+    "min_capability",
+    "current_capability",
+    "engine_index",
+    "world_size",
+    "gpu_index",
+    "status",
+    "block_size",
+    "concurrency_tokens",
+    "shards_loaded",
+    "shards_total",
+}
+FLOAT_FIELDS = {
+    "gpu_memory_utilization",
+    "max_concurrency",
+    "kv_usage_pct",
+    "prefix_hit_pct",
+    "prompt_tps",
+    "generation_tps",
+    "cpu_kv_usage_pct",
+}
+
+
+#: Bounds (inclusive unless noted) a value must keep, or the match is dropped at parse time:
+#: ``gpu_memory_utilization`` is a fraction in (0, 1] (vllm/config/cache.py CacheConfig
+#: validates the same range), percentages stay within 0-100, rates and counts are not negative.
+FLOAT_RANGES = {
+    "gpu_memory_utilization": (0.0, 1.0),
+    "kv_usage_pct": (0.0, 100.0),
+    "cpu_kv_usage_pct": (0.0, 100.0),
+    "prefix_hit_pct": (0.0, 100.0),
+    "prompt_tps": (0.0, 1e9),
+    "generation_tps": (0.0, 1e9),
+    "max_concurrency": (0.0, 1e9),
+}
+
+
+def convert(name: str, value: str) -> Any:
+    """Turn one captured group into a value by its name.
+
+    Counts (:data:`INT_FIELDS`) become ``int`` (not negative), :data:`FLOAT_FIELDS`
+    ``float`` within :data:`FLOAT_RANGES` (``gpu_memory_utilization`` must be in (0, 1]),
+    ``*_gib`` fields a size in GiB (``"2.00 GiB"``, ``"512 MiB"``, ``"14.9888GB"``); other
+    names stay text. Raises ValueError for a value that is not such a number (see
+    :mod:`vllm_doctor.units`: ASCII digits, length cap, finite), so a damaged line is
+    dropped where it is read instead of carrying ``inf`` or ``"4k"`` into the arithmetic.
+    """
+    if name in INT_FIELDS:
+        number = to_int(value)
+        if number < 0:
+            raise ValueError(f"{name} cannot be negative: {value[:40]!r}")
+        return number
+    if name in FLOAT_FIELDS:
+        number = to_float(value)
+        low, high = FLOAT_RANGES.get(name, (0.0, 1e18))
+        if not low <= number <= high or (name == "gpu_memory_utilization" and number == 0):
+            raise ValueError(f"{name} out of range: {value[:40]!r}")
+        return number
+    if name.endswith("_gib"):
+        value = value.strip()
+        return size_to_gib(value) if " " in value else to_gib(value.rstrip("GiB").rstrip("GB"))
+    return value
+
+
+def default_build(m: "regex.Match", rec: Record) -> Dict[str, Any]:
+    return {k: convert(k, v) for k, v in m.groupdict().items() if v is not None}
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """One recognisable message.
+
+    ``name``: unique id; ``kind``: the event kind it produces; ``anchors``: literals,
+    any of which must be in the message; ``rx``: the expression searched for (a
+    ``regex`` pattern string, compiled once); ``source``: the vLLM/PyTorch file (and
+    function) that prints it; ``phase``: the phase the message proves; ``build``:
+    ``(match, record) -> data dict`` or None to reject the match (default: named
+    groups converted by :func:`convert`).
+    """
+
+    name: str
+    kind: str
+    anchors: Tuple[str, ...]
+    rx: str
+    source: str
+    phase: Optional[Phase] = None
+    build: Callable[[Any, Record], Optional[Dict[str, Any]]] = default_build
+
+    def compiled(self) -> "regex.Pattern":
+        return _compiled(self.rx)
+
+
+_CACHE: Dict[str, "regex.Pattern"] = {}
+
+
+def _compiled(rx: str) -> "regex.Pattern":
+    pat = _CACHE.get(rx)
+    if pat is None:
+        pat = _CACHE[rx] = regex.compile(rx)
+    return pat
