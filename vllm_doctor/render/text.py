@@ -245,7 +245,8 @@ def _do_first(v: _View, verdict) -> None:
 
 def healthy_summary(verdict) -> Optional[str]:
     """What a server without a problem runs with, in one sentence: model, vLLM version,
-    phase reached, KV cache tokens and concurrency at max_model_len (None when unknown)."""
+    KV cache tokens and concurrency at max_model_len, the load its stats lines showed, the
+    phase reached (None when none of it is known)."""
     pool = fact_pool(verdict, None)
     run = verdict.runs[0] if verdict.runs else None
     parts = []
@@ -262,6 +263,11 @@ def healthy_summary(verdict) -> Optional[str]:
         parts.append(kv)
     elif pool.get("max_model_len"):
         parts.append(f"max_model_len {pool['max_model_len']}")
+    if isinstance(pool.get("peak_kv_usage_pct"), (int, float)):
+        parts.append(
+            f"load: KV cache up to {pool['peak_kv_usage_pct']:.1f}%, up to {pool.get('max_running', 0)} running"
+            f" and {pool.get('max_waiting', 0)} waiting"
+        )
     if run is not None and run.phase_reached and run.phase_reached != "unknown":
         parts.append(f"phase reached: {run.phase_reached}")
     return "; ".join(parts) or None
