@@ -14,18 +14,12 @@ from vllm_doctor import diagnose
 from vllm_doctor.cli import cli as main
 from vllm_doctor.redact import redact_verdict
 from vllm_doctor.render import render
-from vllm_doctor.render.common import (
-    CLIP,
-    anchors_for,
-    clip,
-    display_source,
-    evidence_rows,
-    fact_rows,
-    sparkline,
-    symptom_title,
-    where,
-)
+from vllm_doctor.render.evidence import anchors_for, clip, evidence_rows
+from vllm_doctor.render.facts import fact_rows
+from vllm_doctor.render.names import CLIP, display_source, where
+from vllm_doctor.render.series import sparkline
 from vllm_doctor.render.text import PIPE_WIDTH, recap
+from vllm_doctor.render.titles import symptom_title
 from vllm_doctor.verdict import Evidence, Finding
 
 MANIFEST = load_manifest()

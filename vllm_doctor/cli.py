@@ -483,7 +483,7 @@ def explain(name: str) -> None:
     CLASS_OR_CODE is a class id (kv_cache_capacity) or a code (VD101), in any case, with - or _.
     Prints what it means, why it happens, the remedies in order, what does not help, and the
     vLLM sources it rests on."""
-    from .render.common import rewrap
+    from .render.pages import rewrap
     from .rules import lookup
 
     try:

@@ -8,7 +8,7 @@ as sparklines; the evidence clipped to the clauses that matter in a fenced block
 ``source:line`` rows (the full lines in a collapsed block below it when any was clipped);
 numbered remedies with their flags; what does not help; the other findings; a footer with
 the tool's name and version. Sources are named as given on the command line, an absolute
-path by its file name only (:func:`~.common.display_source`).
+path by its file name only (:func:`~.names.display_source`).
 
 Every piece of text that can come from a log is quoted so that no Markdown or HTML in it
 takes effect where the ticket is rendered (GitHub, GitLab, Jira, chat):
@@ -34,21 +34,11 @@ from typing import List
 
 import regex
 
-from .common import (
-    anchors_for,
-    clip,
-    context_rows,
-    display_source,
-    episode,
-    episode_span,
-    evidence_rows,
-    fact_rows,
-    incident_times,
-    point_unit,
-    series_rows,
-    symptom_title,
-    verdict_times,
-)
+from .evidence import anchors_for, clip, evidence_rows, incident_times, verdict_times
+from .facts import context_rows, fact_rows
+from .names import display_source
+from .series import episode, episode_span, point_unit, series_rows
+from .titles import symptom_title
 
 #: Characters of an evidence line in the ticket's fenced block (the full line is below it).
 TICKET_EVIDENCE_CHARS = 240

@@ -19,7 +19,11 @@ import io
 from datetime import datetime
 from typing import Any, List, Optional, Tuple
 
-from .common import display_source, is_context, point_unit, run_of, symptom_title
+from .evidence import is_context
+from .facts import run_of
+from .names import display_source
+from .series import point_unit
+from .titles import symptom_title
 
 #: Output formats by file suffix.
 FORMATS = {".svg": "svg", ".png": "png"}

@@ -25,22 +25,10 @@ import io
 import os
 from typing import List, Optional, Tuple
 
-from .common import (
-    CLIP,
-    anchors_for,
-    clip,
-    context_rows,
-    episode,
-    episode_span,
-    evidence_rows,
-    fact_pool,
-    fact_rows,
-    finding_time,
-    is_context,
-    point_unit,
-    series_rows,
-    short_source,
-)
+from .evidence import anchors_for, clip, evidence_rows, finding_time, is_context
+from .facts import context_rows, fact_pool, fact_rows
+from .names import CLIP, short_source
+from .series import episode, episode_span, point_unit, series_rows
 
 _STYLE = {
     "critical": "bold red",
