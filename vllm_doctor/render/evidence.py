@@ -179,6 +179,7 @@ class EvidenceRow:
 
     @property
     def note(self) -> str:
+        """The notes of the row, joined with ``; ``."""
         return "; ".join(self.notes)
 
 

@@ -101,6 +101,7 @@ class _View:
         self.lines: List = []
 
     def blank(self) -> None:
+        """One empty line, never two in a row, none at the top."""
         if self.lines and self.lines[-1].plain:
             self.add_line(self._text(""))
 
@@ -111,6 +112,7 @@ class _View:
         return Text(s, style=style)
 
     def add_line(self, text) -> None:
+        """Append one styled line (already narrower than the width), trailing spaces dropped."""
         text.rstrip()
         self.lines.append(text)
 
@@ -160,6 +162,7 @@ class _View:
         return cut
 
     def render(self) -> str:
+        """The lines as text (ANSI styles when colour is on), no line ending in spaces."""
         for line in self.lines:
             self.con.print(line)
         out = self.buf.getvalue()
