@@ -79,16 +79,17 @@ def test_binary_and_invalid_utf8_do_not_crash():
 
 def test_markdown_has_verdict_evidence_and_numbered_remedies():
     out = run("diagnose", "-f", "markdown", str(fixture_path("s001-llama31-8b-3090-kv-29k.log"))).output
-    assert out.startswith("## vllm-doctor: kv_cache_capacity (VD101)")
-    assert "s001-llama31-8b-3090-kv-29k.log:5:" in out
-    assert "1. Lower max_model_len" in out and "`--max-model-len 23552`" in out
+    assert out.startswith("## KV cache too small for max_model_len 29000 on GPU (23.58 GiB)\n")
+    assert "**VD101 kv_cache_capacity** (critical, high confidence, startup): KV cache too small" in out
+    assert "\ns001-llama31-8b-3090-kv-29k.log:5  The model's max seq len (29000)" in out
+    assert "1. `--max-model-len 23552`: Lower max_model_len" in out
 
 
 def test_output_file_written_and_terminal_gets_text(tmp_path):
     out = tmp_path / "verdict.json"
     r = run("diagnose", "-f", "json", "-o", str(out), str(fixture_path("r002-mtp-slow-v1-waiting.log")))
     assert json.loads(out.read_text())["primary_class"] == "preemption_storm"
-    assert r.output.startswith("preemption_storm (VD201")
+    assert r.output.startswith("VD201 preemption_storm (warning")
 
 
 def test_rules_lists_every_class_with_its_code():

@@ -105,7 +105,8 @@ def test_rotation_drains_the_old_file_before_switching(tmp_path):
         fh.write("the failure\nits last line, no newline")
     log.rename(tmp_path / "server.log.1")
     log.write_text("new 1\n")  # ... and the server starts a new one
-    assert until_idle(gen) == ["the failure", "its last line, no newline", "new 1"]
+    # the old file's lines, then the mark that numbers the new file's lines from 1
+    assert until_idle(gen) == ["the failure", "its last line, no newline", follow_mod.ROTATED, "new 1"]
 
 
 def test_copytruncate_is_seen_even_when_the_file_regrew_past_its_old_size(tmp_path):
@@ -119,7 +120,7 @@ def test_copytruncate_is_seen_even_when_the_file_regrew_past_its_old_size(tmp_pa
         fh.truncate(0)
         fh.write("".join(x + "\n" for x in new))
     assert log.stat().st_size > 70 and f.pos == 60
-    assert until_idle(gen) == new
+    assert until_idle(gen) == [follow_mod.ROTATED, *new]
 
 
 def test_a_plain_growing_file_is_not_mistaken_for_a_truncated_one(tmp_path):

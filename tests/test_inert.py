@@ -93,6 +93,9 @@ ALLOWED_TAGS = {
     "blockquote",
     "hr",
     "br",
+    # the ticket's own collapsed block of full log lines (counted below: never one of the log's)
+    "details",
+    "summary",
 }
 
 
@@ -128,10 +131,20 @@ def verdict_with(s: str) -> Verdict:
         runs=[run],
         sources=sources,
         tool_version=f"0.1.0{s}",
+        primary_finding=finding,
     )
 
 
-BENIGN = {fmt: render(verdict_with("x"), fmt) for fmt in ("text", "markdown", "json")}
+#: Width at which nothing in these verdicts wraps: the line structure then shows injection
+#: only (at a terminal's width, fields of other lengths wrap differently, which is layout).
+UNWRAPPED = 100_000
+
+
+def rendered(verdict, fmt: str) -> str:
+    return render(verdict, fmt, width=UNWRAPPED)
+
+
+BENIGN = {fmt: rendered(verdict_with("x"), fmt) for fmt in ("text", "markdown", "json")}
 
 
 def assert_inert_text(out: str) -> None:
@@ -147,11 +160,12 @@ def html_of(md: str) -> str:
 @pytest.mark.parametrize("fmt", ["text", "markdown", "json"])
 def test_every_field_of_every_format_is_inert(name, fmt):
     s = HOSTILE[name]
-    out = render(verdict_with(s), fmt)
+    out = rendered(verdict_with(s), fmt)
     assert_inert_text(out)
     # No field can add, remove or forge a line: the layout is the benign one (a 5000-character
-    # fact wraps inside rich's facts table, which is layout, not injection).
-    if not (name == "long" and fmt == "text"):
+    # evidence line is clipped, and the ticket then adds the full line below it: layout).
+    long = name == "long"
+    if not (long and fmt != "json"):
         assert out.count("\n") == BENIGN[fmt].count("\n")
     lines = out.splitlines()
     assert not any(line.startswith(("healthy", "## forged", "# out of")) for line in lines)
@@ -166,7 +180,8 @@ def test_every_field_of_every_format_is_inert(name, fmt):
         assert set(attrs) <= {' class="language-text"', " /"}, attrs
         assert html.count("<tr>") == html_of(BENIGN["markdown"]).count("<tr>")
         assert html.count("<li>") == html_of(BENIGN["markdown"]).count("<li>")
-        assert html.count("<pre>") == 1
+        assert html.count("<pre>") == 1 + long  # the evidence (and the full line, when clipped)
+        assert html.count("<details>") == html.count("<summary>") == long
         # mentions and emoji codes outside code are escaped in the source
         outside_code = regex.sub(r"(?s)(`+).*?\1", "", out)
         assert not regex.search(r"(?<!\\)@(?:here|channel|everyone)", outside_code)
@@ -215,7 +230,7 @@ def test_clean_drops_sequences_whole_and_keeps_text():
 
 
 def test_redacted_verdict_is_inert_too():
-    out = render(redact_verdict(verdict_with(HOSTILE["forged line"] + HOSTILE["bidi override"])), "text")
+    out = rendered(redact_verdict(verdict_with(HOSTILE["forged line"] + HOSTILE["bidi override"])), "text")
     assert_inert_text(out)
     assert out.count("\n") == BENIGN["text"].count("\n")
 
@@ -249,7 +264,7 @@ def test_a_hostile_log_through_the_cli_prints_inert(tmp_path, fmt, redact):
     for out in (r.stdout, out_file.read_text(encoding="utf-8")):
         assert_inert_text(out)
         assert not any(line.startswith("healthy") for line in out.splitlines())
-    assert r.stdout.startswith("other (VD900, critical)")
+    assert r.stdout.startswith("VD900 other (critical, high confidence)")
     written = out_file.read_text(encoding="utf-8")
     if fmt == "markdown":
         tags = set(regex.findall(r"</?([a-zA-Z][a-zA-Z0-9]*)", html_of(written)))

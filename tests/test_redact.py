@@ -8,6 +8,7 @@ model path; a source name), and runs it through every format, batch and ``--foll
 
 import html
 import json
+import os
 import subprocess
 import sys
 
@@ -207,6 +208,11 @@ def views(fmt: str, out: str):
     return texts
 
 
+#: Columns at which the text view clips no evidence line (the rules keep at most 600
+#: characters of one; the text view gives an incident's line three screen lines).
+WIDE = 400
+
+
 @pytest.fixture(scope="module")
 def logs(tmp_path_factory):
     d = tmp_path_factory.mktemp("kinds")
@@ -221,8 +227,10 @@ def logs(tmp_path_factory):
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_every_kind_is_redacted_in_every_format_and_shows_without_redaction(logs, kind, fmt):
     _, secrets, marker = KINDS[kind]
-    redacted = CliRunner().invoke(main, ["diagnose", "-f", fmt, str(logs[kind])])
-    control = CliRunner().invoke(main, ["diagnose", "-f", fmt, "--no-redact", str(logs[kind])])
+    # A terminal wide enough that the text view clips no evidence line: every token is shown.
+    wide = {"COLUMNS": str(WIDE)}
+    redacted = CliRunner().invoke(main, ["diagnose", "-f", fmt, str(logs[kind])], env=wide)
+    control = CliRunner().invoke(main, ["diagnose", "-f", fmt, "--no-redact", str(logs[kind])], env=wide)
     assert redacted.exit_code == control.exit_code == 1, (redacted.output, redacted.exception)
     for secret in secrets:
         for seen in views(fmt, redacted.stdout):
@@ -243,7 +251,12 @@ def followed(tmp_path_factory):
         for redact in (True, False):
             args = [sys.executable, "-m", "vllm_doctor", "diagnose", "-F", "-f", fmt, "-"]
             p = subprocess.run(
-                args + ([] if redact else ["--no-redact"]), input=stream, capture_output=True, text=True, timeout=120
+                args + ([] if redact else ["--no-redact"]),
+                input=stream,
+                capture_output=True,
+                text=True,
+                timeout=120,
+                env={**os.environ, "COLUMNS": str(WIDE)},
             )
             assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
             out[fmt, redact] = p.stdout

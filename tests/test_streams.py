@@ -50,7 +50,7 @@ def test_full_stdout_is_one_line_and_exit_2(tmp_path, fmt):
     assert p.returncode == 2
     one_error_line(p.stderr, "No space left on device")
     p = sh(f"{PY} diagnose -f markdown -o {out} {KV} > /dev/full")
-    assert p.returncode == 2 and out.read_text().startswith("## vllm-doctor: kv_cache_capacity")
+    assert p.returncode == 2 and out.read_text().startswith("## KV cache too small for max_model_len")
 
 
 def test_closed_stdin_is_one_line_and_exit_2():
@@ -120,7 +120,7 @@ def test_output_follows_a_symlink_instead_of_replacing_it(tmp_path):
     link.symlink_to(target)
     assert sh(f"{PY} diagnose -f markdown -o {link} {KV}").returncode == 1
     assert link.is_symlink() and os.readlink(link) == str(target)
-    assert target.read_text().startswith("## vllm-doctor: kv_cache_capacity")
+    assert target.read_text().startswith("## KV cache too small for max_model_len")
     assert not [p for p in target.parent.iterdir() if p.name.startswith(".vllm-doctor-")]
 
 

@@ -13,6 +13,9 @@ from ._version import __version__
 from .formats import FORMATS
 
 EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, EXIT_UNRECOGNISED = 0, 1, 2, 3
+#: The distribution's name (``pip install``), which ``--version`` prints: the package index's
+#: ``vllm-doctor`` is an unrelated tool that installs a command of the same name.
+DIST_NAME = "vllm-log-doctor"
 FORMAT_NAMES = tuple(FORMATS)  # --input-format choices: one list, in formats.py
 
 EXIT_CODES_HELP = """\b
@@ -25,7 +28,7 @@ Exit codes:
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.version_option(__version__, prog_name="vllm-doctor")
+@click.version_option(__version__, "-V", "--version", prog_name=DIST_NAME, message="%(prog)s %(version)s")
 def cli() -> None:
     """Read vLLM server logs and say why the server ran out of memory or slowed down,
     with the lines that prove it and what to change first.
@@ -126,6 +129,16 @@ def cli() -> None:
     show_default=True,
     help="Scrapes of --metrics to take (rates need two or more).",
 )
+@click.option(
+    "--plot",
+    "plot_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    metavar="FILE.svg|FILE.png",
+    help="Also write a chart of the stats lines (KV cache usage, requests running and waiting, tokens/s) "
+    "of the primary finding's run, to attach to a ticket. Needs the plot extra: "
+    "pip install 'vllm-log-doctor[plot]'.",
+)
 def diagnose(
     files: Tuple[str, ...],
     fmt: Optional[str],
@@ -140,6 +153,7 @@ def diagnose(
     metrics_urls: Tuple[str, ...] = (),
     interval: float = 10.0,
     count: int = 6,
+    plot_path: Optional[str] = None,
 ) -> None:
     """Diagnose one or more vLLM logs.
 
@@ -177,6 +191,16 @@ def diagnose(
     series, specs, metric_errors = _metrics_inputs(specs, metrics_urls, interval, count)
     if follow and (series or metric_errors):
         raise click.UsageError("--follow reads a log: metrics inputs do not apply")
+    plot_fmt = "svg"
+    if plot_path:
+        from .render.plot import PlotError, plot_format
+
+        try:
+            plot_fmt = plot_format(plot_path)
+        except PlotError as exc:
+            raise click.BadParameter(str(exc).split(": ", 1)[-1], param_hint="--plot") from None
+        if follow:
+            raise click.UsageError("--plot draws a finished log: it does not apply to --follow")
     if follow:
         if len(specs) != 1:
             raise click.UsageError("--follow takes exactly one FILE (or - for standard input)")
@@ -205,18 +229,21 @@ def diagnose(
         from .redact import redact_verdict
 
         verdict = redact_verdict(verdict)
+    tty = streams.isatty(sys.stdout)
     if color is None:
-        color = streams.isatty(sys.stdout) and "NO_COLOR" not in os.environ
+        color = tty and "NO_COLOR" not in os.environ
+    width, height = _screen(tty)
     failed = False
+    plot_note = _write_plot(verdict, plot_path, plot_fmt, specs) if plot_path else None
     try:
         if output and output != "-":
             try:
                 streams.write_file(output, render(verdict, fmt), specs)
             except streams.OutputError as exc:
                 _fail(str(exc))
-            streams.write_stdout(render(verdict, "text", color=color))
+            streams.write_stdout(render(verdict, "text", color=color, width=width, height=height))
         else:
-            streams.write_stdout(render(verdict, fmt, color=color and fmt == "text"))
+            streams.write_stdout(render(verdict, fmt, color=color and fmt == "text", width=width, height=height))
     except streams.OutputError as exc:
         streams.write_stderr(f"vllm-doctor: error: {exc}")
         failed = True
@@ -224,6 +251,9 @@ def diagnose(
         pass  # the reader (| head) has what it wanted; the exit code still tells the verdict
     for e in errors:
         streams.write_stderr(f"vllm-doctor: error: {e}")
+    if plot_note:
+        streams.write_stderr(plot_note[1])
+        failed = failed or plot_note[0]
     if verdict.exit_code == EXIT_UNRECOGNISED:
         from .formats import TRIED
 
@@ -237,6 +267,30 @@ def diagnose(
     sys.exit(EXIT_USAGE if errors or failed or streams.stderr_failed else verdict.exit_code)
 
 
+def _screen(tty: bool) -> Tuple[int, int]:
+    """Columns and lines of the text view: the terminal's, or 100 x 24 in a pipe (COLUMNS /
+    LINES override both)."""
+    from .render.text import terminal_size
+
+    return terminal_size(tty)
+
+
+def _write_plot(verdict, path: str, fmt: str, specs: List[str]) -> Optional[Tuple[bool, str]]:
+    """Write the stats chart to ``path``; ``(failed, one-line message)`` to report, or None.
+    No stats lines is a note (nothing to draw is not an error); a missing plotting library or
+    a file that cannot be written is an error (exit 2)."""
+    from .render import chart
+    from .render.plot import NothingToPlot, PlotError
+
+    try:
+        streams.write_file(path, chart(verdict, fmt), specs)
+    except NothingToPlot as exc:
+        return False, f"vllm-doctor: note: --plot: {exc} ({path} not written)"
+    except (PlotError, streams.OutputError) as exc:
+        return True, f"vllm-doctor: error: {exc}"
+    return None
+
+
 def _metrics_inputs(specs: List[str], urls: Tuple[str, ...], interval: float, count: int):
     """Split metrics inputs off the FILE arguments and read them (METRICS-HOOK).
 
@@ -247,7 +301,10 @@ def _metrics_inputs(specs: List[str], urls: Tuple[str, ...], interval: float, co
 
     for spec in specs:
         if is_url(spec):
-            raise click.UsageError(f"{spec}: a URL is not a log file; to scrape a live server use --metrics {spec}")
+            raise click.UsageError(
+                f"{spec}: vllm-doctor reads log files (or - for standard input), not URLs; to scrape a live "
+                f"server's Prometheus metrics, give it as --metrics {spec}"
+            )
     series, logs, errors = [], [], []
     todo = list(urls)
     for spec in specs:
@@ -279,39 +336,43 @@ def _follow(
 
     from .follow import follow
     from .redact import Redactor, redact_verdict
-    from .render import render
+    from .render import render_follow_summary, render_live
     from .render.json import dumps
-    from .verdict import Verdict
 
     if spec != "-" and os.path.isdir(spec):
         _fail(f"{spec}: is a directory, not a log file")
-    color = streams.isatty(sys.stdout) if color is None else color
+    tty = streams.isatty(sys.stdout)
+    color = tty and "NO_COLOR" not in os.environ if color is None else color
+    width, _ = _screen(tty)
     redactor = Redactor()  # one for the session: findings and the summary name hosts alike
 
     def stop(signum, frame):  # SIGTERM (systemd, docker stop) ends following like Ctrl-C
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, stop)
+    what = "standard input" if spec == "-" else spec
+    ends = "the summary when it ends (or Ctrl-C)" if spec == "-" else "Ctrl-C for the summary"
+    streams.write_stderr(f"following {what}: findings appear as they are certain; {ends}")
+    shown = [0]
 
     def emit(finding) -> None:
         f = finding if no_redact else redact_verdict(finding, redactor)
         if fmt == "json":
             click.echo(dumps({"type": "finding", **f.to_dict()}))
         else:
-            v = Verdict(f.class_id, f.code, f.severity, f.title, findings=[f])
-            text = render(v, "markdown" if fmt == "markdown" else "text", color=color)
-            click.echo(text.split("\n\n", 1)[-1].rstrip() if fmt == "text" else text)
+            text = render_live(f, fmt, color=color, width=width)
+            click.echo(("\n" if shown[0] else "") + text.rstrip("\n"))
+        shown[0] += 1
         sys.stdout.flush()
 
     verdict = follow(spec, input_format, emit, select=select)
     if not no_redact:
         verdict = redact_verdict(verdict, redactor)
-    if fmt != "json":
-        click.echo("\n--- summary ---\n")
     if fmt == "json":
         click.echo(dumps({"type": "verdict", **verdict.to_dict()}))
     else:
-        click.echo(render(verdict, fmt, color=color), nl=False)
+        lines = max((s.lines for s in verdict.sources), default=0)
+        click.echo(("\n" if shown[0] else "") + render_follow_summary(verdict, fmt, color, width, lines), nl=False)
     sys.exit(verdict.exit_code)
 
 
@@ -541,14 +602,39 @@ def compare(
     sys.exit(EXIT_USAGE if errors or failed or streams.stderr_failed else comparison.exit_code)
 
 
+def _text_width() -> int:
+    """Columns for ``rules`` and ``explain``: the terminal's (at most 100, so a page reads
+    as a page), 100 in a pipe; COLUMNS overrides."""
+    cols, _ = _screen(streams.isatty(sys.stdout))
+    return max(40, min(cols, 100))
+
+
 @cli.command()
 def rules() -> None:
     """List every class with its code and a one-line summary (`explain CODE` for its page)."""
+    import textwrap
+
     from .rules import RULES
 
     width = max(len(r.name) for r in RULES)
+    # One line a rule in a pipe (for grep); on a terminal, wrapped under the summary column.
+    cols = _text_width() if streams.isatty(sys.stdout) or os.environ.get("COLUMNS", "").isdigit() else 0
+    indent = " " * (len(RULES[0].code) + width + 4)
     for r in RULES:
-        click.echo(f"{r.code}  {r.name:<{width}}  {r.summary}")
+        lead = f"{r.code}  {r.name:<{width}}  "
+        if not cols:
+            click.echo(lead + r.summary)
+            continue
+        click.echo(
+            textwrap.fill(
+                r.summary,
+                cols,
+                initial_indent=lead,
+                subsequent_indent=indent,
+                break_long_words=False,
+                break_on_hyphens=False,
+            )
+        )
 
 
 @cli.command()
@@ -559,6 +645,7 @@ def explain(name: str) -> None:
     CLASS_OR_CODE is a class id (kv_cache_capacity) or a code (VD101), in any case, with - or _.
     Prints what it means, why it happens, the remedies in order, what does not help, and the
     vLLM sources it rests on."""
+    from .render.pages import rewrap
     from .rules import lookup
 
     try:
@@ -566,18 +653,18 @@ def explain(name: str) -> None:
     except KeyError as exc:
         raise click.UsageError(f"{exc.args[0]}; `vllm-doctor rules` lists them") from None
     click.echo(f"{rule.code} {rule.name} ({rule.severity})\n")
-    click.echo(rule.explanation)
+    click.echo(rewrap(rule.explanation, _text_width()))
 
 
 def main() -> None:
     """Entry point: run the commands; usage errors are one line on stderr and exit 2."""
     try:
-        cli.main(standalone_mode=False)
+        cli.main(prog_name="vllm-doctor", standalone_mode=False)
     except click.exceptions.NoArgsIsHelpError as exc:  # pragma: no cover - click >= 8.2
         click.echo(exc.ctx.get_help() if exc.ctx else str(exc))
         sys.exit(EXIT_USAGE)
     except click.exceptions.UsageError as exc:
-        hint = f" (see `vllm-doctor {exc.ctx.info_name} --help`)" if exc.ctx and exc.ctx.info_name != "cli" else ""
+        hint = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx else ""
         streams.write_stderr(f"vllm-doctor: error: {exc.format_message()}{hint}")
         sys.exit(EXIT_USAGE)
     except click.exceptions.Abort:

@@ -28,6 +28,9 @@ from .verdict import Finding
 
 IDLE = 0.3  # seconds without new input before findings are evaluated
 POLL = 0.2
+#: Yielded by the file reader when the path names a new file (rotation) or the file shrank
+#: (truncation): line numbers start again at 1, the new file's own.
+ROTATED = object()
 
 
 def _split(block: bytes) -> List[str]:
@@ -122,7 +125,9 @@ class _FileFollower:
 
 
 def _lines_of_file(f: _FileFollower, stop: Callable[[], bool]):
-    """Yield the lines of a growing file as they are completed, and None whenever it is idle."""
+    """Yield the lines of a growing file as they are completed, None whenever it is idle, and
+    :data:`ROTATED` after the last line of a file that was replaced or truncated (the lines
+    after it are the new file's, numbered from 1)."""
     path = f.path
     waiting_said = False
     try:
@@ -145,9 +150,11 @@ def _lines_of_file(f: _FileFollower, stop: Callable[[], bool]):
             if change == "rotated":
                 yield from f.drain()  # what was written before the rotation, to the last line
                 f.close()
+                yield ROTATED
             elif change == "truncated":
                 yield from _split(f.cutter.end())  # a partial line before the cut ends there
                 f.close()
+                yield ROTATED
     finally:
         f.close()
 
@@ -187,13 +194,20 @@ class Follower:
         self.reader = _SourceReader(name, input_format, select)
         self.emit = emit
         self.printed: Set[Tuple[str, int, str]] = set()
-        self.lines = 0
+        self.lines = 0  # lines read, over every file followed
+        self.base = 0  # lines read before the current file (rotation numbers lines anew)
 
     def line(self, text: str) -> None:
         self.lines += 1
         if self.lines <= 200:
             self.reader.sniff(text)
-        self.reader.line(self.lines, text)
+        self.reader.line(self.lines - self.base, text)
+
+    def rotated(self) -> None:
+        """The path names a new file (or this one was cut): what was held ends, and its
+        lines count from 1 again, so evidence cites lines of the file on disk."""
+        self.reader.consume(self.reader.reasm.flush())
+        self.base = self.lines
 
     def evaluate(self) -> List[Finding]:
         """Diagnose the runs as they stand; emit the findings not emitted yet."""
@@ -212,7 +226,7 @@ class Follower:
         return new
 
     def finish(self):
-        return build_verdict(self.reader.finish(self.lines), select=self.reader.select)
+        return build_verdict(self.reader.finish(self.lines - self.base), select=self.reader.select)
 
 
 def follow(
@@ -236,6 +250,9 @@ def follow(
                 if dirty:
                     f.evaluate()
                     dirty = False
+                continue
+            if text is ROTATED:
+                f.rotated()
                 continue
             f.line(text)
             dirty = True

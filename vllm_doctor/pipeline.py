@@ -436,6 +436,18 @@ def _run_summary(run, findings: List[Finding]) -> RunSummary:
         config=dict(run.config),
         facts=facts,
         classes=[f.class_id for f in findings],
+        series=[
+            {
+                "line": p.first_lineno,
+                "time": p.time,
+                "intervals": p.intervals,
+                "kv_usage_pct": p.kv_usage_pct,
+                "running": p.running,
+                "waiting": p.waiting,
+                "generation_tps": p.generation_tps,
+            }
+            for p in s.series
+        ],
     )
 
 

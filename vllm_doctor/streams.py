@@ -26,7 +26,7 @@ import os
 import stat
 import sys
 import tempfile
-from typing import Iterable, Optional
+from typing import Iterable, Optional, Union
 
 from .render.inert import one_line
 
@@ -110,8 +110,9 @@ def _same_file(st: os.stat_result, spec: str) -> bool:
     return (st.st_dev, st.st_ino) == (other.st_dev, other.st_ino)
 
 
-def write_file(path: str, text: str, inputs: Iterable[str] = ()) -> None:
-    """Write ``text`` to ``path`` as the module doc says. ``inputs`` are the command's
+def write_file(path: str, text: Union[str, bytes], inputs: Iterable[str] = ()) -> None:
+    """Write ``text`` (UTF-8 text, or bytes as they are: a PNG) to ``path`` as the module
+    doc says. ``inputs`` are the command's
     input specs (``-`` is standard input). Raises :class:`OutputError` (one line) when the
     file cannot be written or is an input."""
     try:
@@ -120,7 +121,15 @@ def write_file(path: str, text: str, inputs: Iterable[str] = ()) -> None:
         raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
-def _write_file(path: str, text: str, inputs) -> None:
+def _open(path_or_fd, text: Union[str, bytes]):
+    if isinstance(text, bytes):
+        return open(path_or_fd, "wb") if isinstance(path_or_fd, str) else os.fdopen(path_or_fd, "wb")
+    if isinstance(path_or_fd, str):
+        return open(path_or_fd, "w", encoding="utf-8")
+    return os.fdopen(path_or_fd, "w", encoding="utf-8")
+
+
+def _write_file(path: str, text: Union[str, bytes], inputs) -> None:
     st: Optional[os.stat_result]
     try:
         st = os.stat(path)  # through symbolic links, to the file they name
@@ -134,13 +143,13 @@ def _write_file(path: str, text: str, inputs) -> None:
             raise IsADirectoryError(21, "is a directory")
         # a pipe, a terminal, /dev/stdout (-> /proc/self/fd/1), or a file with hard links
         if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1 or real.startswith(("/proc/", "/dev/")):
-            with open(path, "w", encoding="utf-8") as fh:
+            with _open(path, text) as fh:
                 fh.write(text)
             return
     d = os.path.dirname(real)
     fd, tmp = tempfile.mkstemp(prefix=".vllm-doctor-", dir=d)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        with _open(fd, text) as fh:
             fh.write(text)
             if st is not None:
                 mode = st.st_mode & 0o7777

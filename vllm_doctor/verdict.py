@@ -20,7 +20,11 @@ Shapes (also in ``vllm_doctor/verdict.schema.json``, the published contract):
   ``phase`` (``startup`` / ``runtime``), ``title``, ``facts``
   (vocabulary of ``shared/corpus/README.md``; memory in GiB), ``evidence``, ``remedies``,
   ``does_not_help``;
-* :class:`RunSummary` - one server start in one source, with its ``config`` and ``facts``;
+* :class:`RunSummary` - one server start in one source, with its ``config`` and ``facts``,
+  and ``series``: its stats lines as at most 256 points in line order, each
+  ``{line, time, intervals, kv_usage_pct, running, waiting, generation_tps}`` (the maxima
+  over the ``intervals`` stats lines it stands for, from ``line`` on; see
+  :class:`vllm_doctor.run.SeriesPoint`), for sparklines and charts;
 * :class:`Verdict` - the whole answer: ``primary_class`` (the most severe finding of the
   newest failing run; ``healthy`` when nothing is wrong; ``unknown`` when nothing is
   recognisable or the root cause is not in the log), ``primary`` (that finding itself, so
@@ -32,7 +36,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "1.2"
 SEVERITY_RANK = {"critical": 3, "warning": 2, "info": 1, "ok": 0}
 
 
@@ -94,6 +98,7 @@ class RunSummary:
     config: Dict[str, Any] = field(default_factory=dict)
     facts: Dict[str, Any] = field(default_factory=dict)
     classes: List[str] = field(default_factory=list)
+    series: List[Dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass

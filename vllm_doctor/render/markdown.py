@@ -1,4 +1,14 @@
-"""An incident-ticket block: verdict first, key facts, evidence, remedies, what does not help.
+"""An incident ticket: what happened, where and when, what to do first, and the proof.
+
+Layout: a symptom title (``## Runtime OOM on GPU 0 (79.33 GiB) at 02-10 18:06:30``); the
+verdict line (code, class, severity, confidence, source) and its one-line title; **Do this
+first**; a summary table in words and units (source, host or pod, first and last incident
+time from the log, vLLM version, model, GPU, the key facts); the stats of a runtime episode
+as sparklines; the evidence clipped to the clauses that matter in a fenced block of
+``source:line`` rows (the full lines in a collapsed block below it when any was clipped);
+numbered remedies with their flags; what does not help; the other findings; a footer with
+the tool's name and version. Sources are named as given on the command line, an absolute
+path by its file name only (:func:`~.names.display_source`).
 
 Every piece of text that can come from a log is quoted so that no Markdown or HTML in it
 takes effect where the ticket is rendered (GitHub, GitLab, Jira, chat):
@@ -13,6 +23,7 @@ takes effect where the ticket is rendered (GitHub, GitLab, Jira, chat):
   triggers defused, and a field that begins a list item cannot start a heading, quote,
   list or rule of its own.
 
+The only HTML the ticket holds is its own ``<details>``/``<summary>`` around the full lines.
 The verdict reaching here is already inert (:mod:`.inert`): no control characters, no line
 break inside a field.
 """
@@ -23,7 +34,18 @@ from typing import List
 
 import regex
 
-from .common import key_facts
+from .evidence import anchors_for, clip, evidence_rows, incident_times, verdict_times
+from .facts import context_rows, fact_rows
+from .names import display_source
+from .series import episode, episode_span, point_unit, series_rows
+from .titles import symptom_title
+
+#: Characters of an evidence line in the ticket's fenced block (the full line is below it).
+TICKET_EVIDENCE_CHARS = 240
+#: Width of the ticket's sparklines.
+TICKET_SPARK_WIDTH = 60
+#: The distribution's name, as the footer and ``--version`` give it.
+TOOL_NAME = "vllm-log-doctor"
 
 
 def _longest_run(text: str, char: str = "`") -> int:
@@ -80,56 +102,182 @@ def _n(count: int, word: str) -> str:
     return f"{count} {word}" + ("" if count == 1 else "s")
 
 
-def render_markdown(verdict) -> str:
-    """The verdict as a Markdown block for an incident ticket (see the module doc)."""
+_LOG_TIME = regex.compile(r"^[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,6})?$")
+
+
+def _time(text: str) -> str:
+    """A log time (``MM-DD HH:MM:SS``) as it reads; anything else escaped as prose."""
+    return text if _LOG_TIME.match(text) else prose(text)
+
+
+def _time_prose(text: str) -> str:
+    """Prose in which log times (``05-19 10:13:11``) stay as they read: their colons are not
+    an emoji code, and they are made only of digits, ``-``, ``:`` and spaces."""
+    parts = regex.split(r"((?:[0-9]{2}-[0-9]{2} )?[0-9]{2}:[0-9]{2}:[0-9]{2})", text)
+    return "".join(p if i % 2 else prose(p) for i, p in enumerate(parts))
+
+
+def _cell(text: str) -> str:
+    """Prose for a table cell (a ``|`` is escaped by :func:`prose` already)."""
+    return prose(text)
+
+
+def _summary_table(verdict) -> List[str]:
     p = verdict.primary
+    rows: List[List[str]] = []
+    if p is not None:
+        runs = sum(1 for r in verdict.runs if r.source == p.source)
+        rows.append(["Source", code(display_source(p.source), in_table=True) + (f" run {p.run}" if runs > 1 else "")])
+        first, last = verdict_times(verdict)
+        if first:
+            rows.append(["First incident", _time(first)])
+        if last and last != first:
+            rows.append(["Last incident", _time(last)])
+    elif len(verdict.sources) == 1:
+        rows.append(["Source", code(display_source(verdict.sources[0].name), in_table=True)])
+    rows += [[prose(k), _cell(val)] for k, val in context_rows(verdict, p) + fact_rows(verdict, p)]
+    if not rows:
+        return []
+    return ["| Summary | |", "|---|---|"] + [f"| {k} | {v} |" for k, v in rows] + [""]
+
+
+def _sparklines(verdict, f) -> List[str]:
+    points = episode(verdict, f)
+    rows = series_rows(points, TICKET_SPARK_WIDTH) if points else []
+    if not rows:
+        return []
+    width = max(len(r[0]) for r in rows) + 1
+    body = [f"{label.ljust(width)}{line} {rng}" for label, line, rng in rows]
+    return [f"Stats over the episode ({_time_prose(episode_span(points, point_unit(f)))}):", ""] + _fence(body) + [""]
+
+
+def _evidence(f) -> List[str]:
+    rows = evidence_rows(f)
+    if not rows:
+        return []
+    shown, full, clipped = [], [], False
+    for r in rows:
+        where = f"{display_source(r.source)}" + (f" scrape {r.line}" if r.kind == "metric" else f":{r.line}")
+        when = f"  {r.time}" if r.time else ""
+        note = r.note
+        if r.also:
+            note = "; ".join(
+                x for x in (note, f"also line{'s' if len(r.also) > 1 else ''} {', '.join(map(str, r.also))}") if x
+            )
+        text, cut = clip(r.text, TICKET_EVIDENCE_CHARS, anchors_for(r.note, f.facts))
+        clipped |= cut
+        shown.append(f"{where}{when}  {text}" + (f"   <- {note}" if note else ""))
+        full.append(f"{where}  {r.text}")
+    out = ["Evidence:", ""] + _fence(shown) + [""]
+    if clipped:
+        out += ["<details><summary>The full log lines</summary>", ""] + _fence(full) + ["", "</details>", ""]
+    return out
+
+
+def _remedies(f, numbered_title: str = "Remedies, in order:") -> List[str]:
+    out: List[str] = []
+    if f.remedies:
+        out += [numbered_title, ""]
+        for r in f.remedies:
+            line = f"{r.order}. "
+            if r.flag:
+                line += f"{code(r.flag)}: "
+            line += prose(r.action)
+            if r.why:
+                line += f" ({prose(r.why)})"
+            out.append(line)
+        out.append("")
+    if f.does_not_help:
+        out += ["Does not help:", ""] + [f"- {prose(d, line_start=True)}" for d in f.does_not_help] + [""]
+    for n in f.notes:
+        out += [f"> {prose(n, line_start=True)}", ""]
+    return out
+
+
+def _finding(verdict, f) -> List[str]:
+    first, _ = incident_times(f)
+    when = f" at {_time(first)}" if first else ""
     out = [
-        f"## vllm-doctor: {prose(verdict.primary_class)} ({prose(verdict.primary_code)})",
+        f"### {prose(f.code)} {prose(f.class_id)} ({prose(f.severity)}, {prose(f.phase)}{when}): {prose(f.title)}",
         "",
-        f"**Verdict:** {prose(verdict.title)}  ",
-        f"**Severity:** {prose(verdict.severity)}" + (f" · **Phase:** {prose(p.phase)}" if p else ""),
+        f"{prose(f.confidence).capitalize()} confidence · {code(display_source(f.source))} run {f.run}",
         "",
     ]
-    facts = key_facts(verdict, p)
-    if facts:
-        out += ["| fact | value |", "|---|---|"]
-        out += [f"| {prose(k)} | {prose(v)} |" for k, v in facts] + [""]
-    if len(verdict.sources) > 1:
-        out += ["| source | verdict | format | runs |", "|---|---|---|---|"]
+    return out + _sparklines(verdict, f) + _evidence(f) + _remedies(f)
+
+
+def render_markdown(verdict) -> str:
+    """The verdict as a Markdown incident ticket (see the module doc)."""
+    p = verdict.primary
+    out = [f"## {_time_prose(symptom_title(verdict))}", ""]
+    if p is not None:
         out += [
-            f"| {code(s.name, in_table=True)} | {prose(s.primary_class or '')} | {prose(s.format)} | {s.runs} |"
-            for s in verdict.sources
-        ] + [""]
-    shown = [f for f in verdict.findings if f.severity != "info"] + [
-        f for f in verdict.findings if f.severity == "info"
-    ]
-    for f in shown:
-        where = f" · {code(f.source)} run {f.run}" if len(verdict.sources) > 1 else ""
-        out += [
-            f"### {prose(f.code)} {prose(f.class_id)} ({prose(f.severity)}, {prose(f.phase)}{where}): {prose(f.title)}",
+            f"**{prose(p.code)} {prose(p.class_id)}** ({prose(p.severity)}, {prose(p.confidence)} confidence, "
+            f"{prose(p.phase)}): {prose(verdict.title)} · {code(display_source(p.source))}",
             "",
         ]
-        if f.evidence:
-            out += (
-                ["Evidence:", ""]
-                + _fence([f"{e.source}:{e.line}: {e.text}" + (f"   <- {e.note}" if e.note else "") for e in f.evidence])
-                + [""]
+        if p.remedies:
+            r = p.remedies[0]
+            first = (f"{code(r.flag)}: " if r.flag else "") + prose(r.action)
+            out += [f"**Do this first:** {first}", ""]
+    else:
+        out += [f"**{prose(verdict.primary_code)} {prose(verdict.primary_class)}** · {prose(verdict.title)}", ""]
+    out += _summary_table(verdict)
+    if len(verdict.sources) > 1:
+        out += ["| Source | Verdict | Format | Runs |", "|---|---|---|---|"]
+        out += [
+            f"| {code(display_source(s.name), in_table=True)} | {prose(s.primary_class or '')} | {prose(s.format)} | {s.runs} |"
+            for s in verdict.sources
+        ] + [""]
+    if p is not None:
+        out += _sparklines(verdict, p) + _evidence(p) + _remedies(p)
+    others = [f for f in verdict.findings if f is not p]
+    others = [f for f in others if f.severity != "info"] + [f for f in others if f.severity == "info"]
+    for f in others:
+        out += _finding(verdict, f)
+    src = ", ".join(
+        f"{code(display_source(s.name))} ({_n(s.lines, 'line')}, {_n(s.runs, 'run')})" for s in verdict.sources
+    )
+    out += [
+        "---",
+        f"{TOOL_NAME} {prose(verdict.tool_version)} (`vllm-doctor diagnose`) · schema {prose(verdict.schema_version)} · {src}",
+        "",
+    ]
+    return "\n".join(out)
+
+
+def render_live(finding) -> str:
+    """One finding as ``--follow --format markdown`` prints it when it is certain."""
+    first, _ = incident_times(finding)
+    when = f"{_time(first)} " if first else ""
+    out = [
+        f"### {when}{prose(finding.code)} {prose(finding.class_id)} ({prose(finding.severity)}, "
+        f"{prose(finding.confidence)} confidence): {prose(finding.title)}",
+        "",
+        f"Source: {code(display_source(finding.source))} run {finding.run}",
+        "",
+    ]
+    return "\n".join(out + _evidence(finding) + _remedies(finding))
+
+
+def render_follow_summary(verdict, lines: int = 0) -> str:
+    """The end of ``--follow --format markdown``: the symptom title, the verdict line and a
+    table of the findings (time, code, class, source, first remedy)."""
+    p = verdict.primary
+    out = [f"## {_time_prose(symptom_title(verdict))}", ""]
+    head = f"**{prose(verdict.primary_code)} {prose(verdict.primary_class)}** ({prose(verdict.severity)}): "
+    out += [head + prose(verdict.title) + (f" · {code(display_source(p.source))}" if p else ""), ""]
+    shown = [f for f in verdict.findings if f.severity != "info"]
+    if shown:
+        out += ["| Time | Code | Class | Source | Do this first |", "|---|---|---|---|---|"]
+        for f in shown:
+            t, _ = incident_times(f)
+            r = f.remedies[0] if f.remedies else None
+            first = (code(r.flag, in_table=True) if r.flag else prose(r.action)) if r else ""
+            out.append(
+                f"| {_time(t) if t else ''} | {prose(f.code)} | {prose(f.class_id)} | "
+                f"{code(display_source(f.source), in_table=True)} | {first} |"
             )
-        if f.remedies:
-            out.append("Remedies, in order:")
-            out.append("")
-            for r in f.remedies:
-                line = f"{r.order}. {prose(r.action)}"
-                if r.flag:
-                    line += f" — {code(r.flag)}"
-                if r.why:
-                    line += f" ({prose(r.why)})"
-                out.append(line)
-            out.append("")
-        if f.does_not_help:
-            out += ["Does not help:", ""] + [f"- {prose(d, line_start=True)}" for d in f.does_not_help] + [""]
-        for n in f.notes:
-            out += [f"> {prose(n, line_start=True)}", ""]
-    src = ", ".join(f"{code(s.name)} ({_n(s.lines, 'line')}, {_n(s.runs, 'run')})" for s in verdict.sources)
-    out += ["---", f"vllm-doctor {prose(verdict.tool_version)} · schema {prose(verdict.schema_version)} · {src}", ""]
+        out.append("")
+    out += ["---", f"{TOOL_NAME} {prose(verdict.tool_version)} · followed {lines} lines", ""]
     return "\n".join(out)

@@ -1,15 +1,34 @@
-"""The terminal view (rich): the verdict, the evidence with source:line, remedies in order.
+"""The terminal view (rich): the answer in the first lines, then the proof.
 
-Styled text is built from parts (``Text.assemble``), never by putting log text into
-rich markup: the console has markup, emoji codes (``:smile:``) and highlighting off, so a
-log line prints exactly as the (already inert, see :mod:`.inert`) verdict holds it.
+Layout, for an operator reading an 80x24 terminal at 3 a.m.:
+
+1. the verdict: code, class, severity and confidence, the one-line title, the source
+   (at most two lines: a title that would need more is shortened here and printed whole
+   under its finding);
+2. ``do this first``: the first remedy's flag and value (or its action when it has no flag);
+   a healthy server says what it runs with instead (KV cache tokens, concurrency, model);
+3. the key facts, in words and units (``GPU 0  23.56 GiB total, 21.75 MiB free``);
+4. each finding, primary first: its file named once, the stats of a runtime episode as
+   sparklines, evidence in line order (each line clipped to the clauses that matter, marked
+   ``…``; the full line is in JSON and Markdown), remedies in order, what does not help;
+5. one line per source, and a one-line recap when the output is longer than the screen.
+
+Everything is wrapped to the width given (the terminal's; 100 columns in a pipe) with
+hanging indents, and no line ends in spaces. Styled text is built from parts (rich ``Text``),
+never by putting log text into markup: the console has markup, emoji codes and highlighting
+off, so a log line prints exactly as the (already inert, see :mod:`.inert`) verdict holds it.
 """
 
 from __future__ import annotations
 
 import io
+import os
+from typing import List, Optional, Tuple
 
-from .common import key_facts
+from .evidence import anchors_for, clip, evidence_rows, finding_time, is_context
+from .facts import context_rows, fact_pool, fact_rows
+from .names import CLIP, short_source
+from .series import episode, episode_span, point_unit, series_rows
 
 _STYLE = {
     "critical": "bold red",
@@ -18,85 +37,479 @@ _STYLE = {
     "ok": "bold green",
     "unknown": "bold magenta",
 }
+#: Columns of a piped or redirected text view (no terminal to ask).
+PIPE_WIDTH = 100
+#: Screen height assumed when there is no terminal to ask (the recap's threshold).
+PIPE_HEIGHT = 24
+#: Columns below which the view does not shrink further (rich folds what is longer).
+MIN_WIDTH = 40
+#: Physical lines the verdict line and the "do this first" line may take at most.
+HEAD_LINES = 2
+#: Characters of the source name the verdict line keeps before it shortens the title.
+HEAD_SOURCE_MIN = 24
+#: Screen lines an incident's evidence line may take (clipped past that), and a setting's.
+EVIDENCE_LINES = 3
+CONTEXT_LINES = 2
+#: Width of the stats sparklines, at most.
+SPARK_WIDTH = 48
 
 
-def render_text(verdict, color: bool = False, width: int = 0) -> str:
-    """Render for a terminal; ``color`` adds styles. Lines are not hard-wrapped, so a
-    pasted verdict keeps each evidence line whole."""
-    import shutil
+def terminal_size(is_tty: bool) -> Tuple[int, int]:
+    """``(columns, lines)`` for the text view: ``COLUMNS`` / ``LINES`` when set, the terminal's
+    size on a terminal, else :data:`PIPE_WIDTH` x :data:`PIPE_HEIGHT`."""
+    cols, lines = PIPE_WIDTH, PIPE_HEIGHT
+    if is_tty:
+        try:
+            size = os.get_terminal_size()
+            cols, lines = size.columns or cols, size.lines or lines
+        except OSError:
+            pass
+    for name in ("COLUMNS", "LINES"):
+        value = os.environ.get(name, "")
+        if value.isdigit() and int(value) > 0:
+            if name == "COLUMNS":
+                cols = int(value)
+            else:
+                lines = int(value)
+    return cols, lines
 
-    from rich.console import Console
-    from rich.table import Table
+
+class _View:
+    """Collects styled lines already wrapped to ``width``."""
+
+    def __init__(self, width: int, color: bool) -> None:
+        from rich.console import Console
+
+        self.width = max(width, MIN_WIDTH)
+        self.buf = io.StringIO()
+        term = os.environ.get("TERM", "")
+        # --color forces colour even where rich would detect none (a pipe, TERM=dumb).
+        system = "truecolor" if os.environ.get("COLORTERM") in ("truecolor", "24bit") else "256"
+        if "256" not in term and system != "truecolor":
+            system = "standard"
+        self.con = Console(
+            file=self.buf,
+            force_terminal=color,
+            no_color=not color,
+            color_system=system if color else None,
+            width=self.width,
+            highlight=False,
+            markup=False,
+            emoji=False,
+            soft_wrap=True,
+        )
+        self.lines: List = []
+
+    def blank(self) -> None:
+        """One empty line, never two in a row, none at the top."""
+        if self.lines and self.lines[-1].plain:
+            self.add_line(self._text(""))
+
+    @staticmethod
+    def _text(s="", style=""):
+        from rich.text import Text
+
+        return Text(s, style=style)
+
+    def add_line(self, text) -> None:
+        """Append one styled line (already narrower than the width), trailing spaces dropped."""
+        text.rstrip()
+        self.lines.append(text)
+
+    def hang(
+        self, body, indent: int = 2, prefix=None, lead: int = 0, max_lines: Optional[int] = None, tail=None
+    ) -> bool:
+        """Wrap ``body`` so continuation lines start at column ``indent``; the first line
+        starts at column ``lead`` with ``prefix``, which is padded to ``indent`` when it fits
+        there (a numbered list) and runs into the text when it does not (a label); ``tail``
+        (a note) is kept whole, at the end of the last line or on a line of its own. Returns
+        True when ``max_lines`` cut it (the last line kept ends in ``…``)."""
+        from rich.text import Text
+
+        aligned = prefix is not None and lead + prefix.cell_len + 1 <= indent
+        if prefix is not None and not aligned:
+            body = Text.assemble(prefix, " ", body)
+        avail = max(self.width - (indent if aligned else max(indent, lead)), 10)
+        wrapped = list(body.wrap(self.con, avail))
+        cut = False
+        if max_lines is not None and len(wrapped) > max_lines:
+            wrapped = wrapped[:max_lines]
+            last = wrapped[-1]
+            last.rstrip()
+            if last.cell_len > avail - 2:
+                last.truncate(avail - 2)
+                last.rstrip()
+            last.append(" " + CLIP, style="dim")
+            cut = True
+        if not wrapped:
+            wrapped = [Text("")]
+        if tail is not None:
+            if wrapped[-1].cell_len + 1 + tail.cell_len <= avail:
+                wrapped[-1].append(" ")
+                wrapped[-1].append_text(tail)
+            else:
+                wrapped.extend(tail.wrap(self.con, avail))
+        for i, line in enumerate(wrapped):
+            if i == 0:
+                head = Text(" " * lead)
+                if aligned:
+                    head.append_text(prefix)
+                    head.append(" " * (indent - head.cell_len))
+                head.append_text(line)
+                self.add_line(head)
+            else:
+                self.add_line(Text(" " * indent).append_text(line))
+        return cut
+
+    def render(self) -> str:
+        """The lines as text (ANSI styles when colour is on), no line ending in spaces."""
+        for line in self.lines:
+            self.con.print(line)
+        out = self.buf.getvalue()
+        return "\n".join(_rstrip_styled(x) for x in out.split("\n"))
+
+
+def _rstrip_styled(line: str) -> str:
+    """A line without trailing spaces, also when they sit inside colour codes."""
+    import regex
+
+    stripped = regex.sub(r"(?:[ \t]|\x1b\[[0-9;]*m)+$", lambda m: "".join(regex.findall(r"\x1b\[[0-9;]*m", m[0])), line)
+    return stripped
+
+
+def _headline(v: _View, verdict) -> bool:
+    """Line 1: the verdict. Returns True when its title had to be shortened."""
     from rich.text import Text
 
-    buf = io.StringIO()
-    # On a terminal rich wraps to its width; in a pipe or file lines stay whole for pasting.
-    con = Console(
-        file=buf,
-        force_terminal=color,
-        no_color=not color,
-        width=width or (shutil.get_terminal_size().columns if color else 200),
-        highlight=False,
-        markup=False,
-        emoji=False,
-        soft_wrap=not color,
-    )
-    style = _STYLE.get(verdict.severity, "bold")
-    con.print(
-        Text.assemble(
-            (f"{verdict.primary_class} ({verdict.primary_code}, {verdict.severity})", style), " ", verdict.title
-        )
-    )
     p = verdict.primary
-    facts = key_facts(verdict, p)
-    if facts:
-        t = Table(show_header=False, box=None, padding=(0, 1))
-        for k, v in facts:
-            t.add_row(Text(k, style="dim"), Text(v))
-        con.print(t)
-    for f in verdict.findings:
-        con.print()
-        con.print(
-            Text.assemble(
-                (f"{f.code} {f.class_id}", _STYLE.get(f.severity, "bold")),
-                " ",
-                (f"({f.severity}, {f.phase}, {f.source} run {f.run})", "dim"),
-                " ",
-                f.title,
-            )
+    style = _STYLE.get(verdict.severity, "bold")
+    meta = verdict.severity if p is None else f"{verdict.severity}, {p.confidence} confidence"
+    source = p.source if p is not None else (verdict.sources[0].name if len(verdict.sources) == 1 else "")
+    title = verdict.title
+    words = title.split(" ")
+    shortened = False
+    limit = 40  # the source's characters; down to HEAD_SOURCE_MIN before the title gives way
+    while True:
+        text = Text.assemble(
+            (f"{verdict.primary_code} {verdict.primary_class}", style), (f" ({meta})", "dim"), ": ", title
         )
-        for e in f.evidence:
-            line = Text.assemble("  ", (f"{e.source}:{e.line}", "dim"), " ", e.text)
-            if e.note:
-                line.append(" ")
-                line.append(f"<- {e.note}", style="dim")
-            con.print(line)
-        for r in f.remedies:
-            line = Text.assemble(f"  {r.order}. ", r.action)
-            if r.flag:
-                line.append(" ")
-                line.append(r.flag, style="bold")
-            if r.why:
-                line.append(" ")
-                line.append(f"({r.why})", style="dim")
-            con.print(line)
+        if source:
+            text.append(f" \u00b7 {short_source(source, limit)}", style="dim")
+        if len(text.wrap(v.con, v.width - 2)) <= HEAD_LINES or len(words) <= 3:
+            break
+        if source and limit > HEAD_SOURCE_MIN:
+            limit = HEAD_SOURCE_MIN
+            continue
+        words.pop()
+        title = " ".join(words).rstrip(" ,;:(") + " " + CLIP
+        shortened = True
+    v.hang(text, indent=2, max_lines=HEAD_LINES)
+    return shortened
+
+
+def _remedy_text(r, clip_action: bool = False):
+    from rich.text import Text
+
+    t = Text()
+    if r.flag:
+        t.append(r.flag, style="bold")
+        t.append(" \u2014 ")
+    t.append(r.action)
+    return t
+
+
+def _do_first(v: _View, verdict) -> None:
+    """Line 2: the first remedy of the primary finding, or what a healthy server runs with."""
+    from rich.text import Text
+
+    p = verdict.primary
+    if p is not None and p.remedies:
+        v.hang(_remedy_text(p.remedies[0]), indent=2, prefix=Text("do this first:", style="bold"), max_lines=HEAD_LINES)
+        return
+    if p is not None:
+        v.hang(Text("no remedy: the log does not show the cause (see the evidence below)"), indent=2)
+        return
+    summary = healthy_summary(verdict) if verdict.primary_class == "healthy" else None
+    if summary:
+        v.hang(Text(summary), indent=2, prefix=Text("running:", style="bold"), max_lines=HEAD_LINES)
+
+
+def healthy_summary(verdict) -> Optional[str]:
+    """What a server without a problem runs with, in one sentence: model, vLLM version,
+    KV cache tokens and concurrency at max_model_len, the load its stats lines showed, the
+    phase reached (None when none of it is known)."""
+    pool = fact_pool(verdict, None)
+    run = verdict.runs[0] if verdict.runs else None
+    parts = []
+    if pool.get("model"):
+        parts.append(str(pool["model"]))
+    ver = pool.get("vllm_version")
+    eng = pool.get("engine") or (run.engine if run else None)
+    if ver or eng:
+        parts.append(" ".join(x for x in (f"vLLM {ver}" if ver else None, f"engine {eng}" if eng else None) if x))
+    if pool.get("kv_tokens"):
+        kv = f"KV cache {pool['kv_tokens']} tokens"
+        if pool.get("max_concurrency") and pool.get("max_model_len"):
+            kv += f", {pool['max_concurrency']:g}x concurrency at max_model_len {pool['max_model_len']}"
+        parts.append(kv)
+    elif pool.get("max_model_len"):
+        parts.append(f"max_model_len {pool['max_model_len']}")
+    if isinstance(pool.get("peak_kv_usage_pct"), (int, float)):
+        parts.append(
+            f"load: KV cache up to {pool['peak_kv_usage_pct']:.1f}%, up to {pool.get('max_running', 0)} running"
+            f" and {pool.get('max_waiting', 0)} waiting"
+        )
+    if run is not None and run.phase_reached and run.phase_reached != "unknown":
+        parts.append(f"phase reached: {run.phase_reached}")
+    return "; ".join(parts) or None
+
+
+def _facts(v: _View, rows: List[Tuple[str, str]]) -> None:
+    from rich.text import Text
+
+    if not rows:
+        return
+    width = min(max(len(k) for k, _ in rows), 24) + 2
+    for k, val in rows:
+        v.hang(Text(val), indent=2 + width, prefix=Text(k, style="dim"), lead=2)
+
+
+def _sparklines(v: _View, verdict, f) -> bool:
+    from rich.text import Text
+
+    points = episode(verdict, f)
+    if not points:
+        return False
+    spark = min(SPARK_WIDTH, v.width - 30)
+    rows = series_rows(points, max(spark, 8))
+    if not rows:
+        return False
+    v.hang(Text(f"stats: {episode_span(points, point_unit(f))}", style="dim"), indent=4, lead=2)
+    label_w = max(len(r[0]) for r in rows) + 1
+    for label, line, rng in rows:
+        v.add_line(Text.assemble("    ", (label.ljust(label_w), "dim"), line, " ", (rng, "dim")))
+    return True
+
+
+def _evidence(v: _View, f) -> bool:
+    """The evidence rows of ``f``; True when any line was clipped."""
+    from rich.text import Text
+
+    rows = evidence_rows(f)
+    if not rows:
+        return False
+    v.add_line(Text("  evidence" + (", by scrape:" if rows[0].kind == "metric" else ", by line:"), style="dim"))
+    num_w = max(len(r.where) for r in rows)
+    # A log line's time (HH:MM:SS) in a column; a scrape's text says its own time.
+    timed = any(r.time and r.kind == "log" for r in rows)
+    clipped_any = False
+    for r in rows:
+        prefix = Text(r.where.rjust(num_w), style="dim")
+        if timed:
+            prefix.append("  " + (r.time.split(" ")[-1] if r.time and r.kind == "log" else " " * 8), style="dim")
+        indent = 4 + prefix.cell_len + 2
+        note = r.note
+        also = f"also line{'s' if len(r.also) > 1 else ''} {', '.join(map(str, r.also[:6]))}" if r.also else ""
+        tail = " \u2190 " + "; ".join(x for x in (note, also) if x) if (note or also) else ""
+        # The incident's own lines get up to three lines of the screen, a setting's one.
+        budget = (CONTEXT_LINES if is_context(note) else EVIDENCE_LINES) * (v.width - indent) - len(tail) - 2
+        text, cut = clip(r.text, budget, anchors_for(r.notes[0] if r.notes else None, f.facts))
+        clipped_any |= cut
+        body = Text(text)
+        if r.source != f.source:
+            body = Text.assemble((f"{short_source(r.source)}: ", "dim"), body)
+        mark = None
+        if tail:
+            mark = Text(tail.strip(), style="bold" if "error" in note or "out of memory" in note else "dim")
+        v.hang(body, indent=indent, prefix=prefix, lead=4, tail=mark)
+    return clipped_any
+
+
+def _remedies(v: _View, f) -> None:
+    from rich.text import Text
+
+    if f.remedies:
+        v.add_line(Text("  remedies, in order:", style="dim"))
+    for r in f.remedies:
+        body = _remedy_text(r)
+        if r.why:
+            body.append(f" ({r.why})", style="dim")
+        v.hang(body, indent=7, prefix=Text(f"{r.order}."), lead=4)
+    if f.does_not_help:
+        v.add_line(Text("  does not help:", style="dim"))
         for d in f.does_not_help:
-            con.print(Text.assemble("  ", ("does not help:", "dim"), " ", d))
-        for n in f.notes:
-            con.print(Text.assemble("  ", (n, "italic")))
-    con.print()
+            v.hang(Text(d), indent=6, prefix=Text("-", style="dim"), lead=4)
+    for n in f.notes:
+        v.hang(Text(n, style="italic"), indent=8, prefix=Text("note:", style="dim"), lead=2)
+
+
+def _finding(v: _View, verdict, f, primary: bool, full_title: bool, sparks_done: set) -> bool:
+    """One finding section; True when an evidence line was clipped."""
+    from rich.text import Text
+
+    v.blank()
+    when = finding_time(f)
+    head = Text.assemble((f"{f.code} {f.class_id}", _STYLE.get(f.severity, "bold")))
+    if not primary:
+        head.append(f" ({f.severity}, {f.phase}, {f.confidence} confidence)", style="dim")
+    if when:
+        head.append(f" \u00b7 {when}", style="dim")
+    runs = sum(1 for r in verdict.runs if r.source == f.source)
+    head.append(f" \u00b7 {f.source}" + (f" run {f.run}" if runs > 1 else ""))
+    v.hang(head, indent=2)
+    if not primary or full_title:
+        v.hang(Text(f.title), indent=2, lead=2)
+    key = (f.source, f.run)
+    if f.severity != "info" and key not in sparks_done and _sparklines(v, verdict, f):
+        sparks_done.add(key)
+    cut = _evidence(v, f)
+    _remedies(v, f)
+    return cut
+
+
+def _sources(v: _View, verdict, clipped: bool) -> None:
+    from rich.text import Text
+
+    v.blank()
+    many = len(verdict.sources) > 1
     for s in verdict.sources:
         if s.error:
-            con.print(Text(f"{s.name}: not read: {s.error}", style="dim"))
+            v.hang(Text(f"{s.name}: not read: {s.error}", style="dim"), indent=2)
             continue
-        runs = f", {s.runs} server run" + ("" if s.runs == 1 else "s") if s.vllm_output else ""
+        runs = f", {s.runs} run" + ("" if s.runs == 1 else "s") if s.vllm_output else ""
         lines = f"{s.lines} line{'' if s.lines == 1 else 's'}"
         if s.input and s.input != s.name:
             lines = f"part of {s.input} ({lines})"
         wrappers = f", wrappers: {', '.join(s.wrappers)}" if s.wrappers else ""
-        con.print(
-            Text(
-                f"{s.name}: {lines}, {s.recognised} recognised{runs}, verdict {s.primary_class}{wrappers}", style="dim"
-            )
+        verdict_of = f", verdict {s.primary_class}" if many else ""
+        v.hang(Text(f"{s.name}: {lines}, {s.recognised} recognised{runs}{verdict_of}{wrappers}", style="dim"), indent=2)
+    if clipped:
+        v.hang(
+            Text(f"{CLIP} = text left out of a long line (--format json or markdown has it whole)", style="dim"),
+            indent=2,
         )
-    return buf.getvalue()
+
+
+def recap(verdict, width: int = 0) -> str:
+    """The verdict in one line of at most ``width`` characters (0: no limit): code, class,
+    severity, the first thing to do, the source; the source, then the severity give way
+    first, then the remedy is clipped."""
+    p = verdict.primary
+    head = f"{verdict.primary_code} {verdict.primary_class}"
+    todo = ""
+    if p is not None and p.remedies:
+        r = p.remedies[0]
+        todo = f"do this first: {r.flag or r.action}"
+    source = short_source(p.source, 32) if p is not None else ""
+    for parts in (
+        [f"{head} ({verdict.severity})", todo, source],
+        [f"{head} ({verdict.severity})", todo],
+        [head, todo],
+    ):
+        line = " \u00b7 ".join(x for x in parts if x)
+        if not width or len(line) <= width:
+            return line
+    cut = line.rfind(" ", 0, width - 1)
+    return line[: cut if cut > width // 2 else width - 2].rstrip() + " " + CLIP
+
+
+def render_text(verdict, color: bool = False, width: int = 0, height: int = 0) -> str:
+    """Render for a terminal ``width`` columns wide (0: :data:`PIPE_WIDTH`), ``color`` adds
+    styles; a recap line ends an output longer than ``height`` lines (0: :data:`PIPE_HEIGHT`)."""
+    from rich.text import Text
+
+    v = _View(width or PIPE_WIDTH, color)
+    shortened = _headline(v, verdict)
+    _do_first(v, verdict)
+    p = verdict.primary
+    rows = fact_rows(verdict, p) + context_rows(verdict, p)
+    if rows:
+        v.blank()
+        _facts(v, rows)
+    clipped = False
+    sparks_done: set = set()
+    if p is None and verdict.runs:
+        run_like = [f for f in verdict.findings if f.phase == "runtime"]
+        if run_like:
+            v.blank()
+            _sparklines(v, verdict, run_like[0])
+    for f in verdict.findings:
+        clipped |= _finding(v, verdict, f, f is p, shortened, sparks_done)
+    _sources(v, verdict, clipped)
+    if len(v.lines) > (height or PIPE_HEIGHT):
+        v.blank()
+        line = Text("recap: ", style="dim")
+        line.append(recap(verdict, v.width - line.cell_len), style=_STYLE.get(verdict.severity, "bold"))
+        v.hang(line, indent=0, max_lines=1)
+    return v.render()
+
+
+def render_live(finding, color: bool = False, width: int = 0) -> str:
+    """One finding as ``--follow`` prints it the moment it is certain: the log's time, the
+    finding's verdict line, ``do this first``, its evidence and remedies."""
+    from rich.text import Text
+
+    v = _View(width or PIPE_WIDTH, color)
+    when = finding_time(finding)
+    head = Text()
+    if when:
+        head.append(f"[{when}] ", style="bold")
+    head.append_text(
+        Text.assemble(
+            (f"{finding.code} {finding.class_id}", _STYLE.get(finding.severity, "bold")),
+            (f" ({finding.severity}, {finding.confidence} confidence)", "dim"),
+            ": ",
+            finding.title,
+            (f" \u00b7 {short_source(finding.source)}", "dim"),
+        )
+    )
+    v.hang(head, indent=2)
+    if finding.remedies:
+        v.hang(_remedy_text(finding.remedies[0]), indent=2, prefix=Text("do this first:", style="bold"))
+    _evidence(v, finding)
+    _remedies(v, finding)
+    return v.render()
+
+
+def _table(v: _View, header: List[str], rows: List[List[str]], indent: int = 2) -> None:
+    """Columns padded to their widest cell; the last column takes what is left (clipped)."""
+    from rich.text import Text
+
+    widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
+    for n, r in enumerate([header] + rows):
+        line = " " * indent + "  ".join(c.ljust(w) for c, w in zip(r[:-1], widths[:-1])) + "  " + r[-1]
+        if len(line) > v.width:
+            line = line[: v.width - 2].rstrip() + " " + CLIP
+        v.add_line(Text(line, style="dim" if n == 0 else ""))
+
+
+def render_follow_summary(verdict, color: bool = False, width: int = 0, lines: int = 0) -> str:
+    """What ``--follow`` prints when it ends (Ctrl-C, end of input): the verdict line, what to
+    do first, and one table row per finding (time, code, class, source, first remedy); the
+    findings themselves were printed as they came."""
+    from rich.text import Text
+
+    v = _View(width or PIPE_WIDTH, color)
+    v.add_line(Text(f"summary ({lines} line{'s' if lines != 1 else ''} read)", style="bold"))
+    _headline(v, verdict)
+    _do_first(v, verdict)
+    shown = [f for f in verdict.findings if f.severity != "info"]
+    notes = len(verdict.findings) - len(shown)
+    if shown:
+        rows = []
+        for f in shown:
+            r = f.remedies[0] if f.remedies else None
+            rows.append(
+                [
+                    finding_time(f) or "-",
+                    f.code,
+                    f.class_id,
+                    short_source(f.source, 28),
+                    (r.flag or r.action) if r else "-",
+                ]
+            )
+        v.blank()
+        _table(v, ["time", "code", "class", "source", "do this first"], rows)
+    if notes:
+        v.hang(Text(f"and {notes} note{'s' if notes != 1 else ''} (severity info): see the full verdict", style="dim"))
+    return v.render()

@@ -23,7 +23,8 @@ What does not help:
 
 Sources:
     vllm/config/model.py _get_and_verify_max_len; vllm/config/scheduler.py
-    SchedulerConfig._verify_args; shared/vllm-messages.md 12.
+    SchedulerConfig._verify_args; docs.vllm.ai "Engine Arguments" (configuration/engine_args:
+    --max-model-len, --max-num-batched-tokens).
 """
 
 from __future__ import annotations

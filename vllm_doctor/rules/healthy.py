@@ -16,7 +16,9 @@ What does not help:
     Memory tuning without evidence.
 
 Sources:
-    shared/domain.md "The diagnosis order".
+    vllm/v1/core/kv_cache_utils.py ("GPU KV cache size", "Maximum concurrency" lines);
+    vllm/v1/metrics/loggers.py and vllm/engine/metrics.py (the stats lines); docs.vllm.ai
+    "Optimization and Tuning" (configuration/optimization).
 """
 
 from __future__ import annotations

@@ -17,7 +17,8 @@ What does not help:
     Raising it further: the failures it causes appear only on some request mixes.
 
 Sources:
-    vllm/config/cache.py CacheConfig.gpu_memory_utilization; shared/domain.md "Common pitfalls".
+    vllm/config/cache.py CacheConfig.gpu_memory_utilization; docs.vllm.ai "Conserving Memory"
+    (configuration/conserving_memory).
 """
 
 from __future__ import annotations

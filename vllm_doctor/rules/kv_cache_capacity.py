@@ -34,8 +34,8 @@ What does not help:
 Sources:
     vllm/worker/worker.py raise_if_cache_size_invalid (V0);
     vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory (V1);
-    vllm/v1/worker/gpu_worker.py determine_available_memory; docs.vllm.ai
-    configuration/conserving_memory; shared/domain.md "KV cache too small".
+    vllm/v1/worker/gpu_worker.py determine_available_memory; docs.vllm.ai "Conserving
+    Memory" (configuration/conserving_memory).
 """
 
 from __future__ import annotations

@@ -17,7 +17,8 @@ What does not help:
 
 Sources:
     vllm/core/scheduler.py Scheduler._preempt (V0 warning every 50th preemption);
-    vllm/v1/metrics/loggers.py (stats lines); shared/domain.md "Slow but no OOM".
+    vllm/v1/metrics/loggers.py (stats lines); docs.vllm.ai "Optimization and Tuning",
+    Preemption (configuration/optimization).
 """
 
 from __future__ import annotations

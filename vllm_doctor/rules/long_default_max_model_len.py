@@ -16,8 +16,8 @@ What does not help:
     Raising ``gpu_memory_utilization`` to make room for lengths nobody sends.
 
 Sources:
-    vllm/config/model.py (max_model_len from the model's config); shared/domain.md
-    "The tuning order" (step 2).
+    vllm/config/model.py (max_model_len from the model's config); docs.vllm.ai "Conserving
+    Memory" (configuration/conserving_memory: context length and batch size).
 """
 
 from __future__ import annotations

@@ -18,7 +18,8 @@ What does not help:
 
 Sources:
     vllm/v1/core/kv_cache_manager.py (prefix caching); vllm/v1/metrics/loggers.py
-    ("Prefix cache hit rate"); shared/domain.md "Common pitfalls".
+    ("Prefix cache hit rate"); docs.vllm.ai "Automatic Prefix Caching"
+    (design/prefix_caching, features/automatic_prefix_caching).
 """
 
 from __future__ import annotations

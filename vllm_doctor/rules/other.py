@@ -28,7 +28,9 @@ What does not help:
     causes, not evidence of a GPU OOM.
 
 Sources:
-    vllm/v1/engine/core.py run_engine_core; torch CUDA error checks; shared/corpus/README.md.
+    vllm/v1/engine/core.py run_engine_core; pytorch c10/cuda/CUDAException.h (CUDA error
+    checks); PyTorch docs "CUDA semantics" (notes/cuda: CUDA_LAUNCH_BLOCKING for a precise
+    stack).
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ What does not help:
 Sources:
     vllm/core/scheduler.py Scheduler._preempt (V0 warning); vllm/v1/core/sched/scheduler.py
     _preempt_request (no log); vllm/engine/metrics.py and vllm/v1/metrics/loggers.py (stats);
-    shared/domain.md "Slow but no OOM".
+    docs.vllm.ai "Optimization and Tuning", Preemption (configuration/optimization).
 """
 
 from __future__ import annotations

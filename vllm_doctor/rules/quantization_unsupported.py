@@ -21,8 +21,10 @@ What does not help:
     problem.
 
 Sources:
-    vllm/config/vllm.py _get_quantization_config; compressed_tensors.py
-    _check_scheme_supported; vllm/platforms/cuda.py (bfloat16); shared/vllm-messages.md 11.
+    vllm/config/vllm.py _get_quantization_config;
+    vllm/model_executor/layers/quantization/compressed_tensors/compressed_tensors.py
+    _check_scheme_supported; vllm/platforms/cuda.py (bfloat16); docs.vllm.ai "Supported
+    Hardware" (features/quantization/supported_hardware).
 """
 
 from __future__ import annotations

@@ -18,7 +18,8 @@ What does not help:
 
 Sources:
     vllm/v1/core/sched/scheduler.py (admission by max_num_seqs / token budget);
-    vllm/v1/metrics/loggers.py (stats lines); shared/domain.md "The tuning order".
+    vllm/v1/metrics/loggers.py (stats lines); docs.vllm.ai "Optimization and Tuning"
+    (configuration/optimization).
 """
 
 from __future__ import annotations

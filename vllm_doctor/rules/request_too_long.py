@@ -21,7 +21,7 @@ What does not help:
 
 Sources:
     vllm/entrypoints/openai/serving_engine.py _validate_input; vllm/renderers/params.py
-    _token_len_check; vllm/v1/engine/processor.py; shared/vllm-messages.md 12.
+    _token_len_check; vllm/v1/engine/processor.py.
 """
 
 from __future__ import annotations

@@ -28,8 +28,9 @@ What does not help:
     container the message names vLLM's own process by its host PID).
 
 Sources:
-    pytorch c10/cuda/CUDACachingAllocator.cpp (message, process list); shared/domain.md
-    "Runtime failures"; shared/vllm-messages.md 13a (co-tenant caveats).
+    pytorch c10/cuda/CUDACachingAllocator.cpp (message, process list); PyTorch docs "CUDA
+    semantics", memory management (notes/cuda: expandable_segments); docs.vllm.ai
+    "Conserving Memory" (configuration/conserving_memory).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ What does not help:
 
 Sources:
     vllm/v1/worker/gpu_model_runner.py _dummy_sampler_run / _dummy_pooler_run;
-    shared/vllm-messages.md section 6.
+    vllm/v1/worker/gpu_worker.py compile_or_warm_up_model.
 """
 
 from __future__ import annotations

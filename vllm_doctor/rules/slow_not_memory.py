@@ -23,8 +23,8 @@ What does not help:
     are not what is holding decoding back.
 
 Sources:
-    vllm/engine/metrics.py and vllm/v1/metrics/loggers.py (the stats lines);
-    shared/domain.md "Slow but no OOM".
+    vllm/engine/metrics.py and vllm/v1/metrics/loggers.py (the stats lines); docs.vllm.ai
+    "Optimization and Tuning" (configuration/optimization).
 """
 
 from __future__ import annotations

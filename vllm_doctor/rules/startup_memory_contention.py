@@ -24,8 +24,8 @@ What does not help:
 
 Sources:
     vllm/v1/worker/gpu_worker.py init_device; vllm/v1/worker/utils.py request_memory;
-    gpu_worker.determine_available_memory ("Error in memory profiling");
-    shared/vllm-messages.md section 2.
+    gpu_worker.determine_available_memory ("Error in memory profiling"); docs.vllm.ai
+    "Conserving Memory" (configuration/conserving_memory).
 """
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ What does not help:
     Pinning the process to another single GPU: the model still has one GPU's memory.
 
 Sources:
-    vllm/config/parallel.py (tensor_parallel_size default 1); shared/domain.md
-    "Parallelism facts".
+    vllm/config/parallel.py (tensor_parallel_size default 1); docs.vllm.ai "Distributed
+    Inference and Serving" (serving/distributed_serving).
 """
 
 from __future__ import annotations

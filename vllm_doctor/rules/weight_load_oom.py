@@ -27,8 +27,9 @@ What does not help:
 
 Sources:
     vllm/v1/worker/gpu_model_runner.py load_model ("Failed to load model - not enough GPU
-    memory"); vllm/worker/model_runner.py load_model; model_executor/model_loader;
-    shared/domain.md "Weights do not fit".
+    memory"); vllm/worker/model_runner.py load_model; vllm/model_executor/model_loader;
+    docs.vllm.ai "Conserving Memory" (configuration/conserving_memory: tensor parallelism,
+    quantization).
 """
 
 from __future__ import annotations

@@ -1,0 +1,59 @@
+"""A ticket's title: what happened, on which GPU, where and when
+(``Runtime OOM on GPU 0 (79.33 GiB) at 02-10 18:06:30``), never the tool's own name."""
+
+from __future__ import annotations
+
+from .evidence import verdict_times
+from .facts import _gpu_label, fact_pool, size
+from .names import where
+
+#: What a ticket title calls each class.
+SYMPTOM = {
+    "weight_load_oom": "Out of memory loading the weights",
+    "kv_cache_capacity": "KV cache too small for max_model_len",
+    "startup_memory_contention": "GPU memory taken by another process at startup",
+    "cuda_graph_capture_oom": "Out of memory capturing CUDA graphs",
+    "sampler_warmup_oom": "Out of memory in the sampler warm-up",
+    "quantization_unsupported": "Quantization not supported on this GPU",
+    "config_limit_error": "Configuration rejected at startup",
+    "runtime_oom": "Runtime OOM",
+    "preemption_storm": "KV cache saturated, requests waiting or preempted",
+    "request_too_long": "Requests rejected as longer than max_model_len",
+    "engine_stall": "Engine stalled",
+    "other": "Server failure",
+    "unknown": "Server failure, root cause not in the log",
+    "healthy": "vLLM server healthy",
+}
+
+
+def symptom_title(verdict) -> str:
+    """The ticket's title: what happened, on which GPU, where and when, e.g. ``Runtime OOM on
+    GPU 0 (79.33 GiB) at 02-10 18:06:30`` (parts the log does not give are left out)."""
+    p = verdict.primary
+    if p is None:
+        if verdict.primary_class == "unknown" and not any(s.vllm_output for s in verdict.sources):
+            return "Nothing recognisable as vLLM output"
+        return SYMPTOM.get(verdict.primary_class, verdict.title)
+    pool = fact_pool(verdict, p)
+    title = SYMPTOM.get(p.class_id, p.class_id.replace("_", " ").capitalize())
+    if p.class_id == "kv_cache_capacity" and pool.get("max_model_len"):
+        title += f" {pool['max_model_len']}"
+    if p.class_id == "other" and pool.get("exception"):
+        title += f": {pool['exception']}"
+    total = size(pool.get("gpu_total_gib"))
+    if total and p.class_id in (
+        "weight_load_oom",
+        "startup_memory_contention",
+        "cuda_graph_capture_oom",
+        "sampler_warmup_oom",
+        "runtime_oom",
+        "kv_cache_capacity",
+    ):
+        title += f" on {_gpu_label(pool)} ({total})"
+    host = [v.split(" (", 1)[0] for k, v in where(p.source) if k in ("Host", "Pod")]
+    if host:
+        title += f" on {host[0]}"
+    first, _ = verdict_times(verdict)
+    if first:
+        title += f" at {first}"
+    return title
