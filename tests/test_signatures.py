@@ -25,7 +25,24 @@ def verdict_of(lines):
     return build_verdict(diagnose_input(Source("x.log", io.BytesIO(("\n".join(lines) + "\n").encode()))))
 
 
-@pytest.mark.parametrize("case", ALL, ids=[c["file"] for c in ALL])
+#: New real logs whose wrapper has no named format yet, so it is learned (issue 10 probe):
+#: the Lemonade launcher's "YYYY-MM-DD HH:MM:SS.mmm [Error] (Process) " prefix.
+KNOWN_LEARNED = {"h002-lemonade-rocm-gfx1151-hip-oom-allocate-kv-cache-tensors.log"}
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        pytest.param(
+            c,
+            id=c["file"],
+            marks=[pytest.mark.xfail(strict=True, reason="wrapper without a named format")]
+            if c["file"] in KNOWN_LEARNED
+            else [],
+        )
+        for c in ALL
+    ],
+)
 def test_no_corpus_log_learns_a_prefix(case):
     # Every wrapper of the corpus has a rule; so on the corpus, learning must find nothing:
     # whatever it learned would be message text eaten.

@@ -73,9 +73,19 @@ def bench_log(tmp_dir: Path) -> Path:
     return out
 
 
+#: New real logs (issue 10 probe) whose plan breaks an invariant: h012's sibling OOM line is cut
+#: after the GPU total, and the runtime-OOM remedy names gpu_memory_utilization with neither a
+#: value nor a why. Strict: fails here once fixed, until taken off the list.
+KNOWN_BROKEN_PLAN = {"h012-ray-dp-engine-core-actor-sampler-warmup-1024-double-prefix.log"}
+
+
 def inputs():
     for c in load_manifest():
-        yield pytest.param(c["file"], (FIXTURES / c["file"]).read_text(encoding="utf-8").split("\n"), id=c["file"])
+        marks = (
+            [pytest.mark.xfail(strict=True, reason="known wrong (issue 10)")] if c["file"] in KNOWN_BROKEN_PLAN else []
+        )
+        lines = (FIXTURES / c["file"]).read_text(encoding="utf-8").split("\n")
+        yield pytest.param(c["file"], lines, id=c["file"], marks=marks)
     for p in RULE_CASES:
         code, case = p.values
         yield pytest.param(p.id, lines_of(case), id=p.id)
