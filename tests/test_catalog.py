@@ -89,6 +89,70 @@ _SUMMARY_2026 = (
 )
 
 CONFIG = [
+    # The operator's launch command pasted beside the log (h004, h019, h003 shapes).
+    case(
+        "launch_command",
+        "config",
+        "vllm serve /models/GLM-4-32B-0414 -tp 2 --dtype bfloat16 --max-model-len 1024 --swap-space 16 "
+        "--gpu-memory-utilization 0.6 --served-model-name glm4 --port 8001",
+        model="/models/GLM-4-32B-0414",
+        tensor_parallel_size=2,
+        dtype="bfloat16",
+        max_model_len=1024,
+        swap_space=16.0,
+        gpu_memory_utilization=0.6,
+        served_model_name="glm4",
+        launch_command=True,
+    ),
+    case(
+        "launch_command",
+        "config",
+        "`python -m vllm.entrypoints.openai.api_server --model /home/u/Qwen2-7B-Instruct --max-model-len=512 "
+        "--dtype=float --enforce-eager`",
+        model="/home/u/Qwen2-7B-Instruct",
+        max_model_len=512,
+        dtype="float",
+        enforce_eager=True,
+        launch_command=True,
+    ),
+    case(
+        "launch_command",
+        "config",
+        # human_readable_int sizes (32k = 32000, 8K = 8192); a switch never eats the next word;
+        # --no-enable-prefix-caching is the negated switch; unknown flags are left out
+        "docker run --gpus all -p 8000:8000 vllm/vllm-openai:v0.10.1 --model Qwen/Qwen3-8B --enforce-eager "
+        "--max-model-len 32k --max-num-batched-tokens 8K --no-enable-prefix-caching -q fp8 --port 8000",
+        model="Qwen/Qwen3-8B",
+        enforce_eager=True,
+        max_model_len=32000,
+        max_num_batched_tokens=8192,
+        enable_prefix_caching=False,
+        quantization="fp8",
+        launch_command=True,
+    ),
+    case(
+        "launch_command",
+        "config",
+        # a shell command joined back from its continuation lines (reassemble.shell_continued)
+        "vllm serve /model/Qwen3-32B-autoround-4bit-gptq \\ --tensor-parallel-size 2 \\ --max-model-len 4000 \\ "
+        "--kv-cache-dtype fp8 --max-num-seqs 8",
+        model="/model/Qwen3-32B-autoround-4bit-gptq",
+        tensor_parallel_size=2,
+        max_model_len=4000,
+        kv_cache_dtype="fp8",
+        max_num_seqs=8,
+        launch_command=True,
+    ),
+    case(
+        "offline_llm_call",
+        "config",
+        'llm = LLM(model="Qwen/Qwen2.5-7B-Instruct", gpu_memory_utilization=0.8, max_model_len=8192, enforce_eager=True)',
+        model="Qwen/Qwen2.5-7B-Instruct",
+        gpu_memory_utilization=0.8,
+        max_model_len=8192,
+        enforce_eager=True,
+        launch_command=True,
+    ),
     case(
         "server_version",
         "run_start",

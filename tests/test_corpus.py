@@ -12,11 +12,6 @@ CASES = load_manifest()
 #: Real logs read wrong today, each one a kind of input still to generalise to (issue 10).
 #: Strict: a log that starts passing fails here until it is taken off the list.
 KNOWN_WRONG_CLASS: set = {
-    # An OOM with no phase marker is read as "while serving", although nothing in the log serves
-    # (a launch command or a startup-failure record is all there is): startup OOMs.
-    "h003-gfx906-docker-run-hip-oom-glued-padded-v0.log",
-    "h004-ascend-npu-oom-old-format-glm4-32b-tp2-command.log",
-    "h019-fp32-7b-2080ti-22gb-command-and-quoted-oom-capacty.log",
     # Engine-stall wordings and shapes not recognised: shm_broadcast "No available shared memory
     # broadcast block found in 60 seconds" (both wordings), waiting never admitted while one runs.
     "h020-xpu-v1-stats-1-running-14-waiting-for-an-hour.log",

@@ -1167,3 +1167,33 @@ def test_sentence_chains_join_and_their_first_sentence_is_a_prefilter_candidate(
     assert rec.text == earlier + " " + tail and rec.continued == 1
     # After a blank line it is a record of its own.
     assert [r.continued for r in reassembled([earlier, "", tail])] == [0, 0]
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        # h004's shape: flags indented, a backslash glued to the value or after a space
+        ["vllm serve /models/GLM-4-32B-0414 \\", "  -tp 2\\", "  --dtype bfloat16 \\", "  --max-model-len 1024"],
+        # a docker run continued, the image's flags after it
+        ["docker run --gpus all vllm/vllm-openai:v0.10.1 \\", "--model Qwen/Qwen3-8B \\", "--max-model-len 1024"],
+        # python -m, each flag and value on its own line
+        ["python -m vllm.entrypoints.openai.api_server \\", "    --model Qwen/Qwen3-8B \\", "    --max-model-len 1024"],
+    ],
+    ids=["serve", "docker", "python-m"],
+)
+def test_a_shell_command_continued_over_lines_is_one_record(lines):
+    recs = reassembled(lines)
+    assert len(recs) == 1 and recs[0].continued == len(lines) - 1
+    assert "--max-model-len 1024" in recs[0].text
+    from vllm_doctor.catalog import Catalog
+
+    (ev,) = [e for e in Catalog().recognise(recs[0]) if e.pattern == "launch_command"]
+    assert ev.data["max_model_len"] == 1024
+
+
+def test_a_backslash_without_a_flag_or_after_the_last_line_joins_nothing():
+    # A Windows path or a regex ending in a backslash is no shell continuation; a command's
+    # last line (no backslash) ends it, so the next record stays apart.
+    assert len(reassembled(["Loading from C:\\models\\", "next line"])) == 2
+    recs = reassembled(["vllm serve m \\", "  --max-model-len 1024", "INFO 01-01 00:00:00 [x.py:1] started"])
+    assert [r.lineno for r in recs] == [1, 3]

@@ -148,3 +148,26 @@ def test_the_tracker_and_the_run_view_judge_nothing():
         imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
         modules = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
         assert "thresholds" not in imported and "thresholds" not in modules, name
+
+
+def test_a_pasted_launch_command_gives_config_that_vllms_own_printout_replaces():
+    # The operator's command (h004's flags), then vLLM's own non-default args with another
+    # utilization: vLLM's value is the one in force; the command's other values stay, marked
+    # as the command's.
+    t = track(
+        [
+            "vllm serve /models/GLM-4-32B-0414 -tp 2 --gpu-memory-utilization 0.6 --max-model-len 1024",
+            "(APIServer pid=1) INFO 08-20 10:18:39 [utils.py:328] non-default args: {'gpu_memory_utilization': 0.8}",
+        ]
+    )
+    run = t.runs[0]
+    assert run.config["gpu_memory_utilization"] == 0.8 and run.config_lines["gpu_memory_utilization"].lineno == 2
+    assert run.config["tensor_parallel_size"] == 2 and run.config["max_model_len"] == 1024
+    assert run.command_keys == {"model", "tensor_parallel_size", "max_model_len"}
+    assert run.markers["launch_command"].lineno == 1
+    assert t.vllm_seen  # through vLLM's own line, not the command
+
+
+def test_a_launch_command_alone_is_not_vllm_output():
+    t = track(["`vllm serve Qwen/Qwen3-8B --max-model-len 8192`", "then it crashed, see below"])
+    assert not t.vllm_seen and t.runs[0].config["max_model_len"] == 8192

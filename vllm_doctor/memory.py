@@ -8,7 +8,10 @@ activation peak of a profiling run and non-torch memory; the rest becomes KV cac
 from __future__ import annotations
 
 import math
-from typing import Iterable, List, Optional, Sequence, Tuple
+import re
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+
+from .units import tidy
 
 
 def split_processes(
@@ -76,3 +79,50 @@ def floor_tidy(value: float) -> int:
         if v >= threshold:
             return v - v % step
     return max(16, v - v % 16) if v >= 16 else v
+
+
+#: vLLM dtype names of 32-bit floats (``vllm/config/model.py`` ``ModelDType``).
+FP32_DTYPES = frozenset({"float", "float32", "fp32"})
+_PARAMS = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)\s?[Bb](?![a-zA-Z])")
+_BITS = (
+    ("awq", 4),
+    ("gptq", 4),
+    ("int4", 4),
+    ("w4a16", 4),
+    ("nvfp4", 4),
+    ("fp4", 4),
+    ("mxfp4", 4),
+    ("bnb", 4),
+    ("4bit", 4),
+    ("fp8", 8),
+    ("int8", 8),
+    ("w8a8", 8),
+    ("8bit", 8),
+)
+
+
+def model_weights_estimate(
+    model: Optional[str], quantization: Optional[str], dtype: Optional[str]
+) -> Optional[Dict[str, Any]]:
+    """Weights size from a model name (``Qwen3-30B-A3B-GPTQ`` -> 30e9 params at 4 bits).
+
+    Returns ``{"params_billion", "bits", "weights_gib_estimate"}`` or None when the name
+    carries no parameter count. Total parameters count (an MoE's active share is not what
+    memory holds). Bits come from the quantization named in the config or the model name,
+    else from ``dtype`` (vLLM's ``float`` and ``float32`` are 32 bits:
+    ``vllm/config/model.py`` ``_STR_DTYPE_TO_TORCH_DTYPE``), else 16 (the dtype of an
+    unquantized checkpoint).
+    """
+    if not model:
+        return None
+    name = model.rsplit("/", 1)[-1]
+    m = _PARAMS.search(name)
+    if not m:
+        return None
+    params = float(m.group(1))
+    low = f"{name} {quantization or ''} {dtype or ''}".lower()
+    bits = next((b for key, b in _BITS if key in low), None)
+    if bits is None:
+        bits = 32 if str(dtype or "").lower() in FP32_DTYPES or "float32" in low else 16
+    gib = params * 1e9 * bits / 8 / 2**30
+    return {"params_billion": params, "bits": bits, "weights_gib_estimate": tidy(gib, 2)}

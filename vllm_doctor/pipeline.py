@@ -20,7 +20,7 @@ from ._version import __version__
 from .catalog import Catalog
 from .envelopes import _PROC, MAX_RECORD_CHARS, Envelopes, unwrap
 from .frames import code_tags
-from .reassemble import MAX_JOINED, WRAP_MIN_WIDTH, Reassembler, _open_oom
+from .reassemble import MAX_JOINED, WRAP_MIN_WIDTH, Reassembler, _open_oom, shell_continued
 from .rules import BY_NAME, diagnose_run, new_observers
 from .sources import ARCHIVE_ERRORS
 from .tracker import RunBudget, SourceTracker, unexplained_error
@@ -308,7 +308,7 @@ def _cannot_continue(reasm: Reassembler, line: str) -> bool:
     held = reasm._held
     if held is None or held.continued >= MAX_JOINED or len(held.text) >= MAX_RECORD_CHARS:
         return True
-    if held.line_len < WRAP_MIN_WIDTH and not _open_oom(held.text):
+    if held.line_len < WRAP_MIN_WIDTH and not _open_oom(held.text) and not shell_continued(held.text):
         return True
     return line[:1] == "(" and "\x1b" not in line and "\r" not in line and _PROC.match(line) is not None
 

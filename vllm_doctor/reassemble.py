@@ -1,4 +1,4 @@
-"""Mend the damage logs suffer on their way into a ticket: hard-wrapped lines.
+r"""Mend the damage logs suffer on their way into a ticket: hard-wrapped lines.
 
 Terminal captures and pastes cut long records at a fixed width (``Running: 32 r`` /
 ``eqs, Swapped: ...``), and people re-type error messages one sentence a line.
@@ -19,6 +19,9 @@ Docker Desktop stamps continuation lines only) and either
 * the previous record is a PyTorch out-of-memory message that has not reached its
   last sentence yet (``... is reserved by PyTorch but unallocated.``), and this line
   does not start a new traceback, frame or exception; or
+* the previous record is a shell command continued on the next line (it ends in `` \``
+  and holds a flag, ``--max-model-len 1024 \``), the way an operator's ``vllm serve``
+  command is pasted over several lines; or
 * this line starts with a later sentence of one of vLLM's multi-sentence messages
   (:data:`SENTENCE_CHAINS`: ``Based on the available memory``, ``Try increasing
   `gpu_memory_utilization```, ...) that someone re-typed one sentence a line.
@@ -78,6 +81,15 @@ def _open_oom(text: str) -> bool:
     return "out of memory." in text and not any(t in text for t in _OOM_TERMINATORS)
 
 
+_SHELL_FLAG = regex.compile(r"(?:^|\s)--?[A-Za-z]|\bvllm serve\b")
+
+
+def shell_continued(text: str) -> bool:
+    """True when ``text`` is a shell command line continued on the next one: it ends in a
+    backslash and holds a command-line flag (``-tp 2\\``, ``vllm serve M \\``)."""
+    return text.endswith("\\") and _SHELL_FLAG.search(text) is not None
+
+
 def _continues(prev: Record, cur: Record) -> Optional[str]:
     """Return the separator to join ``cur`` onto ``prev`` with, or None if it is no continuation."""
     # A continuation carries no envelope of its own, or only the same outer wrapper as the
@@ -90,6 +102,8 @@ def _continues(prev: Record, cur: Record) -> Optional[str]:
     ):
         return None
     text = cur.text
+    if shell_continued(prev.text) and text.strip():
+        return " "
     if not text or text[0].isspace() or _NEW_THING.match(text):
         return None
     mid_word = text[0] in _MID_WORD_START

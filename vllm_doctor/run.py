@@ -330,7 +330,9 @@ class Run:
     ...; memory in GiB), each with the :class:`Line` that said it in ``config_lines`` /
     ``fact_lines``. ``phase`` is the furthest startup phase reached and ``phase_lines`` the
     first line that proved each; ``markers`` notable one-off lines by name (e.g.
-    ``stats_logging_disabled``, ``offline_batch``).
+    ``stats_logging_disabled``, ``offline_batch``, ``launch_command``: the operator's own
+    command is in the log). ``command_keys`` are the config keys only that command gave
+    (vLLM's own printout of its arguments replaces them).
     """
 
     source: str
@@ -341,6 +343,7 @@ class Run:
     phase_lines: Dict[Phase, Line] = field(default_factory=dict)
     config: Dict[str, Any] = field(default_factory=dict)
     config_lines: Dict[str, Line] = field(default_factory=dict)
+    command_keys: Set[str] = field(default_factory=set)
     facts: Dict[str, Any] = field(default_factory=dict)
     fact_lines: Dict[str, Line] = field(default_factory=dict)
     failures: List[Failure] = field(default_factory=list)

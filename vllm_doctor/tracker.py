@@ -38,6 +38,9 @@ MERGE_WINDOW = 60
 #: Patterns that mark the start of a server process (a new run once the current one got past
 #: its configuration).
 START_PATTERNS = frozenset({"api_server_version", "engine_config", "non_default_args", "args_namespace"})
+#: Patterns of what the operator wrote (a pasted launch command), not of what vLLM printed:
+#: they give configuration but never make an input vLLM output.
+OPERATOR_PATTERNS = frozenset({"launch_command", "offline_llm_call"})
 MEMORY_KINDS = frozenset({"oom", "sampler_oom", "load_oom"})
 #: Configuration that error messages print (the utilization a startup check used, the
 #: max_model_len a length check used): kept with the run when no config line gave it.
@@ -383,7 +386,11 @@ class SourceTracker:
         engine = engine_of_process(rec.proc, rec.rank)
         if engine:
             run.engine_hints.add(engine)
-        return rec.vllm_header or vllm_proc or any(ev.kind not in GENERIC_KINDS for ev in events)
+        return (
+            rec.vllm_header
+            or vllm_proc
+            or any(ev.kind not in GENERIC_KINDS and ev.pattern not in OPERATOR_PATTERNS for ev in events)
+        )
 
     def _traceback(self, run: Run, st: _Stream, events: List[Event], code_line_tags, line: Line) -> bool:
         """Traceback bookkeeping (frames belong to the process that printed them). Returns
@@ -437,7 +444,18 @@ class SourceTracker:
 
     # -- event handlers (kinds that are not failures) ------------------------------------
     def _on_config(self, run: Run, ev: Event, line: Line) -> None:
+        command = ev.data.get("launch_command") is True
+        if command:
+            run.markers.setdefault("launch_command", line)
         for key, val in ev.data.items():
+            if key == "launch_command":
+                continue
+            if key in run.command_keys and not command:
+                # vLLM's own printout of its arguments replaces what a pasted command said.
+                run.command_keys.discard(key)
+                run.config[key] = val
+                run.config_lines[key] = line
+                continue
             if key == "vllm_version":
                 run.facts.setdefault("vllm_version", val)
                 run.fact_lines.setdefault("vllm_version", line)
@@ -446,6 +464,8 @@ class SourceTracker:
             elif key not in run.config:
                 run.config[key] = val
                 run.config_lines[key] = line
+                if command:
+                    run.command_keys.add(key)
 
     def _on_facts(self, run: Run, ev: Event, line: Line) -> None:
         for key, val in ev.data.items():

@@ -1,4 +1,4 @@
-"""Server start markers and configuration lines.
+r"""Server start markers and configuration lines.
 
 Sources (``shared/vllm-messages.md`` section 9):
 
@@ -15,6 +15,17 @@ Sources (``shared/vllm-messages.md`` section 9):
   rank %d, PP rank %d, TP rank %d``;
 * ``vllm/worker/model_runner.py`` / ``vllm/v1/worker/gpu_model_runner.py``: ``Starting to
   load model %s...``.
+
+And the operator's own launch command when it is pasted or echoed beside the log (a bug
+report, a container entrypoint that echoes its command, ``set -x``): ``vllm serve MODEL
+--flag value ...``, ``python -m vllm.entrypoints.openai.api_server --model M ...``, a
+``docker run ... vllm/vllm-openai ...`` line, or the offline ``LLM(model=..., ...)`` call.
+Its flags are read with vLLM's own spellings and short aliases
+(``vllm/engine/arg_utils.py`` ``EngineArgs.add_cli_args``: ``-tp``, ``-pp``, ``-dp``,
+``-q``), sizes like ``32k`` as vLLM reads them (``vllm/utils/argparse_utils.py``
+``human_readable_int``), and a shell command continued over several lines (`` \``) is
+joined back by :mod:`vllm_doctor.reassemble`. vLLM's own printout of its arguments wins
+over the command where both give a value (:meth:`vllm_doctor.tracker.SourceTracker._on_config`).
 """
 
 from __future__ import annotations
@@ -132,6 +143,84 @@ def _engine_config(m, rec) -> Dict[str, Any]:
     return data
 
 
+#: vLLM's short aliases of its long flags (``vllm/engine/arg_utils.py``).
+SHORT_FLAGS = {
+    "tp": "tensor_parallel_size",
+    "pp": "pipeline_parallel_size",
+    "dp": "data_parallel_size",
+    "q": "quantization",
+}
+#: Flags that take a size as vLLM's ``human_readable_int`` reads it (``32k`` = 32000, ``32K`` = 32768).
+HUMAN_INT_KEYS = frozenset({"max_model_len", "max_num_batched_tokens", "max_num_seqs"})
+_FLAG = regex.compile(r"(?<!\S)--?(?P<name>[A-Za-z][\w-]*)(?:=(?P<eq>[^\s`]*)|[ \t]+(?P<sp>(?!-)[^\s\\`]+))?")
+_HUMAN_INT = regex.compile(r"(?P<n>[0-9]{1,12}(?:\.[0-9]{1,6})?)(?P<s>[kKmMgG])")
+_DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9}
+_BINARY = {"K": 2**10, "M": 2**20, "G": 2**30}
+
+
+def _human_int(raw: str) -> Optional[int]:
+    """``32k`` -> 32000, ``32K`` -> 32768 (vLLM's ``human_readable_int``; decimals only with
+    the decimal suffixes), None when ``raw`` is not of that shape."""
+    m = _HUMAN_INT.fullmatch(raw.strip("'\""))
+    if m is None:
+        return None
+    n, s = m["n"], m["s"]
+    if s in _DECIMAL:
+        return int(float(n) * _DECIMAL[s])
+    return int(n) * _BINARY[s] if "." not in n else None
+
+
+def command_flags(text: str) -> Dict[str, Any]:
+    """The known configuration flags of one launch command (``--gpu-memory-utilization 0.6``,
+    ``--max-model-len=32k``, ``-tp 2``, ``--enforce-eager``, ``--no-enable-prefix-caching``),
+    typed as the catalog types config values; unknown flags and values that do not parse are
+    left out. A switch never takes the next word (argparse's ``store_true``)."""
+    out: Dict[str, Any] = {}
+    for m in _FLAG.finditer(text, timeout=0.25):
+        name = m["name"].replace("-", "_")
+        key = SHORT_FLAGS.get(name, name) if len(m["name"]) <= 3 and "-" not in m["name"] else name
+        negated = key.startswith("no_") and key[3:] in BOOL_KEYS
+        if negated or key in BOOL_KEYS:
+            key = key[3:] if negated else key
+            raw = m["eq"]
+            val = (not negated) if raw is None else _value(key, raw.capitalize())
+        else:
+            if key not in CONFIG_KEYS:
+                continue
+            raw = m["eq"] if m["eq"] is not None else m["sp"]
+            if raw is None:
+                continue
+            val = _human_int(raw) if key in HUMAN_INT_KEYS else None
+            val = val if val is not None else _value("max_model_len" if key == "max_seq_len" else key, raw)
+        if val is not None and key not in out:
+            out["max_model_len" if key == "max_seq_len" else key] = val
+    return out
+
+
+_SERVE_MODEL = regex.compile(r"\bvllm serve[ \t]+(?P<model>(?!-)[^\s\\'\"`]+)")
+
+
+def _launch_command(m, rec) -> Optional[Dict[str, Any]]:
+    text = m.string
+    data = command_flags(text[m.start() :])
+    if "model" not in data:
+        serve = _SERVE_MODEL.search(text)
+        if serve:
+            data["model"] = serve["model"]
+    if not data:
+        return None
+    data["launch_command"] = True
+    return data
+
+
+def _offline_llm(m, rec) -> Optional[Dict[str, Any]]:
+    data = _items(_KWARG_ITEM, m.string[m.end() :])
+    if not data:
+        return None
+    data["launch_command"] = True
+    return data
+
+
 def _world(m, rec) -> Dict[str, Any]:
     # The parallel world is TP x PP of one engine: world size 1 means TP 1 and PP 1.
     if m["world_size"] == "1":
@@ -215,6 +304,24 @@ PATTERNS = [
         "vllm/distributed/parallel_state.py initialize_model_parallel",
         Phase.CONFIG,
         _world,
+    ),
+    Pattern(
+        "launch_command",
+        "config",
+        ("vllm serve", "-m vllm.entrypoints", "vllm/vllm-openai"),
+        r"\bvllm serve\b|-m vllm\.entrypoints\.(?:openai\.)?api_server\b|\bvllm/vllm-openai\b",
+        "vllm/entrypoints/cli/serve.py, vllm/entrypoints/openai/api_server.py (the operator's command)",
+        None,
+        _launch_command,
+    ),
+    Pattern(
+        "offline_llm_call",
+        "config",
+        ("LLM(",),
+        r"(?<![\w.])LLM\((?=[^)]*\b(?:model|gpu_memory_utilization|max_model_len)=)",
+        "vllm/entrypoints/llm.py LLM.__init__ (the operator's offline call)",
+        None,
+        _offline_llm,
     ),
     Pattern(
         "starting_to_load",

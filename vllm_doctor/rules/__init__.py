@@ -43,7 +43,7 @@ from . import (
     weight_load_oom,
 )
 from .plan import reconcile
-from .rule import CONFIDENCE, Rule
+from .rule import CONFIDENCE, Rule, ev
 from .tree import route
 
 #: Every rule, in the diagnosis order.
@@ -120,6 +120,15 @@ def new_observers() -> Dict[str, Any]:
     return {r.name: r.observer() for r in RULES if r.observer is not None}
 
 
+def _note_placement(found: Finding, run: Run, why: str) -> None:
+    """A startup step placed by the memory numbers alone says so: the reasoning as the fact
+    ``step_placed_by_memory`` and the launch command (nothing served after it) as evidence."""
+    found.facts["step_placed_by_memory"] = why
+    line = run.markers.get("launch_command")
+    if line is not None and all(e.line != line.lineno or e.source != line.source for e in found.evidence):
+        found.evidence.append(ev(line, "the launch command; nothing served after it"))
+
+
 def diagnose_run(
     run: Run,
     select: Optional[frozenset] = None,
@@ -136,12 +145,15 @@ def diagnose_run(
     """
     groups: Dict[Tuple[str, str], List[Failure]] = {}
     confidence: Dict[Tuple[str, str], str] = {}
+    placed: Dict[Tuple[str, str], str] = {}
     for f in run.failures:
         r = route(f, run)
         if r.name is None:
             continue
         key = (r.name, r.phase)
         groups.setdefault(key, []).append(f)
+        if r.placed is not None:
+            placed.setdefault(key, r.placed)
         best = confidence.get(key)
         if best is None or CONFIDENCE.index(r.confidence) < CONFIDENCE.index(best):
             confidence[key] = r.confidence
@@ -161,6 +173,9 @@ def diagnose_run(
             for found in found_here:
                 if failures:
                     found.confidence = confidence[(rule.name, phase)]
+                    why = placed.get((rule.name, phase))
+                    if why is not None:
+                        _note_placement(found, run, why)
                 findings.append(found)
     if any(f.class_id != "unknown" and f.severity in ("critical", "warning") for f in findings):
         findings = [f for f in findings if f.class_id != "unknown"]

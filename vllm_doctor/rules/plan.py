@@ -91,13 +91,14 @@ class Constraints:
     def in_force(self, setting: str) -> InForce:
         """The value of ``setting`` that ran (see :class:`InForce`)."""
         value = self.run.value(setting)
+        said = "as the launch command sets it" if setting in self.run.command_keys else "as printed"
         if isinstance(value, (str, bool)):
             line = self.run.line_for(setting)
-            return InForce(setting, value, value, True, f"{value} as printed", line)
+            return InForce(setting, value, value, True, f"{value} {said}", line)
         if value is not None:
             line = self.run.line_for(setting)
             where = f"line {line.lineno}" if line else "the log"
-            return InForce(setting, value, value, True, f"{fmt(setting, value)} as printed ({where})", line)
+            return InForce(setting, value, value, True, f"{fmt(setting, value)} {said} ({where})", line)
         d = self._default(setting)
         floor = self._at_least(setting)
         if d is None and floor is None:

@@ -10,11 +10,13 @@ progress decides.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Tuple
 
 from .. import thresholds
+from ..defaults import gpu_memory_utilization
 from ..events import Phase
 from ..frames import phase_of
+from ..memory import model_weights_estimate
 from ..processes import is_engine_process
 from ..run import Failure, Run
 from ..tracker import MEMORY_KINDS
@@ -39,6 +41,7 @@ class Route:
     name: Optional[str]
     phase: str
     confidence: str
+    placed: Optional[str] = None  # why, when only the memory numbers place a startup step
 
 
 def failure_phase(f: Failure, run: Run) -> Optional[Phase]:
@@ -69,10 +72,65 @@ def failure_phase(f: Failure, run: Run) -> Optional[Phase]:
     # A startup failure: the run died where it got to (stderr may print the last progress
     # bar after the traceback, so take the furthest phase the run reached).
     if Phase.CONFIG <= run.phase < Phase.READY:
-        return run.phase
-    if "startup" in hints:
-        return Phase.CONFIG
+        return run.phase if run.phase > Phase.CONFIG else placed_by_memory(f, run) or Phase.CONFIG
+    if "startup" in hints or ("launch_command" in run.markers and nothing_served(run)):
+        # The operator's command, then the failure, and nothing served in between: the
+        # server never came up, though no line names the step.
+        return placed_by_memory(f, run) or Phase.CONFIG
     return None
+
+
+def nothing_served(run: Run) -> bool:
+    """The log shows no sign of a server that came up: no ready marker, no stats line, no
+    access line, no preemption."""
+    return run.phase < Phase.READY and not run.stats.count and not run.http.by_status and not run.preemption.warnings
+
+
+def placed_by_memory(f: Failure, run: Run) -> Optional[Phase]:
+    """The startup step of an out-of-memory failure no line places (see :func:`placement`)."""
+    p = placement(f, run)
+    return p[0] if p is not None else None
+
+
+def placement(f: Failure, run: Run) -> Optional[Tuple[Phase, str]]:
+    """``(phase, why)``: the startup step of an out-of-memory failure no line places, from where the memory
+    stood when it failed (``shared/domain.md``: weights first, then the KV cache fills the
+    ``gpu_memory_utilization`` budget, then CUDA graphs and warm-ups take what is left):
+
+    * the weights (estimated from the model's name, dtype and quantization, per GPU under
+      ``tensor_parallel_size`` x ``pipeline_parallel_size``) do not fit the GPU, or were not
+      all in memory yet (allocated + requested <= their share): loading weights;
+    * PyTorch already held more than the budget (the KV cache is allocated): graph capture
+      or a warm-up after it;
+    * otherwise, between the two: profiling and sizing the KV cache.
+
+    ``why`` says it with the numbers. None when the message gives no total or allocated
+    memory, or the model name no size."""
+    if not (f.kinds & MEMORY_KINDS) or f.kind == "host_oom":
+        return None
+    d = f.data
+    total, allocated = d.get("gpu_total_gib"), d.get("pytorch_allocated_gib")
+    est = model_weights_estimate(run.value("model"), run.value("quantization"), run.value("dtype"))
+    if not total or allocated is None or est is None:
+        return None
+    parallel = (run.value("tensor_parallel_size") or 1) * (run.value("pipeline_parallel_size") or 1)
+    share = est["weights_gib_estimate"] / max(1, parallel)
+    weights = f"weights about {share:.1f} GiB per GPU ({est['params_billion']:g}B params x {est['bits']} bits"
+    weights += f" over {parallel} GPUs)" if parallel > 1 else ")"
+    if share >= total:
+        return Phase.LOADING_WEIGHTS, f"no step is named; {weights} do not fit the {total:.2f} GiB device"
+    needed = allocated + (d.get("tried_to_allocate_gib") or 0)
+    if needed <= share:
+        return Phase.LOADING_WEIGHTS, f"no step is named; {needed:.2f} GiB held and asked for, within the {weights}"
+    util = run.value("gpu_memory_utilization")
+    if not isinstance(util, (int, float)):
+        util = gpu_memory_utilization(run.value("vllm_version"), run.engine).low
+    budget = f"the {util:g} x {total:.2f} GiB = {util * total:.2f} GiB budget"
+    if allocated >= util * total:
+        return Phase.GRAPH_CAPTURE, (
+            f"no step is named; PyTorch held {allocated:.2f} GiB, past {budget}: the KV cache was allocated"
+        )
+    return Phase.KV_SIZING, f"no step is named; PyTorch held {allocated:.2f} GiB: past the {weights}, within {budget}"
 
 
 def _decided_by_frames(f: Failure, run: Run) -> bool:
@@ -144,7 +202,12 @@ def route(f: Failure, run: Run) -> Route:
         # Host RAM, not the GPU: its own finding (class "other"), never a GPU OOM class.
         return Route("other", label, "high")
     if f.kinds & MEMORY_KINDS:
-        return _memory(f, run, phase, startup)
+        r = _memory(f, run, phase, startup)
+        if startup and run.phase <= Phase.CONFIG and not _decided_by_frames(f, run):
+            p = placement(f, run)
+            if p is not None and p[0] == phase:
+                r = Route(r.name, r.phase, r.confidence, p[1])
+        return r
     if f.kind in ("cuda_error", "exception"):
         if _fatal(f, run, phase):
             return Route("other", label, "high")

@@ -35,58 +35,16 @@ Sources:
 from __future__ import annotations
 
 import math
-import re
 from typing import Any, Dict, List, Optional, Sequence
 
 from .. import thresholds
 from ..events import Phase
+from ..memory import FP32_DTYPES, model_weights_estimate
 from ..run import Failure, Run
-from ..units import tidy
 from ..verdict import Finding, Remedy
 from .oom import device_memory, oom_facts
 from .plan import Constraints, constraints
 from .rule import Rule, config_evidence, consequence_evidence, ev, failure_evidence, finding, remedy
-
-_PARAMS = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)\s?[Bb](?![a-zA-Z])")
-_BITS = (
-    ("awq", 4),
-    ("gptq", 4),
-    ("int4", 4),
-    ("w4a16", 4),
-    ("nvfp4", 4),
-    ("fp4", 4),
-    ("mxfp4", 4),
-    ("bnb", 4),
-    ("4bit", 4),
-    ("fp8", 8),
-    ("int8", 8),
-    ("w8a8", 8),
-    ("8bit", 8),
-)
-
-
-def model_weights_estimate(
-    model: Optional[str], quantization: Optional[str], dtype: Optional[str]
-) -> Optional[Dict[str, Any]]:
-    """Weights size from a model name (``Qwen3-30B-A3B-GPTQ`` -> 30e9 params at 4 bits).
-
-    Returns ``{"params_billion", "bits", "weights_gib_estimate"}`` or None when the name
-    carries no parameter count. Total parameters count (an MoE's active share is not what
-    memory holds). Bits come from the quantization named in the config or the model name,
-    else 16 (the dtype of an unquantized checkpoint).
-    """
-    if not model:
-        return None
-    name = model.rsplit("/", 1)[-1]
-    m = _PARAMS.search(name)
-    if not m:
-        return None
-    params = float(m.group(1))
-    low = f"{name} {quantization or ''} {dtype or ''}".lower()
-    bits = next((b for key, b in _BITS if key in low), 32 if "float32" in low else 16)
-    gib = params * 1e9 * bits / 8 / 2**30
-    return {"params_billion": params, "bits": bits, "weights_gib_estimate": tidy(gib, 2)}
-
 
 #: Words in a model name or quantization config that say the checkpoint is already quantized.
 QUANTIZED_WORDS = (
@@ -237,7 +195,25 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List
         title += ": the weights should fit, suspect a bug or regression"
     bits = facts.get("weight_bits_that_fit_one_gpu")
     co = facts.get("co_tenant_pids") or []
+    dtype = run.value("dtype")
+    fp32 = str(dtype or "").lower() in FP32_DTYPES
+    if fp32:
+        facts["dtype"] = dtype
     rem = [
+        # Full precision asked for: 16 bits halves the weights before any other change.
+        c.set_to(
+            "dtype",
+            "auto",
+            "Load the weights in 16 bits (auto: the checkpoint's bfloat16, or float16 where the GPU lacks bfloat16)",
+            f"--dtype {dtype} loads 32-bit weights, twice the 16-bit size"
+            + (
+                f": about {est['weights_gib_estimate'] / 2:.1f} GiB instead of {est['weights_gib_estimate']:.1f}"
+                if est
+                else ""
+            ),
+        )
+        if fp32
+        else None,
         remedy(
             f"Free the GPU of process(es) {', '.join(map(str, co))}: the weights may then fit",
             None,
@@ -270,7 +246,11 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List
     evidence = (
         failure_evidence(failures, "out of memory")
         + [ev(run.phase_lines.get(Phase.LOADING_WEIGHTS), "phase: loading weights")]
-        + config_evidence(run, ("model", "tensor_parallel_size", "quantization", "world_size", "shards_loaded"))
+        + config_evidence(
+            run,
+            ("model", "tensor_parallel_size", "quantization", "world_size", "shards_loaded")
+            + (("dtype",) if fp32 else ()),
+        )
         + consequence_evidence(run, 1)
     )
     dont = [
