@@ -64,9 +64,11 @@ def test_every_catalog_case_line_is_a_candidate_among_boring_lines():
 
 def _catalog_literals():
     """What the pre-filter must find, taken from the catalog and the frame tags themselves."""
-    from vllm_doctor.frames import TAG_FUNCS
+    from vllm_doctor.frames import KV_ALLOC_FUNCS, TAG_FUNCS
 
-    return {a for p in PATTERNS for a in p.anchors} | {f for funcs in TAG_FUNCS.values() for f in funcs}
+    return (
+        {a for p in PATTERNS for a in p.anchors} | {f for funcs in TAG_FUNCS.values() for f in funcs} | KV_ALLOC_FUNCS
+    )
 
 
 def test_the_gate_covers_every_anchor_and_tag_function_in_at_most_two_teddy_groups():

@@ -249,6 +249,23 @@ _FUNC_TAG = {f: tag for tag, funcs in TAG_FUNCS.items() for f in funcs}
 QUANTIZED_FUNCS = frozenset(
     {"gptq_marlin_repack", "awq_marlin_repack", "gptq_marlin_moe_repack", "awq_marlin_moe_repack"}
 )
+#: Functions that allocate the KV cache tensors, a second tag (``kv_alloc``) beside their
+#: phase tag: an out-of-memory error there is the budget asking for more than the device can
+#: give, not the profiling run's activation peak. ``vllm/worker/cache_engine.py``
+#: ``_allocate_kv_cache`` and ``vllm/worker/worker.py`` ``_init_cache_engine`` (V0);
+#: ``vllm/v1/worker/gpu_model_runner.py`` ``initialize_kv_cache_tensors``,
+#: ``_allocate_kv_cache_tensors``, ``_reshape_kv_cache_tensors`` and ``vllm/v1/worker/utils.py``
+#: ``allocate_kv_cache`` (0.33).
+KV_ALLOC_FUNCS = frozenset(
+    {
+        "_allocate_kv_cache",
+        "_init_cache_engine",
+        "initialize_kv_cache_tensors",
+        "_allocate_kv_cache_tensors",
+        "_reshape_kv_cache_tensors",
+        "allocate_kv_cache",
+    }
+)
 _CALLS = regex.compile(r"[A-Za-z_]\w*")
 
 #: Tags in order of specificity; the first present decides the phase.
@@ -259,6 +276,7 @@ TAG_PHASE = (
     ("kernel_warmup", Phase.GRAPH_CAPTURE),
     ("profile", Phase.WEIGHTS_LOADED),
     ("kv_init", Phase.KV_SIZING),
+    ("kv_alloc", Phase.KV_SIZING),
     ("quant_check", Phase.CONFIG),
     ("startup", Phase.CONFIG),
     ("too_long", Phase.SERVING),
@@ -275,6 +293,8 @@ def frame_tags(func: str, path: str) -> Set[str]:
         tags.add(tag)
     if func in QUANTIZED_FUNCS or "/layers/quantization/" in path:
         tags.add("quantized_weights")  # a quantized checkpoint is being loaded or run
+    if func in KV_ALLOC_FUNCS:
+        tags.add("kv_alloc")
     if path.endswith("torch/cuda/graphs.py"):
         tags.add("graph_capture")
     elif "/model_executor/warmup/" in path or path.endswith("/v1/worker/gpu/warmup.py"):
@@ -297,6 +317,8 @@ def code_tags(code: str) -> Set[str]:
             tags.add(tag)
         if name in QUANTIZED_FUNCS:
             tags.add("quantized_weights")
+        if name in KV_ALLOC_FUNCS:
+            tags.add("kv_alloc")
     return tags
 
 

@@ -37,14 +37,14 @@ from bisect import bisect_right
 from typing import Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from .catalog import ANCHORS
-from .frames import TAG_FUNCS
+from .frames import KV_ALLOC_FUNCS, TAG_FUNCS
 from .sources import WINDOW, Source, cap, spans, text
 from .tracker import ERROR_LEVELS
 
 #: What must reach the tracker: every catalog anchor, every traceback tag function, and the
 #: error levels (an ERROR record no rule explains is counted: tracker.unexplained_error).
 LITERALS: Tuple[str, ...] = tuple(
-    sorted(set(ANCHORS) | {f for funcs in TAG_FUNCS.values() for f in funcs} | set(ERROR_LEVELS))
+    sorted(set(ANCHORS) | {f for funcs in TAG_FUNCS.values() for f in funcs} | KV_ALLOC_FUNCS | set(ERROR_LEVELS))
 )
 #: The first lines are offered to ``on_head`` before any line is scanned (what is learned from
 #: them, the format and repeating prefixes, applies to every line); at most HEAD_BYTES of

@@ -25,11 +25,19 @@ Remedies, in order:
        precision trade-off to evaluate), or spread it: ``--tensor-parallel-size 2``.
     Negative/zero budget: raise ``--gpu-memory-utilization`` if the GPU has headroom,
     else more tensor parallelism, a quantized or a smaller model.
+    Out of device memory in the profiling run (a PyTorch/HIP OOM, not vLLM's budget check):
+    the activation peak of the profiling batch does not fit beside the weights. Lower
+    ``--max-num-batched-tokens``, then ``--max-num-seqs`` (and ``--max-model-len`` where
+    chunked prefill is off, V0's default), then more tensor parallelism or a smaller model.
+    Out of device memory allocating the KV cache tensors: the budget promised more than the
+    device could give (a co-tenant, fragmentation, a unified-memory device): free the GPU,
+    or lower ``--gpu-memory-utilization`` by at least the allocation that failed.
 
 What does not help:
     Lowering ``max_model_len`` when the KV budget is negative or zero (nothing fits at any
     length); lowering ``gpu_memory_utilization`` (shrinks the cache further);
-    ``max_num_seqs`` (concurrency does not change what one request needs).
+    ``max_num_seqs`` (concurrency does not change what one request needs). After an out-of-
+    memory error: raising ``gpu_memory_utilization`` (the device, not the budget, ran out).
 
 Sources:
     vllm/worker/worker.py raise_if_cache_size_invalid (V0);
@@ -48,7 +56,7 @@ from ..memory import floor_tidy
 from ..run import Failure, Run
 from ..units import tidy
 from ..verdict import Finding
-from .oom import oom_facts
+from .oom import device_memory, oom_facts
 from .plan import Constraints, constraints
 from .rule import (
     Rule,
@@ -69,8 +77,13 @@ def _round_up(u: float) -> float:
     return tidy(math.ceil(u * 100 - 1e-9) / 100, 2)
 
 
+#: Variants where the device itself ran out (a PyTorch/HIP out-of-memory error), not vLLM's
+#: budget arithmetic: raising gpu_memory_utilization cannot give memory the device lacks.
+PHYSICAL_OOM = ("profile_oom", "kv_alloc_oom")
+
+
 def _exhausted(A: Optional[float], blocks: Optional[int], data: Dict[str, Any]) -> bool:
-    return (A is not None and A <= 0) or blocks == 0 or data.get("variant") in ("no_blocks", "profile_oom")
+    return (A is not None and A <= 0) or blocks == 0 or data.get("variant") == "no_blocks"
 
 
 def _no_budget(f: Dict[str, Any], G, U, A, ceiling: float) -> Dict[str, Any]:
@@ -272,6 +285,97 @@ def _too_small_remedies(c: Constraints, cap: Dict[str, Any], L) -> List[Any]:
     ]
 
 
+def _co_tenant_remedy(facts: Dict[str, Any]) -> Any:
+    co = facts.get("co_tenant_pids") or []
+    if not co:
+        return None
+    return remedy(
+        f"Free the GPU of process(es) {', '.join(map(str, co))}",
+        None,
+        f"they hold {facts.get('co_tenant_total_gib', 0):.2f} GiB of the device vLLM sized its memory on",
+        "host",
+    )
+
+
+def _profiled_length(c: Constraints) -> Any:
+    """V0 without chunked prefill profiles a batch of at least max_model_len tokens."""
+    length = c.in_force("max_model_len")
+    return c.lower(
+        "max_model_len",
+        int(length.low) // 2 if length.low else None,
+        "Where chunked prefill is off (V0's default), a shorter max_model_len shrinks the profiling batch",
+        f"the profiling batch then holds at least max_model_len tokens: half of {length.why}"
+        if length.low
+        else "the profiling batch then holds at least max_model_len tokens; the value in force is not in the log",
+    )
+
+
+def _physical_oom(run: Run, c: Constraints, facts: Dict[str, Any], variant: str):
+    """Title, remedies, what does not help and the forbidden directions of an out-of-memory
+    error at the KV step: allocating the KV cache tensors, or the profiling run."""
+    device = device_memory(facts)
+    forbids = [("gpu_memory_utilization", "raise", "the device ran out, not vLLM's budget")]
+    if variant == "kv_alloc_oom":
+        util = c.in_force("gpu_memory_utilization")
+        G, tried = facts.get("gpu_total_gib"), facts.get("tried_to_allocate_gib")
+        target = math.floor((util.low - tried / G) * 100) / 100 if util.low and G and tried else None
+        why = (
+            f"the KV cache tensor of {tried:.2f} GiB that failed comes out of the budget: {util.low:g} - "
+            f"{tried:.2f}/{G:.2f}, from {util.why}"
+            if target is not None
+            else "the failed allocation, the GPU total or the utilization in force is not in the log"
+        )
+        rem = [
+            _co_tenant_remedy(facts),
+            c.lower(
+                "gpu_memory_utilization", target, "Lower gpu_memory_utilization so the KV cache fits the device", why
+            ),
+        ]
+        dont = [
+            "Raising gpu_memory_utilization: the KV cache would ask for even more",
+            "Lowering max_model_len: the KV cache takes the whole budget whatever the length",
+        ]
+        return (
+            f"Out of {device} allocating the KV cache: the budget asks for more than the device gives",
+            rem,
+            dont,
+            forbids,
+        )
+    tokens, seqs = c.in_force("max_num_batched_tokens"), c.in_force("max_num_seqs")
+    rem = [
+        _co_tenant_remedy(facts),
+        c.lower(
+            "max_num_batched_tokens",
+            int(tokens.low) // 2 if tokens.low else None,
+            "Shrink the profiling batch: fewer tokens per step",
+            f"the profiling run's activations for one full step must fit beside the weights: half of {tokens.why}"
+            if tokens.low
+            else "the profiling run's activations must fit beside the weights; the value in force is not in the log",
+        ),
+        c.lower(
+            "max_num_seqs",
+            max(8, int(seqs.low) // 2) if seqs.low else None,
+            "Profile fewer sequences at once",
+            f"the profiling and sampler runs use max_num_seqs dummy sequences (a hybrid model's state per "
+            f"sequence is allocated up front): half of {seqs.why}"
+            if seqs.low
+            else "the value in force is not in the log",
+        ),
+        None if run.engine == "v1" else _profiled_length(c),
+        _tp_remedy(c, run.value("weights_gib"), "halves the weights held by each GPU, leaving room for activations"),
+        remedy("Or serve a quantized or smaller model"),
+    ]
+    dont = ["Raising gpu_memory_utilization: the allocation failed on the device's memory, not on vLLM's budget"]
+    if run.engine == "v1":
+        dont.append("Lowering max_model_len alone: V1's profiling batch is max_num_batched_tokens tokens")
+    return (
+        f"Out of {device} in the profiling run: the activation peak does not fit beside the weights",
+        rem,
+        dont,
+        forbids,
+    )
+
+
 def _budget_failure_from_facts(run: Run) -> bool:
     """A KV budget of zero or less printed as a fact ("Available KV cache memory: -2.14 GiB",
     "# GPU blocks: 0") is the failure itself, whether or not the error after it was logged."""
@@ -285,9 +389,10 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List
         return []
     data = merged_data(failures)
     if any(f.kinds & {"oom", "sampler_oom"} for f in failures):
-        # An OOM in the profiling run: weights plus activation peak do not fit the GPU.
+        # The device ran out: allocating the KV cache tensors (frames.KV_ALLOC_FUNCS), or in
+        # the profiling run (weights plus the activation peak do not fit).
         data.update({k: v for k, v in oom_facts(failures, run).items() if k not in data})
-        data["variant"] = "profile_oom"
+        data["variant"] = "kv_alloc_oom" if any("kv_alloc" in f.all_tags for f in failures) else "profile_oom"
     if any(f.patterns & set(NO_BUDGET_PATTERNS) for f in failures):
         data["variant"] = "no_blocks"
     plan = constraints(run)
@@ -308,7 +413,10 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List
         ]
         + consequence_evidence(run, 1)
     )
-    if c.get("kv_budget_exhausted"):
+    if data.get("variant") in PHYSICAL_OOM:
+        facts["variant"] = data["variant"]
+        title, rem, dont, forbids = _physical_oom(run, plan, facts, data["variant"])
+    elif c.get("kv_budget_exhausted"):
         title = "KV cache budget exhausted: weights and activations already fill gpu_memory_utilization"
         rem = _exhausted_remedies(run, plan, c)
         dont = [
