@@ -270,7 +270,6 @@ KNOWN_WRONG_WRAPPED = {
     ("h002-lemonade-rocm-gfx1151-hip-oom-allocate-kv-cache-tensors.log", "cloudwatch_tail"),
     ("h008-ray-l40s-v0-cudagraph-capture-then-worker-error-repeated-30x.log", "app_logging"),
     ("h008-ray-l40s-v0-cudagraph-capture-then-worker-error-repeated-30x.log", "rich_handler"),
-    ("h032-v0-041-tp2-initialize-cache-raise-if-cache-size-invalid-cut.log", "stern"),
     # `aws logs tail` is not recognised on a 3-line excerpt (too few votes): the stream name
     # stays in the text, lengthens each line, and the wrap join takes the quoted OOM line
     # onto the pasted command before it (the bare paste keeps it apart: its quote is a wrapper).

@@ -266,6 +266,14 @@ KV_ALLOC_FUNCS = frozenset(
         "allocate_kv_cache",
     }
 )
+#: vLLM's KV capacity checks, a second tag (``kv_check``): their only raise is the KV
+#: capacity error, so a traceback cut inside one still says what failed.
+#: ``vllm/worker/worker.py`` ``raise_if_cache_size_invalid`` (V0) and
+#: ``vllm/v1/core/kv_cache_utils.py`` ``check_enough_kv_cache_memory`` (V1; 0.33:
+#: ``_check_enough_kv_cache_memory``).
+KV_CHECK_FUNCS = frozenset(
+    {"raise_if_cache_size_invalid", "check_enough_kv_cache_memory", "_check_enough_kv_cache_memory"}
+)
 _CALLS = regex.compile(r"[A-Za-z_]\w*")
 
 #: Tags in order of specificity; the first present decides the phase.
@@ -295,6 +303,8 @@ def frame_tags(func: str, path: str) -> Set[str]:
         tags.add("quantized_weights")  # a quantized checkpoint is being loaded or run
     if func in KV_ALLOC_FUNCS:
         tags.add("kv_alloc")
+    if func in KV_CHECK_FUNCS:
+        tags.add("kv_check")
     if path.endswith("torch/cuda/graphs.py"):
         tags.add("graph_capture")
     elif "/model_executor/warmup/" in path or path.endswith("/v1/worker/gpu/warmup.py"):
@@ -319,6 +329,8 @@ def code_tags(code: str) -> Set[str]:
             tags.add("quantized_weights")
         if name in KV_ALLOC_FUNCS:
             tags.add("kv_alloc")
+        if name in KV_CHECK_FUNCS:
+            tags.add("kv_check")
     return tags
 
 

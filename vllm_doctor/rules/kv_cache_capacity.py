@@ -405,7 +405,12 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List
     )
     evidence = (
         ([ev(budget, "the error")] if from_facts else [])
-        + failure_evidence(failures, "the error")
+        + failure_evidence(
+            failures,
+            "a traceback cut inside vLLM's KV capacity check, whose only raise is this error"
+            if failures and all(f.kind == "traceback" for f in failures)
+            else "the error",
+        )
         + config_evidence(run, ("max_model_len", "gpu_memory_utilization", "kv_cache_dtype"))
         + [
             ev(run.line_for(k), k)

@@ -167,13 +167,20 @@ def _memory(f: Failure, run: Run, phase: Optional[Phase], startup: bool) -> Rout
         return Route("runtime_oom", "runtime", confidence if confidence != "low" else "medium")
     if crowded and "load_oom" not in f.kinds:
         return Route("startup_memory_contention", "startup", "medium")
-    if "sampler_oom" in f.kinds or phase == Phase.WARMUP:
+    if "sampler_oom" in f.kinds:
         return Route("sampler_warmup_oom", "startup", confidence)
+    return Route(memory_class_at(phase), "startup", confidence)
+
+
+def memory_class_at(phase: Phase) -> str:
+    """The class of an out-of-memory failure in startup step ``phase``."""
+    if phase == Phase.WARMUP:
+        return "sampler_warmup_oom"
     if phase == Phase.GRAPH_CAPTURE:
-        return Route("cuda_graph_capture_oom", "startup", confidence)
+        return "cuda_graph_capture_oom"
     if phase in (Phase.WEIGHTS_LOADED, Phase.KV_SIZING):
-        return Route("kv_cache_capacity", "startup", confidence)
-    return Route("weight_load_oom", "startup", confidence)
+        return "kv_cache_capacity"
+    return "weight_load_oom"
 
 
 def _crowded(f: Failure, run: Run) -> bool:
@@ -213,5 +220,8 @@ def route(f: Failure, run: Run) -> Route:
             return Route("other", label, "high")
         return Route(None, label, "high")
     if f.kind == "traceback":
+        if "kv_check" in f.tags:
+            # Cut inside vLLM's KV capacity check, whose only raise is the KV capacity error.
+            return Route("kv_cache_capacity", "startup", "medium")
         return Route("unknown", label, "medium")
     return Route(None, label, "low")

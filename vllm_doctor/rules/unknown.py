@@ -35,9 +35,20 @@ from typing import List, Sequence
 
 from .. import thresholds
 from ..events import Phase
+from ..frames import phase_of
 from ..run import Failure, Run
 from ..verdict import Finding, Remedy
 from .rule import Rule, consequence_evidence, ev, failure_evidence, finding, remedy
+from .tree import memory_class_at
+
+#: Startup steps a cut traceback or the run's progress can name, in words.
+STEP_WORDS = {
+    Phase.LOADING_WEIGHTS: "loading the weights",
+    Phase.WEIGHTS_LOADED: "profiling memory after the weights loaded",
+    Phase.KV_SIZING: "sizing or allocating the KV cache",
+    Phase.GRAPH_CAPTURE: "capturing CUDA graphs",
+    Phase.WARMUP: "warming up the sampler",
+}
 
 
 def _phase_of_consequences(run: Run) -> str:
@@ -68,17 +79,33 @@ def _died(run: Run, failures: Sequence[Failure], phase: str) -> Finding:
     frames = [fr for f in failures for fr in f.data.get("frames", [])][-6:]
     if frames:
         facts["last_frames"] = frames
+    step = next((p for p in (phase_of(f.tags) for f in failures) if p is not None), None)
+    shown_by = "its traceback's frames show it failed while"
+    if step is None and phase == "startup" and Phase.CONFIG < run.phase < Phase.READY:
+        step, shown_by = run.phase, "the run had got as far as"
+    where = f" while {STEP_WORDS[step]}" if step in STEP_WORDS else ""
+    if step in STEP_WORDS:
+        facts["step"] = step.label
     if run.consequences:  # what the log says died, rather than the cut traceback under it
         first = run.consequences[0].line.text.strip()
         if len(first) > 110:
             first = first[:107] + "..."
-        title = f"{phase.capitalize()} failure, root cause not in this log: {first}"
+        title = f"{phase.capitalize()} failure{where}, root cause not in this log: {first}"
     else:
         title = (
-            f"{phase.capitalize()} failure: a traceback without its exception line; the root cause is not in this log"
+            f"{phase.capitalize()} failure{where}: a traceback without its exception line; the root cause is not in "
+            "this log"
         )
+    cls = memory_class_at(step) if step in STEP_WORDS else None
     rem = [
         _collect(),
+        remedy(
+            f"If the error cut off was out of memory, this is {cls}: see `vllm-doctor explain {cls}` for its remedies",
+            None,
+            f"{shown_by} {STEP_WORDS[step]}",
+        )
+        if cls
+        else None,
         remedy(
             "If the engine died without a traceback: look for the host OOM killer or a segfault "
             "(dmesg | grep -i -e oom -e segfault)",
