@@ -20,6 +20,26 @@ def fixture_path(name: str) -> Path:
     return FIXTURES / name
 
 
+def comparable(results):
+    """The verdict of ``results`` as a dict, without the count of records examined (fewer on
+    the fast paths, by design), for comparing the paths that read an input."""
+    from vllm_doctor.pipeline import build_verdict
+
+    d = build_verdict(results).to_dict()
+    for s in d["sources"]:
+        s.pop("records"), s.pop("joined")
+    return d
+
+
+def serial(path):
+    """:func:`comparable` of reading every line of ``path`` (the plain path)."""
+    from vllm_doctor.pipeline import diagnose_source
+    from vllm_doctor.sources import Source, read_lines
+
+    with open(path, "rb") as fh:
+        return comparable(diagnose_source(str(path), read_lines(Source(str(path), fh))))
+
+
 def pytest_configure(config):
     """``VLLM_DOCTOR_MUTATE=NAME=VALUE`` replaces one judgement constant for this run
     (tools/mutation_check.py uses it to prove every constant is pinned by a test)."""

@@ -3,25 +3,13 @@
 import os
 
 import pytest
-from conftest import fixture_path, load_manifest
+from conftest import comparable, fixture_path, load_manifest, serial
 
 from vllm_doctor import chunks
 from vllm_doctor.pipeline import _read_candidates, build_verdict, diagnose_input, diagnose_source
 from vllm_doctor.sources import Source, read_lines
 
 CASES = load_manifest()
-
-
-def comparable(results):
-    d = build_verdict(results).to_dict()
-    for s in d["sources"]:
-        s.pop("records"), s.pop("joined")  # records examined: fewer on the fast path, by design
-    return d
-
-
-def serial(path):
-    with open(path, "rb") as fh:
-        return comparable(diagnose_source(str(path), read_lines(Source(str(path), fh))))
 
 
 def chunked(path, chunk, in_worker):

@@ -3,26 +3,14 @@
 import io
 
 import pytest
-from conftest import fixture_path, load_manifest
+from conftest import comparable, fixture_path, load_manifest, serial
 
 from vllm_doctor import prefilter
 from vllm_doctor.catalog import PATTERNS
-from vllm_doctor.pipeline import build_verdict, diagnose_input, diagnose_source
+from vllm_doctor.pipeline import diagnose_input, diagnose_source
 from vllm_doctor.sources import Source, read_lines
 
 CASES = load_manifest()
-
-
-def comparable(results):
-    d = build_verdict(results).to_dict()
-    for s in d["sources"]:
-        s.pop("records"), s.pop("joined")  # records examined: fewer on the fast path, by design
-    return d
-
-
-def slow(path):
-    with open(path, "rb") as fh:
-        return comparable(diagnose_source(str(path), read_lines(Source(str(path), fh))))
 
 
 def fast(path, block_size=prefilter.BLOCK_SIZE, monkeypatch=None):
@@ -39,14 +27,14 @@ def fast(path, block_size=prefilter.BLOCK_SIZE, monkeypatch=None):
 @pytest.mark.parametrize("case", CASES, ids=[c["file"] for c in CASES])
 def test_same_verdict_as_reading_every_line(case):
     path = fixture_path(case["file"])
-    assert fast(path) == slow(path)
+    assert fast(path) == serial(path)
 
 
 @pytest.mark.parametrize("case", CASES[::5], ids=[c["file"] for c in CASES[::5]])
 def test_same_verdict_with_tiny_blocks(case, monkeypatch):
     # Blocks of 97 bytes put block boundaries inside records, continuations and tracebacks.
     path = fixture_path(case["file"])
-    assert fast(path, 97, monkeypatch) == slow(path)
+    assert fast(path, 97, monkeypatch) == serial(path)
 
 
 def test_every_catalog_case_line_is_a_candidate_among_boring_lines():

@@ -233,24 +233,15 @@ def diagnose(
     if color is None:
         color = tty and "NO_COLOR" not in os.environ
     width, height = _screen(tty)
-    failed = False
     plot_note = _write_plot(verdict, plot_path, plot_fmt, specs) if plot_path else None
-    try:
-        if output and output != "-":
-            try:
-                streams.write_file(output, render(verdict, fmt), specs)
-            except streams.OutputError as exc:
-                _fail(str(exc))
-            streams.write_stdout(render(verdict, "text", color=color, width=width, height=height))
-        else:
-            streams.write_stdout(render(verdict, fmt, color=color and fmt == "text", width=width, height=height))
-    except streams.OutputError as exc:
-        streams.write_stderr(f"vllm-doctor: error: {exc}")
-        failed = True
-    except BrokenPipeError:
-        pass  # the reader (| head) has what it wanted; the exit code still tells the verdict
-    for e in errors:
-        streams.write_stderr(f"vllm-doctor: error: {e}")
+    if output and output != "-":
+        try:
+            streams.write_file(output, render(verdict, fmt), specs)
+        except streams.OutputError as exc:
+            _fail(str(exc))
+        failed = _emit(render(verdict, "text", color=color, width=width, height=height), errors)
+    else:
+        failed = _emit(render(verdict, fmt, color=color and fmt == "text", width=width, height=height), errors)
     if plot_note:
         streams.write_stderr(plot_note[1])
         failed = failed or plot_note[0]
@@ -374,6 +365,23 @@ def _follow(
         lines = max((s.lines for s in verdict.sources), default=0)
         click.echo(("\n" if shown[0] else "") + render_follow_summary(verdict, fmt, color, width, lines), nl=False)
     sys.exit(verdict.exit_code)
+
+
+def _emit(text: str, errors: List[str]) -> bool:
+    """Write a command's answer to standard output, then its one-line ``errors`` to standard
+    error. Returns True when standard output failed (said on standard error); a closed pipe
+    (``| head``) is no failure: the reader has what it wanted, the exit code still tells."""
+    failed = False
+    try:
+        streams.write_stdout(text)
+    except streams.OutputError as exc:
+        streams.write_stderr(f"vllm-doctor: error: {exc}")
+        failed = True
+    except BrokenPipeError:
+        pass
+    for e in errors:
+        streams.write_stderr(f"vllm-doctor: error: {e}")
+    return failed
 
 
 def _diagnose_in_workers(specs: List[str], jobs: int, input_format: str, select: Optional[frozenset] = None):
@@ -589,16 +597,7 @@ def compare(
         comparison = redact_comparison(comparison)
     if color is None:
         color = streams.isatty(sys.stdout) and "NO_COLOR" not in os.environ
-    failed = False
-    try:
-        streams.write_stdout(render_compare(comparison, fmt, color=color and fmt == "text"))
-    except streams.OutputError as exc:
-        streams.write_stderr(f"vllm-doctor: error: {exc}")
-        failed = True
-    except BrokenPipeError:
-        pass  # the reader (| head) has what it wanted; the exit code still tells the answer
-    for e in errors:
-        streams.write_stderr(f"vllm-doctor: error: {e}")
+    failed = _emit(render_compare(comparison, fmt, color=color and fmt == "text"), errors)
     sys.exit(EXIT_USAGE if errors or failed or streams.stderr_failed else comparison.exit_code)
 
 

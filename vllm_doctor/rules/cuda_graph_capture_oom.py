@@ -49,13 +49,8 @@ def _headroom(c, util) -> Remedy:
     )
 
 
-def _fewer_seqs(c, seqs, action: str) -> Remedy:
-    return c.lower(
-        "max_num_seqs",
-        max(8, int(seqs.low) // 2) if seqs.low else None,
-        action,
-        f"half of {seqs.why}" if seqs.low else "the value in force is not in the log",
-    )
+def _fewer_seqs(c, action: str) -> Remedy:
+    return c.halve("max_num_seqs", action, "each captured batch size up to max_num_seqs is a graph", floor=8)
 
 
 def _variant(facts, failures) -> str:
@@ -67,20 +62,16 @@ def _variant(facts, failures) -> str:
 
 
 def _remedies(c, variant: str) -> List[Remedy]:
-    seqs, util = c.in_force("max_num_seqs"), c.in_force("gpu_memory_utilization")
+    util = c.in_force("gpu_memory_utilization")
     if variant == "kernels":
         # A kernel warm-up (DeepGEMM, FlashInfer autotune) runs the GEMMs for the shapes the
         # engine may see: eager mode does not skip it; headroom and smaller batches do.
-        tokens = c.in_force("max_num_batched_tokens")
         return [
             _headroom(c, util),
-            c.lower(
+            c.halve(
                 "max_num_batched_tokens",
-                int(tokens.low) // 2 if tokens.low else None,
                 "Warm up smaller shapes: fewer tokens per step",
-                f"the warm-up runs GEMMs up to the per-step token budget: half of {tokens.why}"
-                if tokens.low
-                else "the value in force is not in the log",
+                "the warm-up runs GEMMs up to the per-step token budget",
             ),
             remedy(
                 "Or skip the DeepGEMM warm-up (VLLM_DEEP_GEMM_WARMUP=skip, 0.11+): the first requests then compile",
@@ -90,10 +81,10 @@ def _remedies(c, variant: str) -> List[Remedy]:
             ),
         ]
     if variant == "xla":
-        return [_headroom(c, util), _fewer_seqs(c, seqs, "Compile for fewer and smaller shapes: lower max_num_seqs")]
+        return [_headroom(c, util), _fewer_seqs(c, "Compile for fewer and smaller shapes: lower max_num_seqs")]
     return [
         c.set_to("enforce_eager", True, "Run without CUDA graphs (slower decode) or capture fewer sizes", None),
-        _fewer_seqs(c, seqs, "Capture fewer and smaller graphs by lowering max_num_seqs"),
+        _fewer_seqs(c, "Capture fewer and smaller graphs by lowering max_num_seqs"),
         _headroom(c, util),
     ]
 

@@ -171,14 +171,10 @@ def capacity(run: Run, data: Dict[str, Any], plan: Optional[Constraints] = None)
 
 
 def _batch_remedy(c: Constraints) -> Any:
-    now = c.in_force("max_num_batched_tokens")
-    target = now.low // 2 if now.low else None
-    return c.lower(
+    return c.halve(
         "max_num_batched_tokens",
-        target,
         "Shrink the profiling activation peak: fewer tokens per step",
-        "the profiling run's activation peak is subtracted from the budget"
-        + ("" if target else "; the value in force is not in the log"),
+        "the profiling run's activation peak is subtracted from the budget",
     )
 
 
@@ -299,14 +295,10 @@ def _co_tenant_remedy(facts: Dict[str, Any]) -> Any:
 
 def _profiled_length(c: Constraints) -> Any:
     """V0 without chunked prefill profiles a batch of at least max_model_len tokens."""
-    length = c.in_force("max_model_len")
-    return c.lower(
+    return c.halve(
         "max_model_len",
-        int(length.low) // 2 if length.low else None,
         "Where chunked prefill is off (V0's default), a shorter max_model_len shrinks the profiling batch",
-        f"the profiling batch then holds at least max_model_len tokens: half of {length.why}"
-        if length.low
-        else "the profiling batch then holds at least max_model_len tokens; the value in force is not in the log",
+        "the profiling batch then holds at least max_model_len tokens",
     )
 
 
@@ -341,25 +333,19 @@ def _physical_oom(run: Run, c: Constraints, facts: Dict[str, Any], variant: str)
             dont,
             forbids,
         )
-    tokens, seqs = c.in_force("max_num_batched_tokens"), c.in_force("max_num_seqs")
     rem = [
         _co_tenant_remedy(facts),
-        c.lower(
+        c.halve(
             "max_num_batched_tokens",
-            int(tokens.low) // 2 if tokens.low else None,
             "Shrink the profiling batch: fewer tokens per step",
-            f"the profiling run's activations for one full step must fit beside the weights: half of {tokens.why}"
-            if tokens.low
-            else "the profiling run's activations must fit beside the weights; the value in force is not in the log",
+            "the profiling run's activations for one full step must fit beside the weights",
         ),
-        c.lower(
+        c.halve(
             "max_num_seqs",
-            max(8, int(seqs.low) // 2) if seqs.low else None,
             "Profile fewer sequences at once",
-            f"the profiling and sampler runs use max_num_seqs dummy sequences (a hybrid model's state per "
-            f"sequence is allocated up front): half of {seqs.why}"
-            if seqs.low
-            else "the value in force is not in the log",
+            "the profiling and sampler runs use max_num_seqs dummy sequences (a hybrid model's state per sequence "
+            "is allocated up front)",
+            floor=8,
         ),
         None if run.engine == "v1" else _profiled_length(c),
         _tp_remedy(c, run.value("weights_gib"), "halves the weights held by each GPU, leaving room for activations"),

@@ -181,6 +181,22 @@ class Constraints:
         """A remedy about ``setting`` that carries no number (``why`` says what is missing)."""
         return Remedy(order=0, action=action, why=why, setting=setting, direction=direction)
 
+    def halve(
+        self,
+        setting: str,
+        action: str,
+        reason: str,
+        floor: int = 1,
+        unknown: str = "the value in force is not in the log",
+    ) -> Remedy:
+        """A remedy lowering a count ``setting`` to half the value in force (at least ``floor``),
+        ``why`` = ``reason`` and the arithmetic; without a value in force, ``reason`` and
+        ``unknown`` (and no number)."""
+        now = self.in_force(setting)
+        if not now.low:
+            return self.lower(setting, None, action, f"{reason}; {unknown}")
+        return self.lower(setting, max(floor, int(now.low) // 2), action, f"{reason}: half of {now.why}")
+
     def lower(self, setting: str, target: Optional[float], action: str, why: Optional[str]) -> Remedy:
         """A remedy lowering ``setting`` to ``target``, kept below the value in force: when the
         target is not below it, the remedy carries no number and says why."""

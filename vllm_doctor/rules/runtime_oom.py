@@ -103,18 +103,17 @@ def _lower_utilization(c: Constraints, facts: Dict[str, Any]) -> Tuple[Optional[
 
 
 def _batch_remedy(c: Constraints, oversized: bool, input_kind: Optional[str]) -> Any:
-    now = c.in_force("max_num_batched_tokens")
     why = "activation memory grows with the tokens processed per step"
     if oversized:
         why = "prompt logprobs / long prompts / large images need activation memory proportional to their size"
         if input_kind == "multimodal input":
             why += "; also cap images per request (--limit-mm-per-prompt)"
-    target = int(now.low) // 2 if now.low else None
-    if target:
-        why += f": half of {now.why}"
-    else:
-        why += "; the value in force is not in the log (V0 without chunked prefill uses max_model_len)"
-    return c.lower("max_num_batched_tokens", target, "Bound the work per step and the size of single requests", why)
+    return c.halve(
+        "max_num_batched_tokens",
+        "Bound the work per step and the size of single requests",
+        why,
+        unknown="the value in force is not in the log (V0 without chunked prefill uses max_model_len)",
+    )
 
 
 def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List[Finding]:
