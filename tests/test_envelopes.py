@@ -1197,3 +1197,16 @@ def test_a_backslash_without_a_flag_or_after_the_last_line_joins_nothing():
     assert len(reassembled(["Loading from C:\\models\\", "next line"])) == 2
     recs = reassembled(["vllm serve m \\", "  --max-model-len 1024", "INFO 01-01 00:00:00 [x.py:1] started"])
     assert [r.lineno for r in recs] == [1, 3]
+
+
+@pytest.mark.parametrize("elision", ["...", "…", "[...]", "(…)", " . . . "])
+def test_a_pasted_elision_continues_nothing(elision):
+    # k026's shape: a long command, then a line saying lines were left out; before, the wrap
+    # join glued it on ('0.98...') and the utilization was lost.
+    cmd = (
+        "VLLM_USE_V1=1 vllm serve neuralmagic/Meta-Llama-3.1-70B-Instruct-quantized.w8a8 --gpu-memory-utilization 0.98"
+    )
+    recs = reassembled(
+        [cmd, elision, "INFO 01-30 03:18:12 gpu_model_runner.py:848] Loading model weights took 67.7 GB"]
+    )
+    assert recs[0].text == cmd and recs[0].continued == 0

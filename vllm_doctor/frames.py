@@ -290,6 +290,10 @@ TAG_PHASE = (
     ("too_long", Phase.SERVING),
     ("wake_up", Phase.SERVING),
     ("runtime", Phase.SERVING),
+    # Weakest: only where no other frame says more. vLLM builds the model under
+    # `with target_device:` (vllm/model_executor/model_loader/base_loader.py load_model), so a
+    # tensor created there passes through torch's device-context hook.
+    ("device_ctx", Phase.LOADING_WEIGHTS),
 )
 
 
@@ -305,6 +309,8 @@ def frame_tags(func: str, path: str) -> Set[str]:
         tags.add("kv_alloc")
     if func in KV_CHECK_FUNCS:
         tags.add("kv_check")
+    if path.endswith("torch/utils/_device.py"):
+        tags.add("device_ctx")
     if path.endswith("torch/cuda/graphs.py"):
         tags.add("graph_capture")
     elif "/model_executor/warmup/" in path or path.endswith("/v1/worker/gpu/warmup.py"):

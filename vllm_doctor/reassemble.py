@@ -81,6 +81,8 @@ def _open_oom(text: str) -> bool:
     return "out of memory." in text and not any(t in text for t in _OOM_TERMINATORS)
 
 
+#: A line that only says something was left out (``...``, ``…``, ``[...]``, ``(…)``).
+_ELISION = regex.compile(r"\s*[\[(]?\s*(?:\.\s?\.\s?\.+|…)\s*[\])]?\s*")
 _SHELL_FLAG = regex.compile(r"(?:^|\s)--?[A-Za-z]|\bvllm serve\b")
 
 
@@ -102,6 +104,8 @@ def _continues(prev: Record, cur: Record) -> Optional[str]:
     ):
         return None
     text = cur.text
+    if _ELISION.fullmatch(text):
+        return None  # a paste's '...' says lines were left out: it continues nothing
     if shell_continued(prev.text) and text.strip():
         return " "
     if not text or text[0].isspace() or _NEW_THING.match(text):
