@@ -266,11 +266,9 @@ def wrapped(path, wrap):
 #: Strict: a pair that starts passing fails here until it is taken off the list.
 KNOWN_WRONG_WRAPPED = {
     ("h002-lemonade-rocm-gfx1151-hip-oom-allocate-kv-cache-tensors.log", "stern"),
-    ("h002-lemonade-rocm-gfx1151-hip-oom-allocate-kv-cache-tensors.log", "launcher"),
     ("h002-lemonade-rocm-gfx1151-hip-oom-allocate-kv-cache-tensors.log", "cloudwatch_tail"),
     ("h008-ray-l40s-v0-cudagraph-capture-then-worker-error-repeated-30x.log", "app_logging"),
     ("h008-ray-l40s-v0-cudagraph-capture-then-worker-error-repeated-30x.log", "rich_handler"),
-    ("h032-v0-041-tp2-initialize-cache-raise-if-cache-size-invalid-cut.log", "stern"),
 }
 
 

@@ -169,6 +169,33 @@ _RAY_REPEATED = regex.compile(
 )
 
 
+#: Wrappers whose host/unit fields name where a line came from (a pod, a stream, a journald
+#: process): the sub-source key of :func:`source_key`.
+_POD_WRAPPERS = frozenset({"kubectl-prefix", "loki", "loki-text"})
+_JOURNALD_WRAPPERS = frozenset({"journald", "journald-iso", "journald-json"})
+
+
+def source_key(rec: Record) -> str:
+    """The sub-source a record belongs to, "" when its wrappers name none: ``pod/NAME[/CONTAINER]``
+    (kubectl ``--prefix``, Loki labels), ``stream/NAME`` (CloudWatch), a learned prefix's names
+    (``stern``'s ``pod/container``), ``UNIT[PID]@HOST`` (journald). The pipeline keeps each key's
+    records apart (:class:`vllm_doctor.pipeline._SourceReader`), and the wrap join never joins a
+    line of one key onto a record of another (:mod:`vllm_doctor.reassemble`)."""
+    w = rec.wrapper
+    if w is None:
+        return ""
+    if w in _POD_WRAPPERS and rec.host:
+        return f"pod/{rec.host}/{rec.unit}" if rec.unit else f"pod/{rec.host}"
+    if w in ("loki", "loki-text", "learned") and (rec.unit or rec.host):
+        return rec.unit or rec.host or ""
+    if w in ("cloudwatch", "cloudwatch-json") and rec.unit:
+        return f"stream/{rec.unit}"
+    if w in _JOURNALD_WRAPPERS and (rec.host or rec.pids):
+        pid = f"[{rec.pids[0]}]" if rec.pids else ""
+        return f"{rec.unit or ''}{pid}@{rec.host or '?'}"
+    return ""
+
+
 def _num(digits: Optional[str]) -> Optional[int]:
     """A PID, rank or count matched as ``[0-9]+``: its value, or None past
     :data:`~vllm_doctor.fleet.MAX_DIGITS` digits (ignored: the line is still read)."""

@@ -9,7 +9,9 @@ damage) are split earlier, in :mod:`vllm_doctor.envelopes`.
 A line is joined onto the previous record only when it carries no envelope of
 its own (no process or record prefix; an outer wrapper only if it is the previous
 record's, or one that says no more than a time, :data:`vllm_doctor.envelopes.TIME_WRAPPERS`:
-Docker Desktop stamps continuation lines only) and either
+Docker Desktop stamps continuation lines only), comes from the same source when its
+wrapper names one (:func:`vllm_doctor.envelopes.source_key`: the same pod, stream or
+journald process; lines of two pods interleave) and either
 
 * the previous physical line looks cut by a hard wrap: it is long
   (:data:`WRAP_MIN_WIDTH` or more characters), and this line starts in the middle
@@ -34,7 +36,7 @@ from typing import Iterable, Iterator, List, Optional
 
 import regex
 
-from .envelopes import MAX_RECORD_CHARS, TIME_WRAPPERS
+from .envelopes import MAX_RECORD_CHARS, TIME_WRAPPERS, source_key
 from .record import Record
 
 WRAP_MIN_WIDTH = 60
@@ -89,6 +91,9 @@ def _continues(prev: Record, cur: Record) -> Optional[str]:
         or len(prev.text) >= MAX_RECORD_CHARS
     ):
         return None
+    key = source_key(cur)
+    if key and key != source_key(prev):
+        return None  # another pod, stream or process: interleaved lines are never one record
     text = cur.text
     if not text or text[0].isspace() or _NEW_THING.match(text):
         return None

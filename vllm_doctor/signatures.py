@@ -60,6 +60,9 @@ _WEAK = regex.compile(
 )
 
 MAX_PREFIX = 64  # characters of a learnable prefix
+#: Characters an anchor after a prefix may take (a record prefix with a long file path, a Ray
+#: process prefix with its IPv6 address): the anchor is looked for this far past MAX_PREFIX.
+MAX_ANCHOR = 256
 MAX_TOKENS = 10  # white-space separated tokens in it
 MIN_REPEATS = 2  # lines that must carry the same shape
 MIN_COVERAGE = 0.5  # share of non-blank first lines a weakly anchored signature must match
@@ -110,8 +113,10 @@ def find_prefix(text: str) -> Optional[Tuple[str, bool]]:
     line must not start with an anchor (then nothing is unknown)."""
     if not text or text[0].isspace() or starts_with_anchor(text) or _weak_at(text, 0):
         return None
-    m = ANCHOR.search(text, 1, MAX_PREFIX + 1)
-    end = m.start() if m is not None else None
+    # The anchor must start within MAX_PREFIX characters, not end there: a 30-character pod
+    # name before a 45-character record prefix is still a prefix.
+    m = ANCHOR.search(text, 1, MAX_PREFIX + 1 + MAX_ANCHOR)
+    end = m.start() if m is not None and m.start() <= MAX_PREFIX else None
     strong = end is not None
     # A weak anchor at an earlier token boundary (or the only one) ends the prefix there.
     pos, tokens = 0, 0
