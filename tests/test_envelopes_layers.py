@@ -73,3 +73,94 @@ def test_a_continuation_from_the_same_source_is_joined_without_its_wrapper(name,
     (cut,) = [r for r in recs if "Running: 32 r" in r.text]
     assert cut.continued == 1
     assert cut.text == CUT.split("] ", 1)[1] + REST  # nothing of the wrapper glued in
+
+
+@pytest.mark.parametrize("name,wrap", PER_LINE_SOURCES, ids=[n for n, _ in PER_LINE_SOURCES])
+@pytest.mark.parametrize("log", ["h032", "t016", "r014"])
+def test_frame_names_keep_no_wrapper_text(name, wrap, log):
+    """h032 under stern glued the pod name into frame names (``execute_methodvllm-...``): under
+    every per-line source wrapper, each record's text is the bare log's."""
+    bare = fixture_text(log)
+    want = [r.text for r in read(bare)]
+    got = [r.text for r in read([wrap("a", line) for line in bare])]
+    assert got == want
+
+
+# --- learned prefixes under any outer wrapper, known wrappers under learned ones ----------
+
+#: Outer wrappers a log store or a tool puts around every line: (name, wrap(i, line)).
+OUTER = [
+    ("none", lambda i, line: line),
+    ("stern", lambda i, line: f"vllm-7d9f8c4b5-x2k4p vllm {line}"),
+    ("stern-timestamps", lambda i, line: f"vllm-7d9f8c4b5-x2k4p vllm 2026-11-30T03:08:{i % 60:02d}.{i:09d}Z {line}"),
+    ("kubectl-timestamps", lambda i, line: f"2026-11-30T03:08:{i % 60:02d}.{i:09d}Z {line}"),
+    ("kubectl-prefix", lambda i, line: f"[pod/vllm-0/vllm] {line}"),
+    ("journald", lambda i, line: f"Nov 30 03:08:{i % 60:02d} gpu-node-3 vllm[4127]: {line}"),
+    ("compose", lambda i, line: f"vllm-1  | {line}"),
+    ("cloudwatch-tail", lambda i, line: f"2026-11-30T03:08:{i % 60:02d}.{i:06d}+00:00 vllm/vllm/0f3c9a7e {line}"),
+    ("launcher", lambda i, line: f"job-42/step {i % 7} | {line}"),
+]
+
+#: Prefixes no rule names, put right before the log's own lines (learned per input).
+INNER = [
+    ("job-tag", lambda i, line: f"[job 42] {line}"),
+    ("worker-pipe", lambda i, line: f"worker-{i % 3} | {line}"),
+    ("time-then-tag", lambda i, line: f"2026-11-30 03:08:{i % 60:02d} <vllm> {line}"),
+]
+
+LOGS = ["s014", "h032", "x008", "r014"]
+
+
+def texts(lines):
+    return [r.text for r in read(lines)]
+
+
+@pytest.mark.parametrize("log", LOGS)
+@pytest.mark.parametrize("inner_name,inner", INNER, ids=[n for n, _ in INNER])
+@pytest.mark.parametrize("outer_name,outer", OUTER, ids=[n for n, _ in OUTER])
+def test_an_unknown_prefix_is_peeled_under_any_outer_wrapper(outer_name, outer, inner_name, inner, log):
+    bare = fixture_text(log)
+    got = texts([outer(i, inner(i, line)) for i, line in enumerate(bare)])
+    assert got == texts(bare)
+
+
+#: Known wrappers that sit under another one: a time stamp and an application's own record
+#: prefix (lm-eval, a launcher's Python logging), ``docker logs -t``'s stamp.
+UNDER = [
+    ("harness", lambda i, line: f"2024-05-01 10:00:{i % 60:02d},123 - lm_eval.models.vllm - INFO - {line}"),
+    ("docker-t", lambda i, line: f"2026-11-30T03:08:{i % 60:02d}.{i:09d}Z {line}"),
+    ("bracket-time", lambda i, line: f"[2026-11-30 03:08:{i % 60:02d}] {line}"),
+    (
+        "lemonade",
+        lambda i, line: f"2026-05-08 11:50:{i % 60:02d}.752 [{'Error' if i % 2 else 'Info'}] (Process) {line}",
+    ),
+]
+
+
+@pytest.mark.parametrize("log", ["s014", "h032", "r019"])
+@pytest.mark.parametrize("under_name,under", UNDER, ids=[n for n, _ in UNDER])
+@pytest.mark.parametrize("outer_name,outer", OUTER, ids=[n for n, _ in OUTER])
+def test_known_wrappers_stack(outer_name, outer, under_name, under, log):
+    bare = fixture_text(log)
+    got = texts([outer(i, under(i, line)) for i, line in enumerate(bare)])
+    assert got == texts(bare)
+
+
+@pytest.mark.parametrize(
+    "line,wrapper,text",
+    [
+        # docker logs -t / kubectl --timestamps (nanoseconds, Z) before a tqdm label: no journald.
+        (
+            "2026-11-30T03:08:00.000000000Z Processed prompts:   0%|  | 0/10",
+            "timestamp",
+            "Processed prompts:   0%|  | 0/10",
+        ),
+        ("2026-11-30T03:08:00Z Loading weights: took 3 s", "timestamp", "Loading weights: took 3 s"),
+        # journalctl -o short-iso-precise of a process with no PID in its identifier.
+        ("2026-11-30T03:08:00.123456+0000 gpu-node-3 kernel: NVRM: Xid 79", "journald-iso", "NVRM: Xid 79"),
+        ("2026-11-30T03:08:00+00:00 gpu-node-3 vllm[4127]: up", "journald-iso", "up"),
+    ],
+)
+def test_journald_short_iso_without_a_pid_needs_journald_time(line, wrapper, text):
+    (rec,) = Envelopes().unwrap("t", 1, line)
+    assert (rec.wrapper, rec.text) == (wrapper, text)

@@ -19,8 +19,14 @@ or Ray reaches us inside several envelopes, outermost first::
    (Docker Desktop, application loggers), ``docker compose``'s ``service-1  | ``,
    ``kubectl logs --prefix``'s ``[pod/NAME/CONTAINER]``, bracketed supervisor time stamps,
    FastChat-style ``time | LEVEL | stream |``;
-4. a prefix learned for this input (:mod:`vllm_doctor.signatures`: ``stern``'s
-   ``<pod> <container>``, any wrapper that repeats before vLLM's records);
+4. beneath it, known wrappers and prefixes learned for this input
+   (:mod:`vllm_doctor.signatures`: ``stern``'s ``<pod> <container>``, any wrapper that
+   repeats before vLLM's records), in any order, at most :data:`MAX_LAYERS` in all: ``aws
+   logs tail`` around a launcher's own prefix around its time stamp, ``stern`` around
+   ``docker logs -t``. Learning is per layer (:meth:`Envelopes.sniff`): a known wrapper
+   ends an unknown prefix as an anchor does, so each layer is learned on its own and peeled
+   from every line that carries it, anchored or not. The wrapper nearest the line that
+   names a source (pod, stream, journald process) names the record's;
 5. process prefixes (vLLM's ``(EngineCore_DP0 pid=N)``, ``(VllmWorker rank=N pid=N)``,
    Ray's ``(RayWorkerWrapper pid=N, ip=...)`` nested any number of times, PyTorch's
    ``[rank0]:``, vllm-omni's ``[Stage-0]``);
@@ -54,17 +60,20 @@ line is still read.
 from __future__ import annotations
 
 import json
-from typing import Dict, FrozenSet, List, Optional
+from typing import Dict, FrozenSet, List, Optional, Tuple
 
 import regex
 
 from . import fleet
 from .fleet import MAX_DIGITS
 from .record import Record
-from .signatures import Learner, Signature, anchored, starts_with_anchor
+from .signatures import MAX_PREFIX, MAX_TOKENS, Learner, Signature, anchored, find_prefix, starts_with_anchor
 
 #: Longest part of a line that recognition looks at (a 10 MB line is read on this prefix).
 MAX_RECORD_CHARS = 65536
+#: Wrappers and learned prefixes peeled off one line at most, outermost first (``aws logs
+#: tail`` around ``stern`` around a launcher's time stamp around a learned ``[Error] ``: 4).
+MAX_LAYERS = 4
 
 # CSI sequences, and OSC sequences (hyperlinks, titles) up to BEL, ESC \ or the next ESC:
 # a sequence never runs past the next escape, so an unterminated one cannot go quadratic.
@@ -86,6 +95,23 @@ _JOURNALD_ISO = regex.compile(
 # An exception line ("ValueError: ...") after a time stamp and a word is not a journald
 # identifier; journald identifiers are program names.
 _EXCEPTION_NAME = ("Error", "Exception", "Warning", "Exit", "Interrupt")
+
+
+def _pidless_journald(m) -> bool:
+    """A ``short-iso`` match with no ``[PID]`` is journald's only when its time is one
+    journald prints (a local offset, at most microseconds: ``-o short-iso-precise``) and its
+    identifier is no exception name: ``docker logs -t`` / ``kubectl --timestamps`` print
+    nanoseconds and ``Z``, and the message after them may read ``Processed prompts: ...``."""
+    ts = m["ts"]
+    if ts.endswith("Z") or m["ident"].endswith(_EXCEPTION_NAME):
+        return False
+    frac = _FRACTION.search(ts, 19)
+    return frac is None or len(frac[1]) <= 6
+
+
+_FRACTION = regex.compile(r"[.,]([0-9]+)")
+
+
 _RFC3339 = regex.compile(
     r"(?P<ts>[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?) "
 )
@@ -220,7 +246,10 @@ class Envelopes:
 
     def __init__(self, allowed: Optional[FrozenSet[str]] = None, learn: bool = True) -> None:
         self.allowed = allowed
-        self.learner: Optional[Learner] = Learner() if learn and allowed is None else None
+        self.learning = learn and allowed is None
+        # One learner per layer: layer 0 sees a line after its known wrappers, layer N after
+        # the prefix layer N-1 found and the known wrappers beneath it (module docstring, 4).
+        self.learners: List[Learner] = [Learner(self._wrapper_at)] if self.learning else []
         self.cloudwatch = allowed is not None and "cloudwatch" in allowed
         self.pretty: Optional[fleet.CloudWatchPretty] = (
             fleet.CloudWatchPretty() if allowed is not None and "cloudwatch-json" in allowed else None
@@ -255,12 +284,78 @@ class Envelopes:
             self.cloudwatch = self._votes >= self.CLOUDWATCH_VOTES or (
                 self._votes >= 1 and self._shaped == self._lines >= 2
             )
-        if self.learner is not None and s[:2] != '{"':
-            rec = Record(source="", lineno=0, text="")
-            self.learner.observe(_outer_stage(rec, s, self))
-            self.sigs = self.learner.signatures()
+        if self.learning and s[:2] != '{"':
+            self._observe(s)
         recs = _unwrap("", 0, text, self, True, 0)  # not self.unwrap: sniffing keeps no reading state
         return recs[0].wrapper if recs else None
+
+    def _observe(self, s: str) -> None:
+        """Offer one cleaned line to the learners, layer by layer: layer 0 gets it after its
+        known wrappers; when the prefix found there ends at a known wrapper (not at an
+        anchor), the next layer gets what is left after that wrapper. So ``stern`` around a
+        launcher's own prefix learns both, and each is peeled wherever it stands."""
+        rec = Record(source="", lineno=0, text="")
+        t = _outer_stage(rec, s, self)
+        if rec.wrapper is not None:
+            t = _known_layers(rec, t, self)[0]
+        for depth in range(MAX_LAYERS):
+            if depth == len(self.learners):
+                self.learners.append(Learner(self._wrapper_at))
+            prefix = self.learners[depth].observe(t)
+            if prefix is None:
+                # No anchor on this line (a traceback's source line, a cut message): it still
+                # counts at the layers beneath, for their coverage, when a known wrapper shows
+                # where this layer ends.
+                cut = self._wrapper_cut(t)
+                if cut is None:
+                    break
+                prefix = t[:cut]
+            rest = t[len(prefix) :]
+            t = _known_layers(rec, rest, self)[0]
+            if len(t) == len(rest):
+                break  # the prefix ended at an anchor: nothing beneath it
+        self.sigs = [sig for learner in self.learners for sig in learner.signatures()]
+
+    def _wrapper_cut(self, text: str) -> Optional[int]:
+        """Where a known wrapper starts at a token boundary of ``text`` within
+        :data:`~vllm_doctor.signatures.MAX_PREFIX` (and MAX_TOKENS), whatever follows it; None
+        when none does, or when ``text`` starts with an anchor or white space."""
+        if not text or text[0].isspace() or anchored(text):
+            return None
+        pos = 0
+        for _ in range(MAX_TOKENS):
+            sp = text.find(" ", pos, MAX_PREFIX)
+            if sp < 0:
+                return None
+            pos = sp + 1
+            c = text[pos : pos + 1]
+            if c in _BENEATH_FIRST or c.isalpha():
+                rec = Record(source="", lineno=0, text="")
+                _known_layers(rec, text[pos:], self)
+                if rec.wrapper is not None:
+                    return pos
+        return None
+
+    def _wrapper_at(self, text: str, pos: int, depth: int = 0) -> Optional[bool]:
+        """For :func:`~vllm_doctor.signatures.find_prefix`: None unless a known wrapper starts
+        at ``text[pos]``; else whether the anchor behind it (and behind any unknown prefix
+        beneath it, up to :data:`MAX_LAYERS`) is strong. A known wrapper with no anchor
+        behind it is message text."""
+        if text[pos : pos + 1] not in _BENEATH_FIRST and not text[pos : pos + 1].isalpha():
+            return None
+        rec = Record(source="", lineno=0, text="")
+        rest, _ = _known_layers(rec, text[pos:], self)
+        if rec.wrapper is None:
+            return None
+        if starts_with_anchor(rest):
+            return True
+        if anchored(rest):
+            return False
+        if depth + 1 < MAX_LAYERS:
+            found = find_prefix(rest, lambda t, p: self._wrapper_at(t, p, depth + 1))
+            if found is not None:
+                return found[1]
+        return None
 
     def unwrap(self, source: str, lineno: int, line: str) -> List[Record]:
         """:func:`unwrap` with what this input taught (learned prefixes, its format). A line
@@ -327,19 +422,21 @@ def _unframe(s: str) -> str:
     return r[:-1].rstrip() if r.endswith(border) else r
 
 
-def _outer(rec: Record, s: str, env: Envelopes) -> str:
-    """Strip at most one outer wrapper; record what it said."""
+def _outer(rec: Record, s: str, env: Envelopes, beneath: bool = False) -> str:
+    """Strip at most one outer wrapper; record what it said. ``beneath``: under another
+    wrapper, where ``aws logs tail``'s shape is not looked for (CloudWatch is a log store:
+    outermost, and a time stamp and a word under it are a time stamp and a message)."""
     c = s[:1]
     m = None
     if c.isdigit():
         if len(s) > 10 and s[10] == "T":
-            if env.cloudwatch:
+            if env.cloudwatch and not beneath:
                 m = _CLOUDWATCH_TAIL.match(s)
                 if m:
                     rec.wrapper, rec.unit = "cloudwatch", m["stream"]
                     return s[m.end() :]
             m = _JOURNALD_ISO.match(s)
-            if m and (m["jpid"] or not m["ident"].endswith(_EXCEPTION_NAME)):
+            if m and (m["jpid"] or _pidless_journald(m)):
                 rec.wrapper, rec.host, rec.unit = "journald-iso", m["host"], m["ident"]
                 pid = _num(m["jpid"])
                 if pid is not None:
@@ -538,28 +635,94 @@ def _outer_stage(rec: Record, s: str, env: Envelopes) -> str:
     return s
 
 
+_BENEATH_FIRST = frozenset("0123456789[")
+
+
+def _known_one(rec: Record, s: str, env: Envelopes) -> Tuple[str, bool]:
+    """One known wrapper beneath another wrapper or a learned prefix (a launcher's or
+    ``docker logs -t``'s time stamp under ``stern``, an application's record prefix under
+    journald): ``(what is left, whether it was an application's record prefix)``.
+
+    The wrapper nearest the line that names a source (pod, stream, journald process) names
+    the record's: it is the process that wrote the line. A wrapper naming none replaces
+    one that names none too (``app-log`` under ``learned`` says more)."""
+    c = s[:1]
+    if not (c in _BENEATH_FIRST or c.isalpha()):
+        return s, False
+    tmp = Record(source="", lineno=0, text="")
+    rest = _outer(tmp, s, env, beneath=True)
+    if tmp.wrapper is None:
+        return s, False
+    app = False
+    if tmp.wrapper in TIME_WRAPPERS and rest and not starts_with_anchor(rest):
+        header = _app_header(tmp, rest)
+        if header is not None:
+            tmp.wrapper, tmp.time, app = "app-log", _mmdd(s[: len(s) - len(rest)]), True
+            rest = header
+    if tmp.host is not None or tmp.unit is not None:
+        rec.wrapper, rec.host, rec.unit, rec.pids = tmp.wrapper, tmp.host, tmp.unit, tmp.pids
+    else:
+        if rec.host is None and rec.unit is None:
+            rec.wrapper = tmp.wrapper
+        rec.pids.extend(tmp.pids)
+    if tmp.pid is not None and rec.pid is None:
+        rec.pid = tmp.pid
+    rec.level, rec.time, rec.file = tmp.level or rec.level, tmp.time or rec.time, tmp.file or rec.file
+    return rest, app
+
+
+def _learned(rec: Record, s: str, env: Envelopes) -> str:
+    """One prefix learned for this input (:mod:`vllm_doctor.signatures`), if ``s`` starts
+    with one; what is left."""
+    if not s or starts_with_anchor(s):
+        return s
+    for sig in env.sigs:
+        got = sig.match(s)
+        if got is not None:
+            end, key, level = got
+            if key:
+                rec.wrapper, rec.host, rec.unit = "learned", key, None
+            elif rec.wrapper is None:
+                rec.wrapper = "learned"
+            if level:
+                rec.level = level
+            return s[end:]
+    return s
+
+
+def _known_layers(rec: Record, s: str, env: Envelopes, learned: bool = False) -> Tuple[str, bool]:
+    """Known wrappers (and, with ``learned``, learned prefixes) beneath the outer wrapper,
+    in any order, until an anchor or nothing more peels, at most :data:`MAX_LAYERS`:
+    ``(what is left, whether one was an application's record prefix)``."""
+    app = False
+    for _ in range(MAX_LAYERS):
+        if not s or s[0].isspace() or starts_with_anchor(s):
+            break
+        n = len(s)
+        s, found = _known_one(rec, s, env)
+        app = app or found
+        if learned and env.sigs:
+            s = _learned(rec, s, env)
+        if len(s) == n:
+            break
+    return s, app
+
+
 def _peel(source: str, lineno: int, s: str, env: Envelopes, outer: bool = True) -> Record:
     rec = Record(source=source, lineno=lineno, text="", raw=s)
+    app = False
     if outer:
         s = _outer_stage(rec, s, env)
-        sigs = env.sigs
-        if sigs and s and not starts_with_anchor(s):
-            for sig in sigs:
-                got = sig.match(s)
-                if got is not None:
-                    end, key, level = got
-                    s = s[end:]
-                    if key:
-                        rec.wrapper, rec.host, rec.unit = "learned", key, None
-                    elif rec.wrapper is None:
-                        rec.wrapper = "learned"
-                    if level:
-                        rec.level = level
-                    break
+        app = rec.wrapper == "app-log"
+        # A forced format peels its own wrapper only; else what lies beneath is peeled too.
+        if env.allowed is None and (env.sigs or rec.wrapper not in (None, "quote", "frame")):
+            s, beneath = _known_layers(rec, s, env, learned=True)
+            app = app or beneath
     s = _inner(rec, s)
     if rec.proc is not None and not rec.vllm_header and s[:1] in _TIME_FIRST and s:
         s = _time_inside(rec, s)
-    if rec.wrapper == "app-log" and not rec.vllm_header:
+        app = app or rec.wrapper == "app-log"
+    if app and not rec.vllm_header:
         s = _strip_trailing_location(rec, s)
     elif s[:8] == "        " and rec.inner_bare:
         m = _INDENTED_LEVEL.match(s)

@@ -7,11 +7,11 @@ belong to, so the patterns see the whole message. Glued records (the opposite
 damage) are split earlier, in :mod:`vllm_doctor.envelopes`.
 
 A line is joined onto the previous record only when it carries no envelope of
-its own (no process or record prefix; an outer wrapper only if it is the previous
-record's, or one that says no more than a time, :data:`vllm_doctor.envelopes.TIME_WRAPPERS`:
-Docker Desktop stamps continuation lines only), comes from the same source when its
-wrapper names one (:func:`vllm_doctor.envelopes.source_key`: the same pod, stream or
-journald process; lines of two pods interleave) and either
+its own (no process or record prefix), its outer wrappers say nothing of where it came
+from or say the same as the previous record's (:func:`_same_source`: a time stamp or an
+application's record prefix on a continuation line, Docker Desktop's; the same pod,
+stream, journald process or compose service, :func:`vllm_doctor.envelopes.source_key`:
+lines of two pods interleave), and either
 
 * the previous physical line looks cut by a hard wrap: it is long
   (:data:`WRAP_MIN_WIDTH` or more characters), and this line starts in the middle
@@ -36,7 +36,7 @@ from typing import Iterable, Iterator, List, Optional
 
 import regex
 
-from .envelopes import MAX_RECORD_CHARS, TIME_WRAPPERS, source_key
+from .envelopes import MAX_RECORD_CHARS, source_key
 from .record import Record
 
 WRAP_MIN_WIDTH = 60
@@ -80,19 +80,23 @@ def _open_oom(text: str) -> bool:
     return "out of memory." in text and not any(t in text for t in _OOM_TERMINATORS)
 
 
+def _same_source(prev: Record, cur: Record) -> bool:
+    """True when ``cur``'s wrappers say nothing of where it came from (a time stamp, an
+    application's record prefix, a learned prefix that names nothing: Docker Desktop stamps
+    continuation lines only), or say the same as ``prev``'s (the same pod, stream, journald
+    process or compose service: every line of it carries its wrapper)."""
+    if cur.host is None and cur.unit is None and not source_key(cur):
+        return True
+    return source_key(cur) == source_key(prev) and (cur.host, cur.unit) == (prev.host, prev.unit)
+
+
 def _continues(prev: Record, cur: Record) -> Optional[str]:
     """Return the separator to join ``cur`` onto ``prev`` with, or None if it is no continuation."""
     # A continuation carries no envelope of its own, or only the same outer wrapper as the
     # record it continues (journald / docker prefix every physical line).
-    if (
-        not cur.inner_bare
-        or (cur.wrapper not in (None, prev.wrapper) and cur.wrapper not in TIME_WRAPPERS)
-        or prev.continued >= MAX_JOINED
-        or len(prev.text) >= MAX_RECORD_CHARS
-    ):
+    if not cur.inner_bare or prev.continued >= MAX_JOINED or len(prev.text) >= MAX_RECORD_CHARS:
         return None
-    key = source_key(cur)
-    if key and key != source_key(prev):
+    if not _same_source(prev, cur):
         return None  # another pod, stream or process: interleaved lines are never one record
     text = cur.text
     if not text or text[0].isspace() or _NEW_THING.match(text):
