@@ -25,9 +25,10 @@ def verdict_of(lines):
     return build_verdict(diagnose_input(Source("x.log", io.BytesIO(("\n".join(lines) + "\n").encode()))))
 
 
-#: New real logs whose wrapper has no named format yet, so it is learned (issue 10 probe):
-#: the Lemonade launcher's "YYYY-MM-DD HH:MM:SS.mmm [Error] (Process) " prefix.
-KNOWN_LEARNED = {"h002-lemonade-rocm-gfx1151-hip-oom-allocate-kv-cache-tensors.log"}
+#: New real logs whose wrapper has no named format yet, so it is learned (issue 10 probe).
+#: Empty since the Lemonade launcher's "YYYY-MM-DD HH:MM:SS.mmm [Error] (Process) " (h002)
+#: became an application record prefix (envelopes ``app-log``). Strict, as the others.
+KNOWN_LEARNED: set = set()
 
 
 @pytest.mark.parametrize(

@@ -169,12 +169,16 @@ _UVICORN = regex.compile(r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL):\s+")
 
 # An application's own record prefix after its time stamp (Python logging layouts):
 # "- name - LEVEL - ", "LEVEL pid [file.py:N] ", "LEVEL     [file.py:N] ", "ERR file.py:N -- ",
-# "LEVEL | mod:func:N - ", "[    INFO]: ".
+# "LEVEL | mod:func:N - ", "[    INFO]: ", and a launcher's "[Level] (Component) " (Lemonade's
+# "2026-05-08 11:50:14.752 [Error] (Process) ", h002: the level word capitalised, in brackets,
+# then the part of the launcher that logged; a vLLM process name there is vLLM's prefix).
 _LEVEL = r"(?:DEBUG|INFO|WARNING|WARN|ERROR|ERR|CRITICAL|FATAL|TRACE|NOTICE)"
+_WORD_LEVEL = r"(?:Debug|Info|Information|Warning|Warn|Error|Critical|Fatal|Trace|Notice|Verbose)"
 _FOREIGN = regex.compile(
     # Space runs are bounded (padding is short): a hostile line of spaces cannot backtrack long.
     r"(?:[-|] {1,16})?(?:[A-Za-z_][\w.]{0,127} {1,16}[-|] {1,16})?"
-    rf"\[? {{0,8}}(?P<level>{_LEVEL}) {{0,8}}?\]?:?"
+    rf"(?:\[? {{0,8}}(?P<level>{_LEVEL}) {{0,8}}?\]?:?|\[(?P<word_level>{_WORD_LEVEL})\]"
+    r"(?: \((?!(?:raylet|gcs_server|dashboard|APIServer|EngineCore(?:_DP[0-9]+)?)\))[A-Za-z][\w.-]{0,63}\))?)"
     r"(?: {1,16}(?:[-|] {1,16})?(?P<pid>[0-9]+)(?= ))?"
     r"(?: {1,16}(?:[-|] {1,16})?(?:\[(?P<file>[\w./-]{1,255}\.py):[0-9]{1,7}\]|(?P<file2>[\w./-]{1,255}\.py):[0-9]{1,7}"
     r"|(?P<mod>[A-Za-z_][\w.]{0,127}):[\w<>.]{1,127}:[0-9]{1,7}))?"
@@ -566,7 +570,7 @@ def _app_header(rec: Record, s: str) -> Optional[str]:
         rec.pids.append(pid)
     rec.file = m["file"] or m["file2"] or m["mod"] or rec.file
     rest = s[m.end() :]
-    if m["pid"] is None and not (m["file"] or m["file2"] or m["mod"] or m["sep"]) and rest[:1] == " ":
+    if m["level"] and m["pid"] is None and not (m["file"] or m["file2"] or m["mod"] or m["sep"]) and rest[:1] == " ":
         # "%(levelname)-8s %(message)s": the level is padded to 8 columns, then the message
         # (with its own indentation, for a traceback's source lines).
         pad = min(max(0, 8 - len(m["level"])), len(rest) - len(rest.lstrip(" ")))
