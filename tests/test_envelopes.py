@@ -654,6 +654,7 @@ CASES = [
     ),
     (
         "app-format-inside-vllm-process-prefix",
+        # vLLM's process prefix around its logger's own layout: the level is the record's.
         "(EngineCore_DP0 pid=7) 2024-12-19 21:40:35 ERROR 7 [core.py:700] EngineCore failed to start.",
         dict(
             text="EngineCore failed to start.",
@@ -661,8 +662,23 @@ CASES = [
             proc="EngineCore_DP0",
             pid=7,
             pids=[7],
+            level="ERROR",
             time="12-19 21:40:35",
             file="core.py",
+            **HDR,
+        ),
+    ),
+    (
+        "app-format-inside-another-process-prefix-keeps-its-level-apart",
+        "(TaskRunner pid=7) 2024-12-19 21:40:35 ERROR 7 [trainer.py:70] step failed",
+        dict(
+            text="step failed",
+            wrapper="app-log",
+            proc="TaskRunner",
+            pid=7,
+            pids=[7],
+            time="12-19 21:40:35",
+            file="trainer.py",
         ),
     ),
     (

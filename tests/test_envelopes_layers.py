@@ -164,3 +164,42 @@ def test_known_wrappers_stack(outer_name, outer, under_name, under, log):
 def test_journald_short_iso_without_a_pid_needs_journald_time(line, wrapper, text):
     (rec,) = Envelopes().unwrap("t", 1, line)
     assert (rec.wrapper, rec.text) == (wrapper, text)
+
+
+# --- an application's layout inside vLLM's process prefix keeps the record's level ---------
+
+#: Formatters a vLLM process's logger may be given (``VLLM_LOGGING_CONFIG_PATH``, a harness
+#: that installs its own handler), vLLM's process prefix still outside: (name, format).
+IN_PROCESS = [
+    ("python-asctime-pid-file", lambda proc, lvl, f, msg: f"{proc} 2024-12-19 10:29:13 {lvl} 56542 [{f}] {msg}"),
+    ("rich", lambda proc, lvl, f, msg: f"{proc} [05/01/24 10:29:13] {lvl:<8} {msg:<90}   {f}"),
+    ("loguru", lambda proc, lvl, f, msg: f"{proc} 2024-12-19 10:29:13.123 | {lvl:<8} | vllm.x:f:1 - {msg}"),
+    ("python-classic", lambda proc, lvl, f, msg: f"{proc} 2024-12-19 10:29:13,123 - vllm.x - {lvl} - {msg}"),
+]
+
+#: Cut ERROR records nothing in the catalog explains, each from another vLLM process.
+CUT_ERRORS = [
+    ("(RayWorkerWrapper pid=206994, ip=192.0.2.25)", "worker_base.py:620", "Error executing metho"),
+    ("(EngineCore_DP0 pid=77)", "core.py:700", "EngineCore failed to sta"),
+    ("(VllmWorker rank=1 pid=9)", "multiproc_executor.py:470", "WorkerProc hit an excep"),
+]
+
+
+@pytest.mark.parametrize("proc,file,msg", CUT_ERRORS, ids=[c[2] for c in CUT_ERRORS])
+@pytest.mark.parametrize("name,fmt", IN_PROCESS, ids=[n for n, _ in IN_PROCESS])
+def test_a_cut_error_record_stays_an_error_in_any_layout(name, fmt, proc, file, msg):
+    import io
+
+    from vllm_doctor.pipeline import build_verdict, diagnose_input
+    from vllm_doctor.sources import Source
+
+    healthy = fixture_text("r019")
+
+    def verdict(last):
+        data = "\n".join(healthy + [last]) + "\n"
+        v = build_verdict(diagnose_input(Source("x.log", io.BytesIO(data.encode()))))
+        return v.primary_class, [f.facts.get("unexplained_errors") for f in v.findings if f.class_id == "unknown"]
+
+    bare = verdict(f"{proc} ERROR 03-27 10:29:13 [{file}] {msg}")
+    assert bare == ("unknown", [1])
+    assert verdict(fmt(proc, "ERROR", file, msg)) == bare

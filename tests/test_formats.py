@@ -282,13 +282,11 @@ def wrapped(path, wrap):
     return ("\n".join(wrap(i, line) for i, line in enumerate(log_lines(path))) + "\n").encode()
 
 
-#: New real logs (issue 10 probe h001-h040) whose verdict still changes under one wrapper: a
-#: cut ERROR line re-wrapped by an application formatter (h008).
-#: Strict: a pair that starts passing fails here until it is taken off the list.
-KNOWN_WRONG_WRAPPED = {
-    ("h008-ray-l40s-v0-cudagraph-capture-then-worker-error-repeated-30x.log", "app_logging"),
-    ("h008-ray-l40s-v0-cudagraph-capture-then-worker-error-repeated-30x.log", "rich_handler"),
-}
+#: New real logs (issue 10 probe h001-h040) whose verdict still changes under one wrapper.
+#: Empty since round 3 (h002's launcher prefix under stern / a launcher / aws logs tail, h008's
+#: cut ERROR record under an application formatter, h032's stern prefix glued into frame
+#: names). Strict: a pair listed here that starts passing fails until it is taken off.
+KNOWN_WRONG_WRAPPED: set = set()
 
 
 def _wrapped_cases():

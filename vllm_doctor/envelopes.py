@@ -66,6 +66,7 @@ import regex
 
 from . import fleet
 from .fleet import MAX_DIGITS
+from .processes import is_vllm_process
 from .record import Record
 from .signatures import MAX_PREFIX, MAX_TOKENS, Learner, Signature, anchored, find_prefix, starts_with_anchor
 
@@ -554,16 +555,20 @@ def _inner(rec: Record, s: str) -> str:
     return s
 
 
-def _app_header(rec: Record, s: str) -> Optional[str]:
-    """What follows an application's own record prefix at the start of ``s`` (the part of
-    its line after the time stamp; see the module docstring), or None when there is none.
+def _app_header(rec: Record, s: str) -> Optional[Tuple[str, str]]:
+    """``(what follows, its level)`` for an application's own record prefix at the start of
+    ``s`` (the part of its line after the time stamp; see the module docstring), or None
+    when there is none. The level is named as vLLM names it (``WARN`` -> ``WARNING``,
+    ``[Error]`` -> ``ERROR``).
 
     The prefix is read as part of the outer wrapper (``app-log``): its level is the
     application's, not vLLM's (a launcher logs every captured line at INFO), so records
-    under it stay "bare" for reassembly. Its PID and ``file.py`` are kept."""
+    under it stay "bare" for reassembly; the level is the record's only inside a vLLM
+    process prefix (:func:`_time_inside`). Its PID and ``file.py`` are kept."""
     m = _FOREIGN.match(s)
     if m is None:
         return None
+    level = m["level"] or m["word_level"]
     pid = _num(m["pid"])
     if pid is not None and rec.pid is None:  # vLLM's process prefix, when there is one, says it first
         rec.pid = pid
@@ -575,22 +580,38 @@ def _app_header(rec: Record, s: str) -> Optional[str]:
         # (with its own indentation, for a traceback's source lines).
         pad = min(max(0, 8 - len(m["level"])), len(rest) - len(rest.lstrip(" ")))
         rest = rest[pad:]
-    return rest
+    return rest, _LEVEL_NAMES.get(level.upper(), level.upper())
 
 
-def _time_inside(rec: Record, s: str) -> str:
+#: Level words applications print, as vLLM (Python logging) names them.
+_LEVEL_NAMES = {"WARN": "WARNING", "ERR": "ERROR", "FATAL": "CRITICAL", "INFORMATION": "INFO", "VERBOSE": "DEBUG"}
+
+
+def _time_inside(rec: Record, s: str) -> Tuple[str, bool, bool]:
     """After a process prefix: an application's time stamp and record prefix (a custom
-    ``VLLM_LOGGING_CONFIG_PATH`` format, or a handler that vLLM's stdout prefix wraps)."""
+    ``VLLM_LOGGING_CONFIG_PATH`` format, or a handler that vLLM's stdout prefix wraps):
+    ``(what is left, whether one was read, whether its level became the record's)``.
+
+    Inside one of vLLM's own process prefixes (:func:`vllm_doctor.processes.is_vllm_process`),
+    that record prefix is the process's logger in another layout, so its level is the
+    record's, as vLLM's own prefix's would be: a cut ``ERROR`` record (``Error executing
+    metho``, h008) stays an error whatever formatter printed it. The caller marks the record
+    ``vllm_header`` once the formatter's trailing ``file.py:N`` is off."""
     m = (_SPACE_TS.match(s) or _RFC3339.match(s)) if s[:1].isdigit() else _BRACKET_TS.match(s)
     if m is None:
-        return s
-    rest = _app_header(rec, s[m.end() :])
-    if rest is None:
-        return s
+        return s, False, False
+    header = _app_header(rec, s[m.end() :])
+    if header is None:
+        return s, False, False
+    rest, level = header
     if rec.wrapper is None:
         rec.wrapper = "app-log"
     rec.time = _mmdd(m["ts"])
-    return _inner(rec, rest)
+    rest = _inner(rec, rest)
+    if not rec.vllm_header and is_vllm_process(rec.proc):
+        rec.level = level
+        return rest, True, True
+    return rest, True, False
 
 
 def _mmdd(stamp: str) -> Optional[str]:
@@ -633,9 +654,9 @@ def _outer_stage(rec: Record, s: str, env: Envelopes) -> str:
         s, rec.wrapper, rec.host, rec.unit, rec.level = before, kept, None, None, None
         rec.pids.clear()
     elif rec.wrapper in TIME_WRAPPERS and s and not starts_with_anchor(s):
-        rest = _app_header(rec, s)
-        if rest is not None:
-            rec.wrapper, rec.time, s = "app-log", _mmdd(before[: len(before) - len(s)]), rest
+        header = _app_header(rec, s)
+        if header is not None:
+            rec.wrapper, rec.time, s = "app-log", _mmdd(before[: len(before) - len(s)]), header[0]
     return s
 
 
@@ -662,7 +683,7 @@ def _known_one(rec: Record, s: str, env: Envelopes) -> Tuple[str, bool]:
         header = _app_header(tmp, rest)
         if header is not None:
             tmp.wrapper, tmp.time, app = "app-log", _mmdd(s[: len(s) - len(rest)]), True
-            rest = header
+            rest = header[0]
     if tmp.host is not None or tmp.unit is not None:
         rec.wrapper, rec.host, rec.unit, rec.pids = tmp.wrapper, tmp.host, tmp.unit, tmp.pids
     else:
@@ -723,11 +744,14 @@ def _peel(source: str, lineno: int, s: str, env: Envelopes, outer: bool = True) 
             s, beneath = _known_layers(rec, s, env, learned=True)
             app = app or beneath
     s = _inner(rec, s)
+    own = False
     if rec.proc is not None and not rec.vllm_header and s[:1] in _TIME_FIRST and s:
-        s = _time_inside(rec, s)
-        app = app or rec.wrapper == "app-log"
+        s, inside, own = _time_inside(rec, s)
+        app = app or inside
     if app and not rec.vllm_header:
         s = _strip_trailing_location(rec, s)
+    if own:
+        rec.vllm_header = True  # the process's own record prefix, in its logger's layout
     elif s[:8] == "        " and rec.inner_bare:
         m = _INDENTED_LEVEL.match(s)
         if m and _TRAILING_LOC.search(s, max(0, len(s) - 160)):
