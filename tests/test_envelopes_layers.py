@@ -203,3 +203,71 @@ def test_a_cut_error_record_stays_an_error_in_any_layout(name, fmt, proc, file, 
     bare = verdict(f"{proc} ERROR 03-27 10:29:13 [{file}] {msg}")
     assert bare == ("unknown", [1])
     assert verdict(fmt(proc, "ERROR", file, msg)) == bare
+
+
+# --- records glued after padding (a terminal copy that lost its newlines) ------------------
+
+
+def glued(lines, width=None):
+    """``lines`` as a terminal copy gives them: each padded to the pane's width (at least 8
+    spaces after the longest), no newline between them."""
+    width = width or max(len(line) for line in lines) + 8
+    return "".join(line.ljust(width) for line in lines).rstrip()
+
+
+#: Lines padding cannot tell apart from the line before (a caret marker, a bare label).
+_NOT_A_START = ("^", "Process ")
+
+
+def startable(lines):
+    return [line for line in lines if line.strip() and not line.lstrip().startswith(_NOT_A_START)]
+
+
+@pytest.mark.parametrize("log", ["s002", "x007", "t020"])
+@pytest.mark.parametrize("outer_name,outer", OUTER, ids=[n for n, _ in OUTER])
+def test_records_glued_after_padding_are_split(outer_name, outer, log):
+    lines = startable(fixture_text(log))
+    head = [outer(i, line) for i, line in enumerate(fixture_text("r019")[:12])]  # a learned wrapper is learned
+    n = len(head)
+    want = texts(head + [outer(n + i, line) for i, line in enumerate(lines)])
+    assert texts(head + [outer(n, glued(lines))]) == want
+
+
+def test_h003_terminal_copy_splits_into_its_three_records():
+    line = fixture_text("h003")[4]
+    recs = Envelopes().unwrap("t", 5, line)
+    assert [(r.level, r.text[:40]) for r in recs] == [
+        (None, "HIP out of memory. Tried to allocate 64."),
+        ("ERROR", "Traceback (most recent call last):"),
+        ("ERROR", '  File "/opt/torchenv/lib/python3.12/sit'),
+    ]
+    assert recs[0].text.endswith("#environment-variables)") and recs[0].trailing_space
+
+
+@pytest.mark.parametrize("log", ["s002", "x007"])
+def test_a_padded_terminal_copy_gets_the_verdict_of_its_lines(log):
+    import io
+
+    from vllm_doctor.pipeline import build_verdict, diagnose_input
+    from vllm_doctor.sources import Source
+
+    def verdict(text):
+        v = build_verdict(diagnose_input(Source("x.log", io.BytesIO(text.encode()))))
+        return v.primary_class, sorted((f.class_id, sorted(f.facts.items())) for f in v.findings)
+
+    lines = startable(fixture_text(log))
+    assert verdict(glued(lines) + "\n") == verdict("\n".join(lines) + "\n")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # Padding inside a message, or before what starts no record, splits nothing.
+        "sudo docker run -it --shm-size=4g --device=/dev/kfd     --group-add video         -p 8000:8000",
+        "Loading safetensors checkpoint shards: 100% Completed |          | 1/1 [00:00<00:00]",
+        "[05/01/24 10:00:07] INFO     Loading weights took 0.15 seconds                      default_loader.py:280",
+        "        INFO     indented rich line                                  x.py:1",
+    ],
+)
+def test_padding_alone_splits_nothing(line):
+    assert len(Envelopes().unwrap("t", 1, line)) == 1

@@ -68,7 +68,17 @@ from . import fleet
 from .fleet import MAX_DIGITS
 from .processes import is_vllm_process
 from .record import Record
-from .signatures import MAX_PREFIX, MAX_TOKENS, Learner, Signature, anchored, find_prefix, starts_with_anchor
+from .signatures import (
+    ANCHOR,
+    MAX_ANCHOR,
+    MAX_PREFIX,
+    MAX_TOKENS,
+    Learner,
+    Signature,
+    anchored,
+    find_prefix,
+    starts_with_anchor,
+)
 
 #: Longest part of a line that recognition looks at (a 10 MB line is read on this prefix).
 MAX_RECORD_CHARS = 65536
@@ -846,22 +856,66 @@ def _unwrap(source: str, lineno: int, line: str, env: Envelopes, outer: bool, de
                 if first.wrapper not in (None, "vllm-json"):
                     rec.wrapper, rec.host, rec.unit = first.wrapper, first.host, first.unit
             return recs
-    if not ("INFO " in text or "ERROR " in text or "WARNING " in text or "DEBUG " in text or "CRITICAL " in text):
+    embedded = "INFO " in text or "ERROR " in text or "WARNING " in text or "DEBUG " in text or "CRITICAL " in text
+    padded = _PAD in text
+    if not (embedded or padded):
         return [first]
-    pieces = [m.start() for m in _EMBEDDED.finditer(text) if m.start() > 0]
-    if not pieces:
+    starts = {m.start() for m in _EMBEDDED.finditer(text) if m.start() > 0} if embedded else set()
+    if padded:
+        starts.update(_padded_starts(text))
+    if not starts:
         return [first]
+    pieces = sorted(starts)
     out = []
     head = text[: pieces[0]]
     if head.strip():
-        first.text = head
+        first.text = head.rstrip()
+        first.trailing_space = len(first.text) != len(head)  # a separator, not the message's
         out.append(first)
     for i, start in enumerate(pieces):
-        end = pieces[i + 1] if i + 1 < len(pieces) else len(text)
-        rec = _peel(source, lineno, text[start:end], env, outer=False)
+        last = i + 1 == len(pieces)
+        piece = text[start : len(text) if last else pieces[i + 1]]
+        body = piece if last else piece.rstrip()
+        rec = _peel(source, lineno, body, env, outer=False)
         # Glued records share the outer wrapper of their physical line.
         rec.wrapper, rec.host, rec.unit = first.wrapper, first.host, first.unit
-        rec.line_len, rec.trailing_space = first.line_len, first.trailing_space
+        rec.line_len = first.line_len
+        rec.trailing_space = trailing if last else len(body) != len(piece)
         rec.pids = [p for p in first.pids if p != first.pid] + rec.pids
         out.append(rec)
+    return out
+
+
+#: Spaces that pad a record to a terminal's width where its newline was lost (a terminal
+#: copy, h003): after a run this long, the start of another record starts a record.
+PADDING_MIN = 8
+_PAD = " " * PADDING_MIN
+_PADDING = regex.compile(r"(?<=\S) {%d,}(?=\S)" % PADDING_MIN)
+# What starts a record after padding, besides vLLM's anchors: a traceback, its chained
+# header, an exception line ("torch.OutOfMemoryError: ..."); a frame ("File ...") keeps the
+# two spaces Python indents it by.
+_PADDED_START = regex.compile(
+    r"Traceback \(most recent call last\):|During handling of the above exception|The above exception was"
+    r"|(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception): "
+)
+
+
+_FRAME_END = regex.compile(r'", line [0-9]{1,7}, in [^\s"]{1,255}$')
+
+
+def _padded_starts(text: str) -> List[int]:
+    """Where records glued after padding start in ``text`` (see :data:`PADDING_MIN`): at one
+    of vLLM's anchors (:data:`vllm_doctor.signatures.ANCHOR`: a record or process prefix),
+    a traceback's first line, chained header or exception line, a frame's ``File "`` (two
+    characters earlier: its indentation), or the source line after a whole frame line (four
+    characters earlier). Never at 0."""
+    out = []
+    for m in _PADDING.finditer(text):
+        pos = m.end()
+        if text.startswith('File "', pos):
+            out.append(pos - 2)
+        elif _FRAME_END.search(text, max(0, m.start() - 300), m.start()) is not None:
+            out.append(pos - 4)  # Python prints a frame's source line under it, indented by 4
+        elif ANCHOR.match(text, pos, pos + MAX_ANCHOR) is not None or _PADDED_START.match(text, pos) is not None:
+            out.append(pos)
     return out
