@@ -271,3 +271,93 @@ def test_a_padded_terminal_copy_gets_the_verdict_of_its_lines(log):
 )
 def test_padding_alone_splits_nothing(line):
     assert len(Envelopes().unwrap("t", 1, line)) == 1
+
+
+# --- the pre-filtered path reads stacked wrappers as reading every line does -------------
+
+
+def _wrapper_names():
+    import test_formats
+
+    return [w.__name__ for w in test_formats.WRAPPERS]
+
+
+@pytest.mark.parametrize("wrapper", _wrapper_names())
+def test_the_fast_path_reads_wrapped_logs_as_the_plain_path(wrapper):
+    """Every corpus log under every wrapper of test_formats: the pre-filtered path and the
+    plain one give the same verdict (s030 under rich_handler / app_logging joined an
+    application's next record onto the one before on the plain path only; h019 under aws
+    logs tail glued the stream name into the command)."""
+    import io
+
+    import test_formats
+    from conftest import fixture_path, load_manifest
+
+    from vllm_doctor.pipeline import build_verdict, diagnose_input, diagnose_source
+    from vllm_doctor.sources import Source, read_lines
+
+    def comparable(results):
+        d = build_verdict(results).to_dict()
+        for s in d["sources"]:
+            s.pop("records"), s.pop("joined")  # fewer records examined on the fast path, by design
+        return d
+
+    wrap = getattr(test_formats, wrapper)
+    differ = []
+    for case in load_manifest():
+        data = test_formats.wrapped(fixture_path(case["file"]), wrap)
+        fast = comparable(diagnose_input(Source("x.log", io.BytesIO(data))))
+        slow = comparable(diagnose_source("x.log", read_lines(Source("x.log", io.BytesIO(data)))))
+        if fast != slow:
+            differ.append(case["file"])
+    assert differ == []
+
+
+# --- what the wrap join must not take -------------------------------------------------------
+
+LONG_APP = "Using FlashInfer backend, with a message long enough to look cut by a terminal at width"
+
+
+@pytest.mark.parametrize(
+    "fmt",
+    [
+        lambda msg, f: f"2024-12-19 14:03:40 INFO 56542 [{f}] {msg}",
+        lambda msg, f: f"[05/01/24 14:03:40] INFO     {msg:<100}   {f}",
+        lambda msg, f: f"2024-12-19 14:03:40.123 | INFO     | vllm.x:f:1 - {msg}",
+    ],
+    ids=["asctime-pid-file", "rich", "loguru"],
+)
+def test_an_application_record_naming_its_call_site_is_no_continuation(fmt):
+    recs = read(
+        [fmt(LONG_APP, "cuda.py:225"), fmt("rank 0 in world size 1 is assigned as DP rank 0", "parallel_state.py:957")]
+    )
+    assert [r.continued for r in recs] == [0, 0]
+
+
+def test_a_launcher_relaying_lines_without_a_call_site_still_joins_a_cut_line():
+    # lm-eval's "- name - LEVEL - " carries no call site: a cut line under it is still joined.
+    recs = read(
+        [
+            f"2024-05-01 10:00:00,123 - lm_eval.models.vllm - INFO - {CUT}",
+            f"2024-05-01 10:00:00,123 - lm_eval.models.vllm - INFO - {REST}",
+        ]
+    )
+    assert [r.continued for r in recs] == [1]
+
+
+@pytest.mark.parametrize("prefix", ["vllm/vllm/0f3c9a7e2b1d4e5f ", "worker-node-7 ", "gpu-node-3.example.org "])
+def test_a_line_with_the_unknown_prefix_of_its_record_is_no_continuation(prefix):
+    # Too few lines to learn the prefix: a line that begins as its record began is a line of
+    # its own, not the rest of a cut one.
+    first = prefix + "`python -m vllm.entrypoints.openai.api_server --model /m --max-model-len=512 --dtype=float`"
+    recs = read([first, prefix + "errors: "])
+    assert [r.continued for r in recs] == [0, 0]
+    assert [r.continued for r in read([first, "errors: and the rest of it"])] == [1]
+
+
+def test_aws_logs_tail_of_a_quoted_paste_is_read_as_cloudwatch():
+    bare = fixture_text("h019")
+    lines = [f"2026-11-30T03:08:0{i}.000000+00:00 vllm/vllm/0f3c9a7e {line}".rstrip() for i, line in enumerate(bare)]
+    recs = read(lines)
+    assert {(r.wrapper, r.unit) for r in recs} == {("cloudwatch", "vllm/vllm/0f3c9a7e")}
+    assert len(recs) == len(read(bare)) and not any("0f3c9a7e" in r.text for r in recs)  # no stream glued in

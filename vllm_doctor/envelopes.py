@@ -293,7 +293,8 @@ class Envelopes:
             m = _CLOUDWATCH_TAIL.match(s) if s[:1].isdigit() else None
             if m and m["ts"][-6:-5] in "+-":
                 self._shaped += 1
-                self._votes += anchored(s[m.end() :])
+                rest = s[m.end() :]
+                self._votes += anchored(rest[2:] if rest[:2] == "> " else rest)  # a quoted paste too
             # Two lines with a record after the stream name; or, in an excerpt too short for
             # that, one such line and the shape on every line.
             self.cloudwatch = self._votes >= self.CLOUDWATCH_VOTES or (
@@ -744,7 +745,9 @@ def _known_layers(rec: Record, s: str, env: Envelopes, learned: bool = False) ->
 
 
 def _peel(source: str, lineno: int, s: str, env: Envelopes, outer: bool = True) -> Record:
-    rec = Record(source=source, lineno=lineno, text="", raw=s)
+    """One record's worth of ``s``: every wrapper and prefix peeled (module docstring, steps
+    1-6); ``line_len`` is the length of ``s``."""
+    rec = Record(source=source, lineno=lineno, text="", raw=s, line_len=len(s))
     app = False
     if outer:
         s = _outer_stage(rec, s, env)
@@ -760,13 +763,13 @@ def _peel(source: str, lineno: int, s: str, env: Envelopes, outer: bool = True) 
         app = app or inside
     if app and not rec.vllm_header:
         s = _strip_trailing_location(rec, s)
-    if own:
-        rec.vllm_header = True  # the process's own record prefix, in its logger's layout
     elif s[:8] == "        " and rec.inner_bare:
         m = _INDENTED_LEVEL.match(s)
         if m and _TRAILING_LOC.search(s, max(0, len(s) - 160)):
             rec.level = m["level"]
             s = _strip_trailing_location(rec, s[m.end() :])
+    if own:
+        rec.vllm_header = True  # the process's own record prefix, in its logger's layout
     if "[repeated " in s:
         m = _RAY_REPEATED.search(s)
         if m:
@@ -841,7 +844,7 @@ def _unwrap(source: str, lineno: int, line: str, env: Envelopes, outer: bool, de
     trailing = len(stripped) != len(s)
     s = stripped
     first = _peel(source, lineno, s, env, outer=outer)
-    first.line_len, first.trailing_space = len(s), trailing
+    first.trailing_space = trailing
     text = first.text
     if first.proc is not None and text[:2] == '{"' and depth < fleet.MAX_NESTING:
         # vLLM's JSON logging still gets the process prefix ((EngineCore pid=N) {...}).
