@@ -361,3 +361,61 @@ def test_aws_logs_tail_of_a_quoted_paste_is_read_as_cloudwatch():
     recs = read(lines)
     assert {(r.wrapper, r.unit) for r in recs} == {("cloudwatch", "vllm/vllm/0f3c9a7e")}
     assert len(recs) == len(read(bare)) and not any("0f3c9a7e" in r.text for r in recs)  # no stream glued in
+
+
+# --- the limits, pinned --------------------------------------------------------------------
+
+
+def test_padding_min_is_where_a_glued_record_starts():
+    from vllm_doctor.envelopes import PADDING_MIN
+
+    record = "ERROR 07-04 14:53:23 [engine.py:458] Traceback (most recent call last):"
+    head = "HIP out of memory. Tried to allocate 64.00 MiB."
+    assert PADDING_MIN == 8
+    assert len(Envelopes().unwrap("t", 1, head + " " * PADDING_MIN + "Traceback (most recent call last):")) == 2
+    assert len(Envelopes().unwrap("t", 1, head + " " * (PADDING_MIN - 1) + "Traceback (most recent call last):")) == 1
+    assert len(Envelopes().unwrap("t", 1, head + " " + record)) == 2  # vLLM's record prefix: any glue
+
+
+def test_max_layers_bounds_the_stack():
+    from vllm_doctor.envelopes import MAX_LAYERS
+
+    assert MAX_LAYERS == 4
+    rec_line = "(EngineCore_DP0 pid=7) INFO 11-30 03:08:00 [core.py:1] Waiting for init message"
+
+    # A time stamp > "vllm/job/0f3c " (learned) > "worker-3 | " (compose) > "[time] " > "time "
+    # > the record: the layers beneath the outer wrapper are peeled; past MAX_LAYERS the rest
+    # stays in the text (the glued-record split still finds vLLM's record after it).
+    def lines(extra):
+        return [
+            f"2026-11-30T03:08:0{i}.000000+00:00 vllm/job/0f3c worker-3 | [2026-11-30 03:08:0{i}] "
+            f"2026-11-30 03:08:0{i} {extra}{rec_line}"
+            for i in range(4)
+        ]
+
+    assert {r.text for r in read(lines(""))} == {"Waiting for init message"}
+    deep = "2026-11-30T03:08:00Z " * (MAX_LAYERS + 1)
+    assert any(r.text.startswith("2026-11-30T03:08:00Z") for r in read(lines(deep)))
+
+
+def test_same_lead_min_is_the_shortest_shared_prefix_word():
+    from vllm_doctor.reassemble import SAME_LEAD_MIN
+
+    assert SAME_LEAD_MIN == 8
+    tail = " `python -m vllm.entrypoints.openai.api_server --model /m --max-model-len=512 --dtype=float`"
+    short, long_ = "a" * (SAME_LEAD_MIN - 1), "a" * SAME_LEAD_MIN
+    assert [r.continued for r in read([short + tail, short + " rest"])] == [1]  # a word, not a prefix
+    assert [r.continued for r in read([long_ + tail, long_ + " rest"])] == [0, 0]
+
+
+def test_max_anchor_bounds_how_far_past_max_prefix_an_anchor_may_end():
+    from vllm_doctor.signatures import MAX_ANCHOR, MAX_PREFIX, find_prefix
+
+    assert (MAX_PREFIX, MAX_ANCHOR) == (64, 256)
+    prefix = "p" * (MAX_PREFIX - 1) + " "
+
+    def header(n):  # a vLLM record prefix of n characters
+        return "INFO 11-30 03:08:00 [" + "d/" * ((n - 28) // 2) + "x.py:1] "
+
+    assert find_prefix(prefix + header(MAX_ANCHOR - 8) + "m") == (prefix, True)
+    assert find_prefix(prefix + header(MAX_ANCHOR + 8) + "m") is None
