@@ -34,8 +34,10 @@ or Ray reaches us inside several envelopes, outermost first::
    older ``INFO 08-20 10:18:39 file.py:123] ``) or uvicorn's ``INFO:     ``; after an
    outer time stamp, an application's own record prefix (``ERROR 56542 [file.py:64] ``,
    ``- name - INFO - ``, ``INFO     [file.py:1] ``, Ray's ``ERR cli.py:71 -- ``, loguru's
-   ``INFO | mod:func:1 - ``), with a ``file.py:N`` moved to the end of the line (Python
-   ``rich`` handlers) taken off too.
+   ``INFO | mod:func:1 - ``, a launcher's ``[Error] (Process) ``), with a ``file.py:N``
+   moved to the end of the line (Python ``rich`` handlers) taken off too. Its level is the
+   application's (records under it stay bare), except right inside one of vLLM's own process
+   prefixes, where it is that process's logger in another layout: the record's level.
 
 JSON envelopes (journald ``-o json``, Loki ``-o jsonl``, CloudWatch events, vLLM's JSON
 logging, Docker ``json-file``) are read by :mod:`vllm_doctor.fleet`.
@@ -49,8 +51,10 @@ format (``kubelet`` ``/var/log/pods``: ``time stream P|F message``); Loki
 ``shared/vllm-messages.md`` section 0.
 
 A physical line may hold several records glued together (a tqdm bar with no
-newline before a record, stats lines pasted without newlines): each embedded
-vLLM record prefix starts a new :class:`Record` with the same line number.
+newline before a record, stats lines pasted without newlines, a terminal copy that
+padded each line to the pane's width and lost the newlines): each embedded vLLM record
+prefix, and after :data:`PADDING_MIN` spaces any anchor, traceback line, frame or
+exception line, starts a new :class:`Record` with the same line number.
 
 Envelope numbers (PIDs, ranks, Ray repeat counts) are read as ASCII digits, at most
 :data:`vllm_doctor.fleet.MAX_DIGITS` of them; a longer or foreign value is ignored and the
