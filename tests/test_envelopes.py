@@ -654,6 +654,7 @@ CASES = [
     ),
     (
         "app-format-inside-vllm-process-prefix",
+        # vLLM's process prefix around its logger's own layout: the level is the record's.
         "(EngineCore_DP0 pid=7) 2024-12-19 21:40:35 ERROR 7 [core.py:700] EngineCore failed to start.",
         dict(
             text="EngineCore failed to start.",
@@ -661,9 +662,59 @@ CASES = [
             proc="EngineCore_DP0",
             pid=7,
             pids=[7],
+            level="ERROR",
             time="12-19 21:40:35",
             file="core.py",
+            **HDR,
         ),
+    ),
+    (
+        "app-format-inside-another-process-prefix-keeps-its-level-apart",
+        "(TaskRunner pid=7) 2024-12-19 21:40:35 ERROR 7 [trainer.py:70] step failed",
+        dict(
+            text="step failed",
+            wrapper="app-log",
+            proc="TaskRunner",
+            pid=7,
+            pids=[7],
+            time="12-19 21:40:35",
+            file="trainer.py",
+        ),
+    ),
+    (
+        "launcher-bracketed-word-level-and-component-h002",
+        "2026-05-08 11:50:14.752 [Error] (Process) (EngineCore pid=3043) ERROR 05-08 11:50:14 [core.py:1136] "
+        "    tensor = torch.zeros(",
+        dict(
+            text="    tensor = torch.zeros(",
+            wrapper="app-log",
+            proc="EngineCore",
+            pid=3043,
+            pids=[3043],
+            level="ERROR",
+            time="05-08 11:50:14",
+            file="core.py",
+            **HDR,
+        ),
+    ),
+    (
+        "launcher-bracketed-word-level-keeps-a-traceback-indentation",
+        '2026-05-08 11:50:14.752 [Info] (Server)   File "/x/multiprocessing/process.py", line 314, in _bootstrap',
+        dict(
+            text='  File "/x/multiprocessing/process.py", line 314, in _bootstrap',
+            wrapper="app-log",
+            time="05-08 11:50:14",
+        ),
+    ),
+    (
+        "launcher-bracketed-word-level-then-a-vllm-process-name",
+        "2026-05-08 11:50:14.752 [Info] (EngineCore_DP0) Waiting for init message",
+        dict(text="Waiting for init message", wrapper="app-log", proc="EngineCore_DP0", time="05-08 11:50:14"),
+    ),
+    (
+        "a-capitalised-level-word-without-brackets-is-message-text",
+        "2026-05-08 11:50:14 Error while loading the model",
+        dict(text="Error while loading the model", wrapper="space-timestamp"),
     ),
     # Nothing to peel.
     (

@@ -25,9 +25,10 @@ def verdict_of(lines):
     return build_verdict(diagnose_input(Source("x.log", io.BytesIO(("\n".join(lines) + "\n").encode()))))
 
 
-#: New real logs whose wrapper has no named format yet, so it is learned (issue 10 probe):
-#: the Lemonade launcher's "YYYY-MM-DD HH:MM:SS.mmm [Error] (Process) " prefix.
-KNOWN_LEARNED = {"h002-lemonade-rocm-gfx1151-hip-oom-allocate-kv-cache-tensors.log"}
+#: New real logs whose wrapper has no named format yet, so it is learned (issue 10 probe).
+#: Empty since the Lemonade launcher's "YYYY-MM-DD HH:MM:SS.mmm [Error] (Process) " (h002)
+#: became an application record prefix (envelopes ``app-log``). Strict, as the others.
+KNOWN_LEARNED: set = set()
 
 
 @pytest.mark.parametrize(
@@ -99,6 +100,22 @@ def test_a_prefix_with_a_level_or_a_time_names_no_source():
     assert env.signatures() == [] or all(not s.key_groups for s in env.signatures())
     recs = [env.unwrap("x", n, line)[0] for n, line in enumerate(lines, 1)]
     assert [r.text for r in recs] == [f"m{i}" for i in range(5)]
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        "ERROR 04-28 15:55:45 worker_base.py:157] Error executing method initialize_cache.",  # V0's old form (h032)
+        "INFO 08-20 10:18:39 [gpu_model_runner.py:2007] Model loading took 14.99 GiB",
+        "(RayWorkerWrapper pid=1463574, ip=192.0.2.60) INFO 03-27 10:29:01 [worker.py:267] Memory profiling",
+    ],
+)
+def test_a_prefix_is_learned_when_the_anchor_after_it_runs_past_max_prefix(record):
+    # The prefix must fit MAX_PREFIX; the record prefix after it need not (stern's pod names).
+    lines = [f"vllm-deployment-7d9f8c4b5-x2k{i}p vllm-server {record}" for i in range(3)]
+    env = learned(lines)
+    assert [s.text for s in env.signatures()] == ["vllm-deployment-7d9f8c4b5-x2k0p vllm-server "]
+    assert env.unwrap("x", 1, lines[1])[0].host == "vllm-deployment-7d9f8c4b5-x2k1p/vllm-server"
 
 
 def test_digits_in_a_learned_prefix_generalise():

@@ -19,8 +19,14 @@ or Ray reaches us inside several envelopes, outermost first::
    (Docker Desktop, application loggers), ``docker compose``'s ``service-1  | ``,
    ``kubectl logs --prefix``'s ``[pod/NAME/CONTAINER]``, bracketed supervisor time stamps,
    FastChat-style ``time | LEVEL | stream |``;
-4. a prefix learned for this input (:mod:`vllm_doctor.signatures`: ``stern``'s
-   ``<pod> <container>``, any wrapper that repeats before vLLM's records);
+4. beneath it, known wrappers and prefixes learned for this input
+   (:mod:`vllm_doctor.signatures`: ``stern``'s ``<pod> <container>``, any wrapper that
+   repeats before vLLM's records), in any order, at most :data:`MAX_LAYERS` in all: ``aws
+   logs tail`` around a launcher's own prefix around its time stamp, ``stern`` around
+   ``docker logs -t``. Learning is per layer (:meth:`Envelopes.sniff`): a known wrapper
+   ends an unknown prefix as an anchor does, so each layer is learned on its own and peeled
+   from every line that carries it, anchored or not. The wrapper nearest the line that
+   names a source (pod, stream, journald process) names the record's;
 5. process prefixes (vLLM's ``(EngineCore_DP0 pid=N)``, ``(VllmWorker rank=N pid=N)``,
    Ray's ``(RayWorkerWrapper pid=N, ip=...)`` nested any number of times, PyTorch's
    ``[rank0]:``, vllm-omni's ``[Stage-0]``);
@@ -28,8 +34,10 @@ or Ray reaches us inside several envelopes, outermost first::
    older ``INFO 08-20 10:18:39 file.py:123] ``) or uvicorn's ``INFO:     ``; after an
    outer time stamp, an application's own record prefix (``ERROR 56542 [file.py:64] ``,
    ``- name - INFO - ``, ``INFO     [file.py:1] ``, Ray's ``ERR cli.py:71 -- ``, loguru's
-   ``INFO | mod:func:1 - ``), with a ``file.py:N`` moved to the end of the line (Python
-   ``rich`` handlers) taken off too.
+   ``INFO | mod:func:1 - ``, a launcher's ``[Error] (Process) ``), with a ``file.py:N``
+   moved to the end of the line (Python ``rich`` handlers) taken off too. Its level is the
+   application's (records under it stay bare), except right inside one of vLLM's own process
+   prefixes, where it is that process's logger in another layout: the record's level.
 
 JSON envelopes (journald ``-o json``, Loki ``-o jsonl``, CloudWatch events, vLLM's JSON
 logging, Docker ``json-file``) are read by :mod:`vllm_doctor.fleet`.
@@ -43,8 +51,10 @@ format (``kubelet`` ``/var/log/pods``: ``time stream P|F message``); Loki
 ``shared/vllm-messages.md`` section 0.
 
 A physical line may hold several records glued together (a tqdm bar with no
-newline before a record, stats lines pasted without newlines): each embedded
-vLLM record prefix starts a new :class:`Record` with the same line number.
+newline before a record, stats lines pasted without newlines, a terminal copy that
+padded each line to the pane's width and lost the newlines): each embedded vLLM record
+prefix, and after :data:`PADDING_MIN` spaces any anchor, traceback line, frame or
+exception line, starts a new :class:`Record` with the same line number.
 
 Envelope numbers (PIDs, ranks, Ray repeat counts) are read as ASCII digits, at most
 :data:`vllm_doctor.fleet.MAX_DIGITS` of them; a longer or foreign value is ignored and the
@@ -54,17 +64,31 @@ line is still read.
 from __future__ import annotations
 
 import json
-from typing import Dict, FrozenSet, List, Optional
+from typing import Dict, FrozenSet, List, Optional, Tuple
 
 import regex
 
 from . import fleet
 from .fleet import MAX_DIGITS
+from .processes import is_vllm_process
 from .record import Record
-from .signatures import Learner, Signature, anchored, starts_with_anchor
+from .signatures import (
+    ANCHOR,
+    MAX_ANCHOR,
+    MAX_PREFIX,
+    MAX_TOKENS,
+    Learner,
+    Signature,
+    anchored,
+    find_prefix,
+    starts_with_anchor,
+)
 
 #: Longest part of a line that recognition looks at (a 10 MB line is read on this prefix).
 MAX_RECORD_CHARS = 65536
+#: Wrappers and learned prefixes peeled off one line at most, outermost first (``aws logs
+#: tail`` around ``stern`` around a launcher's time stamp around a learned ``[Error] ``: 4).
+MAX_LAYERS = 4
 
 # CSI sequences, and OSC sequences (hyperlinks, titles) up to BEL, ESC \ or the next ESC:
 # a sequence never runs past the next escape, so an unterminated one cannot go quadratic.
@@ -86,6 +110,23 @@ _JOURNALD_ISO = regex.compile(
 # An exception line ("ValueError: ...") after a time stamp and a word is not a journald
 # identifier; journald identifiers are program names.
 _EXCEPTION_NAME = ("Error", "Exception", "Warning", "Exit", "Interrupt")
+
+
+def _pidless_journald(m) -> bool:
+    """A ``short-iso`` match with no ``[PID]`` is journald's only when its time is one
+    journald prints (a local offset, at most microseconds: ``-o short-iso-precise``) and its
+    identifier is no exception name: ``docker logs -t`` / ``kubectl --timestamps`` print
+    nanoseconds and ``Z``, and the message after them may read ``Processed prompts: ...``."""
+    ts = m["ts"]
+    if ts.endswith("Z") or m["ident"].endswith(_EXCEPTION_NAME):
+        return False
+    frac = _FRACTION.search(ts, 19)
+    return frac is None or len(frac[1]) <= 6
+
+
+_FRACTION = regex.compile(r"[.,]([0-9]+)")
+
+
 _RFC3339 = regex.compile(
     r"(?P<ts>[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?:Z|[+-][0-9]{2}:?[0-9]{2})?) "
 )
@@ -143,12 +184,16 @@ _UVICORN = regex.compile(r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL):\s+")
 
 # An application's own record prefix after its time stamp (Python logging layouts):
 # "- name - LEVEL - ", "LEVEL pid [file.py:N] ", "LEVEL     [file.py:N] ", "ERR file.py:N -- ",
-# "LEVEL | mod:func:N - ", "[    INFO]: ".
+# "LEVEL | mod:func:N - ", "[    INFO]: ", and a launcher's "[Level] (Component) " (Lemonade's
+# "2026-05-08 11:50:14.752 [Error] (Process) ", h002: the level word capitalised, in brackets,
+# then the part of the launcher that logged; a vLLM process name there is vLLM's prefix).
 _LEVEL = r"(?:DEBUG|INFO|WARNING|WARN|ERROR|ERR|CRITICAL|FATAL|TRACE|NOTICE)"
+_WORD_LEVEL = r"(?:Debug|Info|Information|Warning|Warn|Error|Critical|Fatal|Trace|Notice|Verbose)"
 _FOREIGN = regex.compile(
     # Space runs are bounded (padding is short): a hostile line of spaces cannot backtrack long.
     r"(?:[-|] {1,16})?(?:[A-Za-z_][\w.]{0,127} {1,16}[-|] {1,16})?"
-    rf"\[? {{0,8}}(?P<level>{_LEVEL}) {{0,8}}?\]?:?"
+    rf"(?:\[? {{0,8}}(?P<level>{_LEVEL}) {{0,8}}?\]?:?|\[(?P<word_level>{_WORD_LEVEL})\]"
+    r"(?: \((?!(?:raylet|gcs_server|dashboard|APIServer|EngineCore(?:_DP[0-9]+)?)\))[A-Za-z][\w.-]{0,63}\))?)"
     r"(?: {1,16}(?:[-|] {1,16})?(?P<pid>[0-9]+)(?= ))?"
     r"(?: {1,16}(?:[-|] {1,16})?(?:\[(?P<file>[\w./-]{1,255}\.py):[0-9]{1,7}\]|(?P<file2>[\w./-]{1,255}\.py):[0-9]{1,7}"
     r"|(?P<mod>[A-Za-z_][\w.]{0,127}):[\w<>.]{1,127}:[0-9]{1,7}))?"
@@ -167,6 +212,33 @@ _EMBEDDED = regex.compile(
 _RAY_REPEATED = regex.compile(
     r" ?\[repeated (?P<n>[0-9]+)x across cluster\](?: \(Ray deduplicates logs by default\..*)?$"
 )
+
+
+#: Wrappers whose host/unit fields name where a line came from (a pod, a stream, a journald
+#: process): the sub-source key of :func:`source_key`.
+_POD_WRAPPERS = frozenset({"kubectl-prefix", "loki", "loki-text"})
+_JOURNALD_WRAPPERS = frozenset({"journald", "journald-iso", "journald-json"})
+
+
+def source_key(rec: Record) -> str:
+    """The sub-source a record belongs to, "" when its wrappers name none: ``pod/NAME[/CONTAINER]``
+    (kubectl ``--prefix``, Loki labels), ``stream/NAME`` (CloudWatch), a learned prefix's names
+    (``stern``'s ``pod/container``), ``UNIT[PID]@HOST`` (journald). The pipeline keeps each key's
+    records apart (:class:`vllm_doctor.pipeline._SourceReader`), and the wrap join never joins a
+    line of one key onto a record of another (:mod:`vllm_doctor.reassemble`)."""
+    w = rec.wrapper
+    if w is None:
+        return ""
+    if w in _POD_WRAPPERS and rec.host:
+        return f"pod/{rec.host}/{rec.unit}" if rec.unit else f"pod/{rec.host}"
+    if w in ("loki", "loki-text", "learned") and (rec.unit or rec.host):
+        return rec.unit or rec.host or ""
+    if w in ("cloudwatch", "cloudwatch-json") and rec.unit:
+        return f"stream/{rec.unit}"
+    if w in _JOURNALD_WRAPPERS and (rec.host or rec.pids):
+        pid = f"[{rec.pids[0]}]" if rec.pids else ""
+        return f"{rec.unit or ''}{pid}@{rec.host or '?'}"
+    return ""
 
 
 def _num(digits: Optional[str]) -> Optional[int]:
@@ -193,7 +265,10 @@ class Envelopes:
 
     def __init__(self, allowed: Optional[FrozenSet[str]] = None, learn: bool = True) -> None:
         self.allowed = allowed
-        self.learner: Optional[Learner] = Learner() if learn and allowed is None else None
+        self.learning = learn and allowed is None
+        # One learner per layer: layer 0 sees a line after its known wrappers, layer N after
+        # the prefix layer N-1 found and the known wrappers beneath it (module docstring, 4).
+        self.learners: List[Learner] = [Learner(self._wrapper_at)] if self.learning else []
         self.cloudwatch = allowed is not None and "cloudwatch" in allowed
         self.pretty: Optional[fleet.CloudWatchPretty] = (
             fleet.CloudWatchPretty() if allowed is not None and "cloudwatch-json" in allowed else None
@@ -222,18 +297,85 @@ class Envelopes:
             m = _CLOUDWATCH_TAIL.match(s) if s[:1].isdigit() else None
             if m and m["ts"][-6:-5] in "+-":
                 self._shaped += 1
-                self._votes += anchored(s[m.end() :])
+                rest = s[m.end() :]
+                self._votes += anchored(rest[2:] if rest[:2] == "> " else rest)  # a quoted paste too
             # Two lines with a record after the stream name; or, in an excerpt too short for
             # that, one such line and the shape on every line.
             self.cloudwatch = self._votes >= self.CLOUDWATCH_VOTES or (
                 self._votes >= 1 and self._shaped == self._lines >= 2
             )
-        if self.learner is not None and s[:2] != '{"':
-            rec = Record(source="", lineno=0, text="")
-            self.learner.observe(_outer_stage(rec, s, self))
-            self.sigs = self.learner.signatures()
+        if self.learning and s[:2] != '{"':
+            self._observe(s)
         recs = _unwrap("", 0, text, self, True, 0)  # not self.unwrap: sniffing keeps no reading state
         return recs[0].wrapper if recs else None
+
+    def _observe(self, s: str) -> None:
+        """Offer one cleaned line to the learners, layer by layer: layer 0 gets it after its
+        known wrappers; when the prefix found there ends at a known wrapper (not at an
+        anchor), the next layer gets what is left after that wrapper. So ``stern`` around a
+        launcher's own prefix learns both, and each is peeled wherever it stands."""
+        rec = Record(source="", lineno=0, text="")
+        t = _outer_stage(rec, s, self)
+        if rec.wrapper is not None:
+            t = _known_layers(rec, t, self)[0]
+        for depth in range(MAX_LAYERS):
+            if depth == len(self.learners):
+                self.learners.append(Learner(self._wrapper_at))
+            prefix = self.learners[depth].observe(t)
+            if prefix is None:
+                # No anchor on this line (a traceback's source line, a cut message): it still
+                # counts at the layers beneath, for their coverage, when a known wrapper shows
+                # where this layer ends.
+                cut = self._wrapper_cut(t)
+                if cut is None:
+                    break
+                prefix = t[:cut]
+            rest = t[len(prefix) :]
+            t = _known_layers(rec, rest, self)[0]
+            if len(t) == len(rest):
+                break  # the prefix ended at an anchor: nothing beneath it
+        self.sigs = [sig for learner in self.learners for sig in learner.signatures()]
+
+    def _wrapper_cut(self, text: str) -> Optional[int]:
+        """Where a known wrapper starts at a token boundary of ``text`` within
+        :data:`~vllm_doctor.signatures.MAX_PREFIX` (and MAX_TOKENS), whatever follows it; None
+        when none does, or when ``text`` starts with an anchor or white space."""
+        if not text or text[0].isspace() or anchored(text):
+            return None
+        pos = 0
+        for _ in range(MAX_TOKENS):
+            sp = text.find(" ", pos, MAX_PREFIX)
+            if sp < 0:
+                return None
+            pos = sp + 1
+            c = text[pos : pos + 1]
+            if c in _BENEATH_FIRST or c.isalpha():
+                rec = Record(source="", lineno=0, text="")
+                _known_layers(rec, text[pos:], self)
+                if rec.wrapper is not None:
+                    return pos
+        return None
+
+    def _wrapper_at(self, text: str, pos: int, depth: int = 0) -> Optional[bool]:
+        """For :func:`~vllm_doctor.signatures.find_prefix`: None unless a known wrapper starts
+        at ``text[pos]``; else whether the anchor behind it (and behind any unknown prefix
+        beneath it, up to :data:`MAX_LAYERS`) is strong. A known wrapper with no anchor
+        behind it is message text."""
+        if text[pos : pos + 1] not in _BENEATH_FIRST and not text[pos : pos + 1].isalpha():
+            return None
+        rec = Record(source="", lineno=0, text="")
+        rest, _ = _known_layers(rec, text[pos:], self)
+        if rec.wrapper is None:
+            return None
+        if starts_with_anchor(rest):
+            return True
+        if anchored(rest):
+            return False
+        if depth + 1 < MAX_LAYERS:
+            found = find_prefix(rest, lambda t, p: self._wrapper_at(t, p, depth + 1))
+            if found is not None:
+                return found[1]
+        return None
 
     def unwrap(self, source: str, lineno: int, line: str) -> List[Record]:
         """:func:`unwrap` with what this input taught (learned prefixes, its format). A line
@@ -300,19 +442,21 @@ def _unframe(s: str) -> str:
     return r[:-1].rstrip() if r.endswith(border) else r
 
 
-def _outer(rec: Record, s: str, env: Envelopes) -> str:
-    """Strip at most one outer wrapper; record what it said."""
+def _outer(rec: Record, s: str, env: Envelopes, beneath: bool = False) -> str:
+    """Strip at most one outer wrapper; record what it said. ``beneath``: under another
+    wrapper, where ``aws logs tail``'s shape is not looked for (CloudWatch is a log store:
+    outermost, and a time stamp and a word under it are a time stamp and a message)."""
     c = s[:1]
     m = None
     if c.isdigit():
         if len(s) > 10 and s[10] == "T":
-            if env.cloudwatch:
+            if env.cloudwatch and not beneath:
                 m = _CLOUDWATCH_TAIL.match(s)
                 if m:
                     rec.wrapper, rec.unit = "cloudwatch", m["stream"]
                     return s[m.end() :]
             m = _JOURNALD_ISO.match(s)
-            if m and (m["jpid"] or not m["ident"].endswith(_EXCEPTION_NAME)):
+            if m and (m["jpid"] or _pidless_journald(m)):
                 rec.wrapper, rec.host, rec.unit = "journald-iso", m["host"], m["ident"]
                 pid = _num(m["jpid"])
                 if pid is not None:
@@ -426,43 +570,63 @@ def _inner(rec: Record, s: str) -> str:
     return s
 
 
-def _app_header(rec: Record, s: str) -> Optional[str]:
-    """What follows an application's own record prefix at the start of ``s`` (the part of
-    its line after the time stamp; see the module docstring), or None when there is none.
+def _app_header(rec: Record, s: str) -> Optional[Tuple[str, str]]:
+    """``(what follows, its level)`` for an application's own record prefix at the start of
+    ``s`` (the part of its line after the time stamp; see the module docstring), or None
+    when there is none. The level is named as vLLM names it (``WARN`` -> ``WARNING``,
+    ``[Error]`` -> ``ERROR``).
 
     The prefix is read as part of the outer wrapper (``app-log``): its level is the
     application's, not vLLM's (a launcher logs every captured line at INFO), so records
-    under it stay "bare" for reassembly. Its PID and ``file.py`` are kept."""
+    under it stay "bare" for reassembly; the level is the record's only inside a vLLM
+    process prefix (:func:`_time_inside`). Its PID and ``file.py`` are kept."""
     m = _FOREIGN.match(s)
     if m is None:
         return None
+    level = m["level"] or m["word_level"]
     pid = _num(m["pid"])
     if pid is not None and rec.pid is None:  # vLLM's process prefix, when there is one, says it first
         rec.pid = pid
         rec.pids.append(pid)
     rec.file = m["file"] or m["file2"] or m["mod"] or rec.file
     rest = s[m.end() :]
-    if m["pid"] is None and not (m["file"] or m["file2"] or m["mod"] or m["sep"]) and rest[:1] == " ":
+    if m["level"] and m["pid"] is None and not (m["file"] or m["file2"] or m["mod"] or m["sep"]) and rest[:1] == " ":
         # "%(levelname)-8s %(message)s": the level is padded to 8 columns, then the message
         # (with its own indentation, for a traceback's source lines).
         pad = min(max(0, 8 - len(m["level"])), len(rest) - len(rest.lstrip(" ")))
         rest = rest[pad:]
-    return rest
+    return rest, _LEVEL_NAMES.get(level.upper(), level.upper())
 
 
-def _time_inside(rec: Record, s: str) -> str:
+#: Level words applications print, as vLLM (Python logging) names them.
+_LEVEL_NAMES = {"WARN": "WARNING", "ERR": "ERROR", "FATAL": "CRITICAL", "INFORMATION": "INFO", "VERBOSE": "DEBUG"}
+
+
+def _time_inside(rec: Record, s: str) -> Tuple[str, bool, bool]:
     """After a process prefix: an application's time stamp and record prefix (a custom
-    ``VLLM_LOGGING_CONFIG_PATH`` format, or a handler that vLLM's stdout prefix wraps)."""
+    ``VLLM_LOGGING_CONFIG_PATH`` format, or a handler that vLLM's stdout prefix wraps):
+    ``(what is left, whether one was read, whether its level became the record's)``.
+
+    Inside one of vLLM's own process prefixes (:func:`vllm_doctor.processes.is_vllm_process`),
+    that record prefix is the process's logger in another layout, so its level is the
+    record's, as vLLM's own prefix's would be: a cut ``ERROR`` record (``Error executing
+    metho``, h008) stays an error whatever formatter printed it. The caller marks the record
+    ``vllm_header`` once the formatter's trailing ``file.py:N`` is off."""
     m = (_SPACE_TS.match(s) or _RFC3339.match(s)) if s[:1].isdigit() else _BRACKET_TS.match(s)
     if m is None:
-        return s
-    rest = _app_header(rec, s[m.end() :])
-    if rest is None:
-        return s
+        return s, False, False
+    header = _app_header(rec, s[m.end() :])
+    if header is None:
+        return s, False, False
+    rest, level = header
     if rec.wrapper is None:
         rec.wrapper = "app-log"
     rec.time = _mmdd(m["ts"])
-    return _inner(rec, rest)
+    rest = _inner(rec, rest)
+    if not rec.vllm_header and is_vllm_process(rec.proc):
+        rec.level = level
+        return rest, True, True
+    return rest, True, False
 
 
 def _mmdd(stamp: str) -> Optional[str]:
@@ -490,7 +654,12 @@ def _outer_stage(rec: Record, s: str, env: Envelopes) -> str:
     docstring, after :func:`_clean`); what is left for the inner prefixes."""
     c = s[:1]
     if c in _FRAME_CHARS:
-        s = _unframe(s)
+        inner = _unframe(s)
+        if len(s) - len(inner) > 4 and rec.line_len:
+            # Padded to the pane's width: the line ended before the edge, so it was not cut
+            # by a wrap there; its length is its own (the wrap join reads it).
+            rec.line_len = len(inner)
+        s = inner
         rec.wrapper = "frame"
         c = s[:1]
     if c == ">":
@@ -505,40 +674,111 @@ def _outer_stage(rec: Record, s: str, env: Envelopes) -> str:
         s, rec.wrapper, rec.host, rec.unit, rec.level = before, kept, None, None, None
         rec.pids.clear()
     elif rec.wrapper in TIME_WRAPPERS and s and not starts_with_anchor(s):
-        rest = _app_header(rec, s)
-        if rest is not None:
-            rec.wrapper, rec.time, s = "app-log", _mmdd(before[: len(before) - len(s)]), rest
+        header = _app_header(rec, s)
+        if header is not None:
+            rec.wrapper, rec.time, s = "app-log", _mmdd(before[: len(before) - len(s)]), header[0]
     return s
 
 
+_BENEATH_FIRST = frozenset("0123456789[")
+
+
+def _known_one(rec: Record, s: str, env: Envelopes) -> Tuple[str, bool]:
+    """One known wrapper beneath another wrapper or a learned prefix (a launcher's or
+    ``docker logs -t``'s time stamp under ``stern``, an application's record prefix under
+    journald): ``(what is left, whether it was an application's record prefix)``.
+
+    The wrapper nearest the line that names a source (pod, stream, journald process) names
+    the record's: it is the process that wrote the line. A wrapper naming none replaces
+    one that names none too (``app-log`` under ``learned`` says more)."""
+    c = s[:1]
+    if not (c in _BENEATH_FIRST or c.isalpha()):
+        return s, False
+    tmp = Record(source="", lineno=0, text="")
+    rest = _outer(tmp, s, env, beneath=True)
+    if tmp.wrapper is None:
+        return s, False
+    app = False
+    if tmp.wrapper in TIME_WRAPPERS and rest and not starts_with_anchor(rest):
+        header = _app_header(tmp, rest)
+        if header is not None:
+            tmp.wrapper, tmp.time, app = "app-log", _mmdd(s[: len(s) - len(rest)]), True
+            rest = header[0]
+    if tmp.host is not None or tmp.unit is not None:
+        rec.wrapper, rec.host, rec.unit, rec.pids = tmp.wrapper, tmp.host, tmp.unit, tmp.pids
+    else:
+        if rec.host is None and rec.unit is None:
+            rec.wrapper = tmp.wrapper
+        rec.pids.extend(tmp.pids)
+    if tmp.pid is not None and rec.pid is None:
+        rec.pid = tmp.pid
+    rec.level, rec.time, rec.file = tmp.level or rec.level, tmp.time or rec.time, tmp.file or rec.file
+    return rest, app
+
+
+def _learned(rec: Record, s: str, env: Envelopes) -> str:
+    """One prefix learned for this input (:mod:`vllm_doctor.signatures`), if ``s`` starts
+    with one; what is left."""
+    if not s or starts_with_anchor(s):
+        return s
+    for sig in env.sigs:
+        got = sig.match(s)
+        if got is not None:
+            end, key, level = got
+            if key:
+                rec.wrapper, rec.host, rec.unit = "learned", key, None
+            elif rec.wrapper is None:
+                rec.wrapper = "learned"
+            if level:
+                rec.level = level
+            return s[end:]
+    return s
+
+
+def _known_layers(rec: Record, s: str, env: Envelopes, learned: bool = False) -> Tuple[str, bool]:
+    """Known wrappers (and, with ``learned``, learned prefixes) beneath the outer wrapper,
+    in any order, until an anchor or nothing more peels, at most :data:`MAX_LAYERS`:
+    ``(what is left, whether one was an application's record prefix)``."""
+    app = False
+    for _ in range(MAX_LAYERS):
+        if not s or s[0].isspace() or starts_with_anchor(s):
+            break
+        n = len(s)
+        s, found = _known_one(rec, s, env)
+        app = app or found
+        if learned and env.sigs:
+            s = _learned(rec, s, env)
+        if len(s) == n:
+            break
+    return s, app
+
+
 def _peel(source: str, lineno: int, s: str, env: Envelopes, outer: bool = True) -> Record:
-    rec = Record(source=source, lineno=lineno, text="", raw=s)
+    """One record's worth of ``s``: every wrapper and prefix peeled (module docstring, steps
+    1-6); ``line_len`` is the length of ``s``."""
+    rec = Record(source=source, lineno=lineno, text="", raw=s, line_len=len(s))
+    app = False
     if outer:
         s = _outer_stage(rec, s, env)
-        sigs = env.sigs
-        if sigs and s and not starts_with_anchor(s):
-            for sig in sigs:
-                got = sig.match(s)
-                if got is not None:
-                    end, key, level = got
-                    s = s[end:]
-                    if key:
-                        rec.wrapper, rec.host, rec.unit = "learned", key, None
-                    elif rec.wrapper is None:
-                        rec.wrapper = "learned"
-                    if level:
-                        rec.level = level
-                    break
+        app = rec.wrapper == "app-log"
+        # A forced format peels its own wrapper only; else what lies beneath is peeled too.
+        if env.allowed is None and (env.sigs or rec.wrapper not in (None, "quote", "frame")):
+            s, beneath = _known_layers(rec, s, env, learned=True)
+            app = app or beneath
     s = _inner(rec, s)
+    own = False
     if rec.proc is not None and not rec.vllm_header and s[:1] in _TIME_FIRST and s:
-        s = _time_inside(rec, s)
-    if rec.wrapper == "app-log" and not rec.vllm_header:
+        s, inside, own = _time_inside(rec, s)
+        app = app or inside
+    if app and not rec.vllm_header:
         s = _strip_trailing_location(rec, s)
     elif s[:8] == "        " and rec.inner_bare:
         m = _INDENTED_LEVEL.match(s)
         if m and _TRAILING_LOC.search(s, max(0, len(s) - 160)):
             rec.level = m["level"]
             s = _strip_trailing_location(rec, s[m.end() :])
+    if own:
+        rec.vllm_header = True  # the process's own record prefix, in its logger's layout
     if "[repeated " in s:
         m = _RAY_REPEATED.search(s)
         if m:
@@ -613,7 +853,7 @@ def _unwrap(source: str, lineno: int, line: str, env: Envelopes, outer: bool, de
     trailing = len(stripped) != len(s)
     s = stripped
     first = _peel(source, lineno, s, env, outer=outer)
-    first.line_len, first.trailing_space = len(s), trailing
+    first.trailing_space = trailing
     text = first.text
     if first.proc is not None and text[:2] == '{"' and depth < fleet.MAX_NESTING:
         # vLLM's JSON logging still gets the process prefix ((EngineCore pid=N) {...}).
@@ -628,22 +868,66 @@ def _unwrap(source: str, lineno: int, line: str, env: Envelopes, outer: bool, de
                 if first.wrapper not in (None, "vllm-json"):
                     rec.wrapper, rec.host, rec.unit = first.wrapper, first.host, first.unit
             return recs
-    if not ("INFO " in text or "ERROR " in text or "WARNING " in text or "DEBUG " in text or "CRITICAL " in text):
+    embedded = "INFO " in text or "ERROR " in text or "WARNING " in text or "DEBUG " in text or "CRITICAL " in text
+    padded = _PAD in text
+    if not (embedded or padded):
         return [first]
-    pieces = [m.start() for m in _EMBEDDED.finditer(text) if m.start() > 0]
-    if not pieces:
+    starts = {m.start() for m in _EMBEDDED.finditer(text) if m.start() > 0} if embedded else set()
+    if padded:
+        starts.update(_padded_starts(text))
+    if not starts:
         return [first]
+    pieces = sorted(starts)
     out = []
     head = text[: pieces[0]]
     if head.strip():
-        first.text = head
+        first.text = head.rstrip()
+        first.trailing_space = len(first.text) != len(head)  # a separator, not the message's
         out.append(first)
     for i, start in enumerate(pieces):
-        end = pieces[i + 1] if i + 1 < len(pieces) else len(text)
-        rec = _peel(source, lineno, text[start:end], env, outer=False)
+        last = i + 1 == len(pieces)
+        piece = text[start : len(text) if last else pieces[i + 1]]
+        body = piece if last else piece.rstrip()
+        rec = _peel(source, lineno, body, env, outer=False)
         # Glued records share the outer wrapper of their physical line.
         rec.wrapper, rec.host, rec.unit = first.wrapper, first.host, first.unit
-        rec.line_len, rec.trailing_space = first.line_len, first.trailing_space
+        rec.line_len = first.line_len
+        rec.trailing_space = trailing if last else len(body) != len(piece)
         rec.pids = [p for p in first.pids if p != first.pid] + rec.pids
         out.append(rec)
+    return out
+
+
+#: Spaces that pad a record to a terminal's width where its newline was lost (a terminal
+#: copy, h003): after a run this long, the start of another record starts a record.
+PADDING_MIN = 8
+_PAD = " " * PADDING_MIN
+_PADDING = regex.compile(r"(?<=\S) {%d,}(?=\S)" % PADDING_MIN)
+# What starts a record after padding, besides vLLM's anchors: a traceback, its chained
+# header, an exception line ("torch.OutOfMemoryError: ..."); a frame ("File ...") keeps the
+# two spaces Python indents it by.
+_PADDED_START = regex.compile(
+    r"Traceback \(most recent call last\):|During handling of the above exception|The above exception was"
+    r"|(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception): "
+)
+
+
+_FRAME_END = regex.compile(r'", line [0-9]{1,7}, in [^\s"]{1,255}$')
+
+
+def _padded_starts(text: str) -> List[int]:
+    """Where records glued after padding start in ``text`` (see :data:`PADDING_MIN`): at one
+    of vLLM's anchors (:data:`vllm_doctor.signatures.ANCHOR`: a record or process prefix),
+    a traceback's first line, chained header or exception line, a frame's ``File "`` (two
+    characters earlier: its indentation), or the source line after a whole frame line (four
+    characters earlier). Never at 0."""
+    out = []
+    for m in _PADDING.finditer(text):
+        pos = m.end()
+        if text.startswith('File "', pos):
+            out.append(pos - 2)
+        elif _FRAME_END.search(text, max(0, m.start() - 300), m.start()) is not None:
+            out.append(pos - 4)  # Python prints a frame's source line under it, indented by 4
+        elif ANCHOR.match(text, pos, pos + MAX_ANCHOR) is not None or _PADDED_START.match(text, pos) is not None:
+            out.append(pos)
     return out

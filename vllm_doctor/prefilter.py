@@ -28,7 +28,8 @@ record, and the tracker ignores records without events except to count them
 of their own: after every line passed on, the scanner offers the next line too
 (``want_follow``), and the caller keeps it when the reassembler would join it.
 Known limit: a record whose only anchor sits in a continuation of a first line without
-one is seen in two parts by the fast path.
+one is seen in two parts; the plain path reads it in two parts too
+(:meth:`vllm_doctor.pipeline._SourceReader.line`), so the verdict never depends on the path.
 """
 
 from __future__ import annotations

@@ -7,9 +7,13 @@ belong to, so the patterns see the whole message. Glued records (the opposite
 damage) are split earlier, in :mod:`vllm_doctor.envelopes`.
 
 A line is joined onto the previous record only when it carries no envelope of
-its own (no process or record prefix; an outer wrapper only if it is the previous
-record's, or one that says no more than a time, :data:`vllm_doctor.envelopes.TIME_WRAPPERS`:
-Docker Desktop stamps continuation lines only) and either
+its own (no process or record prefix, no application record prefix naming its call
+site: ``[file.py:N]``, a rich handler's right column), its outer wrappers say nothing of where it came
+from or say the same as the previous record's (:func:`_same_source`: a time stamp or an
+application's record prefix on a continuation line, Docker Desktop's; the same pod,
+stream, journald process or compose service, :func:`vllm_doctor.envelopes.source_key`:
+lines of two pods interleave), does not start with the first word of the record it would
+continue (:func:`_same_lead`: an unknown per-line prefix too rare to learn), and either
 
 * the previous physical line looks cut by a hard wrap: it is long
   (:data:`WRAP_MIN_WIDTH` or more characters), and this line starts in the middle
@@ -37,7 +41,7 @@ from typing import Iterable, Iterator, List, Optional
 
 import regex
 
-from .envelopes import MAX_RECORD_CHARS, TIME_WRAPPERS
+from .envelopes import MAX_RECORD_CHARS, source_key
 from .record import Record
 
 WRAP_MIN_WIDTH = 60
@@ -92,23 +96,45 @@ def shell_continued(text: str) -> bool:
     return text.endswith("\\") and _SHELL_FLAG.search(text) is not None
 
 
+def _same_source(prev: Record, cur: Record) -> bool:
+    """True when ``cur``'s wrappers say nothing of where it came from (a time stamp, an
+    application's record prefix, a learned prefix that names nothing: Docker Desktop stamps
+    continuation lines only), or say the same as ``prev``'s (the same pod, stream, journald
+    process or compose service: every line of it carries its wrapper)."""
+    if cur.host is None and cur.unit is None and not source_key(cur):
+        return True
+    return source_key(cur) == source_key(prev) and (cur.host, cur.unit) == (prev.host, prev.unit)
+
+
+#: Shortest first token two lines must share to be read as carrying the same unknown prefix.
+SAME_LEAD_MIN = 8
+
+
+def _same_lead(prev: str, text: str) -> bool:
+    """True when ``text`` starts with the token (and the space after it) that ``prev``, the
+    record it would continue, starts with: a per-line prefix nothing peeled (a pod or stream
+    name in an excerpt too short to learn it), so a line of its own. The rest of a cut line
+    does not begin with the word its record began with."""
+    sp = text.find(" ", 0, 256)
+    return sp >= SAME_LEAD_MIN and prev.startswith(text[: sp + 1])
+
+
 def _continues(prev: Record, cur: Record) -> Optional[str]:
     """Return the separator to join ``cur`` onto ``prev`` with, or None if it is no continuation."""
     # A continuation carries no envelope of its own, or only the same outer wrapper as the
     # record it continues (journald / docker prefix every physical line).
-    if (
-        not cur.inner_bare
-        or (cur.wrapper not in (None, prev.wrapper) and cur.wrapper not in TIME_WRAPPERS)
-        or prev.continued >= MAX_JOINED
-        or len(prev.text) >= MAX_RECORD_CHARS
-    ):
+    if not cur.inner_bare or prev.continued >= MAX_JOINED or len(prev.text) >= MAX_RECORD_CHARS:
         return None
+    if cur.file is not None:
+        return None  # an application's record prefix named its call site: a record of its own
+    if not _same_source(prev, cur):
+        return None  # another pod, stream or process: interleaved lines are never one record
     text = cur.text
     if _ELISION.fullmatch(text):
         return None  # a paste's '...' says lines were left out: it continues nothing
     if shell_continued(prev.text) and text.strip():
         return " "
-    if not text or text[0].isspace() or _NEW_THING.match(text):
+    if not text or text[0].isspace() or _NEW_THING.match(text) or _same_lead(prev.text, text):
         return None
     mid_word = text[0] in _MID_WORD_START
     last = prev.text[-1:]

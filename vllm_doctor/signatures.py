@@ -35,7 +35,7 @@ A signature of one or two name-like tokens and no level or time (``<pod> <contai
 from __future__ import annotations
 
 from collections import Counter
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import regex
 
@@ -60,6 +60,9 @@ _WEAK = regex.compile(
 )
 
 MAX_PREFIX = 64  # characters of a learnable prefix
+#: Characters an anchor after a prefix may take (a record prefix with a long file path, a Ray
+#: process prefix with its IPv6 address): the anchor is looked for this far past MAX_PREFIX.
+MAX_ANCHOR = 256
 MAX_TOKENS = 10  # white-space separated tokens in it
 MIN_REPEATS = 2  # lines that must carry the same shape
 MIN_COVERAGE = 0.5  # share of non-blank first lines a weakly anchored signature must match
@@ -101,17 +104,28 @@ def anchored(text: str) -> bool:
     return bool(text) and (starts_with_anchor(text) or _weak_at(text, 0))
 
 
-def find_prefix(text: str) -> Optional[Tuple[str, bool]]:
+#: ``wrapper_at(text, pos)``: whether a known wrapper starts at ``text[pos]`` with an anchor
+#: behind it: None when no known wrapper starts there, else whether that anchor is strong.
+WrapperAt = Callable[[str, int], Optional[bool]]
+
+
+def find_prefix(text: str, wrapper_at: Optional[WrapperAt] = None) -> Optional[Tuple[str, bool]]:
     """``(prefix, strong)``: the text before the first anchor of ``text`` when it can be a
     wrapper, and whether that anchor is one of vLLM's own (else a weak one); or None.
 
-    ``text`` is a line with its known outer wrapper already peeled. The prefix must be
+    ``text`` is a line with its known outer wrappers already peeled. The prefix must be
     non-empty, end in white space, fit :data:`MAX_PREFIX` and :data:`MAX_TOKENS`, and the
-    line must not start with an anchor (then nothing is unknown)."""
+    line must not start with an anchor (then nothing is unknown). With ``wrapper_at``, a
+    known wrapper at a token boundary (with an anchor behind it) also ends the prefix: an
+    unknown prefix outside a known one (``stern``'s ``<pod> <container>`` before ``docker
+    logs -t``'s time stamp) is learned as a layer of its own, so it is peeled from every
+    line, whatever follows it (see :class:`vllm_doctor.envelopes.Envelopes`)."""
     if not text or text[0].isspace() or starts_with_anchor(text) or _weak_at(text, 0):
         return None
-    m = ANCHOR.search(text, 1, MAX_PREFIX + 1)
-    end = m.start() if m is not None else None
+    # The anchor must start within MAX_PREFIX characters, not end there: a 30-character pod
+    # name before a 45-character record prefix is still a prefix.
+    m = ANCHOR.search(text, 1, MAX_PREFIX + 1 + MAX_ANCHOR)
+    end = m.start() if m is not None and m.start() <= MAX_PREFIX else None
     strong = end is not None
     # A weak anchor at an earlier token boundary (or the only one) ends the prefix there.
     pos, tokens = 0, 0
@@ -122,9 +136,14 @@ def find_prefix(text: str) -> Optional[Tuple[str, bool]]:
             break
         pos = sp + 1
         tokens += 1
-        if pos < len(text) and not text[pos].isspace() and _weak_at(text, pos):
-            end, strong = pos, False
-            break
+        if pos < len(text) and not text[pos].isspace():
+            if _weak_at(text, pos):
+                end, strong = pos, False
+                break
+            behind = wrapper_at(text, pos) if wrapper_at is not None else None
+            if behind is not None:
+                end, strong = pos, behind
+                break
         if text.startswith("  ", sp):  # an indented frame: the prefix is the text before the run
             run = sp
             while run < len(text) and text[run] == " ":
@@ -193,32 +212,35 @@ class _Group:
 
 class Learner:
     """Collects the prefixes of an input's first lines and turns the repeated ones into
-    :class:`Signature` objects. ``observe(text)`` takes one line (outer wrapper peeled);
-    ``signatures()`` returns the current list (recomputed only after new observations)."""
+    :class:`Signature` objects. ``observe(text)`` takes one line (outer wrappers peeled) and
+    returns the prefix it found there (or None); ``signatures()`` returns the current list
+    (recomputed only after new observations). ``wrapper_at`` is passed to
+    :func:`find_prefix`: known wrappers end a prefix too."""
 
-    def __init__(self) -> None:
+    def __init__(self, wrapper_at: Optional[WrapperAt] = None) -> None:
+        self._wrapper_at = wrapper_at
         self._groups: Dict[Tuple[str, ...], _Group] = {}
         self._seen = 0
         self._dirty = False
         self._sigs: List[Signature] = []
         self._lines: List[str] = []  # the non-blank lines seen, cut short (coverage checks)
 
-    def observe(self, text: str) -> None:
+    def observe(self, text: str) -> Optional[str]:
         if self._seen >= MAX_SAMPLES or not text.strip():
-            return
+            return None
         self._seen += 1
         self._lines.append(text[: 2 * MAX_PREFIX])
         self._dirty = bool(self._groups)  # coverage of what was learned changes with each line
-        found = find_prefix(text)
+        found = find_prefix(text, self._wrapper_at)
         if found is None:
-            return
+            return None
         prefix, strong = found
         tokens = prefix.split()
         shape = tuple(_coarse(t) for t in tokens)
         g = self._groups.get(shape)
         if g is None:
             if len(self._groups) >= 4 * MAX_SIGNATURES:
-                return
+                return None
             g = self._groups[shape] = _Group(len(tokens), prefix)
         g.count += 1
         g.strong += strong
@@ -227,6 +249,7 @@ class Learner:
                 counter[tok] += 1
         g.trailing[len(prefix) - len(prefix.rstrip())] += 1
         self._dirty = True
+        return prefix
 
     def signatures(self) -> List[Signature]:
         if self._dirty:
