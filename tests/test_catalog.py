@@ -2020,6 +2020,23 @@ STALLS = [
         fatal=True,
         timeout_s=30,
     ),
+    # 0.9.2 - 0.10.2: the timeout passed as a second argument, so the tuple is printed
+    case(
+        "barrier_timed_out",
+        "stall",
+        "RuntimeError: ('Barrier timed out after %f seconds', 600.0)",
+        signal="barrier_timeout",
+        fatal=True,
+        timeout_s=600,
+    ),
+    case(
+        "barrier_timed_out",
+        "stall",
+        "RuntimeError: ('Barrier departure timed out after %f s', 30.0)",
+        signal="barrier_timeout",
+        fatal=True,
+        timeout_s=30,
+    ),
     case(
         "stack_dump_watchdog",
         "stall",

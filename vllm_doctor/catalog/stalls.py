@@ -32,8 +32,10 @@ Sources, every wording by release (read in the cached source of vLLM 0.5.5 ... 0
 * ``vllm/engine/async_llm_engine.py`` ``run_engine_loop`` (V0, 0.5.5 - 0.10.2): ``Engine
   iteration timed out. This should never happen!`` (one step waited ``ENGINE_ITERATION_TIMEOUT_S``,
   default 60);
-* ``vllm/distributed/utils.py`` ``StatelessProcessGroup.barrier`` (0.10+): ``Barrier timed out
-  after %.2f seconds`` / ``Barrier departure timed out after ...``;
+* ``vllm/distributed/utils.py`` ``StatelessProcessGroup.barrier``: ``Barrier timed out after
+  %.2f seconds`` / ``Barrier departure timed out after %.2f seconds`` (0.11+); 0.9.2 - 0.10.2
+  raise ``RuntimeError("Barrier timed out after %f seconds", timeout)``, printed as the tuple
+  ``('Barrier timed out after %f seconds', 600.0)`` (departure: ``... after %f s``);
 * ``vllm/utils/watch_dog.py`` (0.33+, ``--watchdog-config`` with a ``dump_dir``):
   ``[Watchdog]Dumped stack to %s due to feed timeout``;
 * PyTorch ``ProcessGroupNCCL.cpp`` (and the HCCL / XCCL process groups built on it), in the
@@ -138,8 +140,10 @@ PATTERNS = [
         "barrier_timed_out",
         "stall",
         ("Barrier timed out after", "Barrier departure timed out after"),
-        r"Barrier (?:departure )?timed out after (?P<timeout_s>\d{1,9}(?:\.\d+)?) s",
-        "vllm/distributed/utils.py StatelessProcessGroup.barrier (0.10+)",
+        # 0.9.2-0.10.2 raise it with the timeout as a second argument: the tuple's repr is printed
+        r"Barrier (?:departure )?timed out after (?:(?P<timeout_s>\d{1,9}(?:\.\d+)?) s"
+        r"|%f s(?:econds)?['\"], (?P<timeout_s>\d{1,9}(?:\.\d+)?))",
+        "vllm/distributed/utils.py StatelessProcessGroup.barrier (0.9.2+)",
         None,
         _signal("barrier_timeout", True, ints=("timeout_s",)),
     ),
