@@ -141,6 +141,9 @@ def test_shm_wait_warnings_in_every_wording_wrapper_and_count(wording, count, in
         assert verdict.primary_class == "engine_stall", verdict.title
         f = stalls[0]
         assert f.facts["stall_wait_s"] == count * interval and f.facts["stall_warnings"] == count
+        wait = count * interval
+        shown = f"{wait} s" if wait < 600 else f"{wait // 60} min"
+        assert f"no progress for at least {shown}," in f.title, f.title
         assert f.remedies[0].action.startswith("Find the stuck process")
         assert not any(r.setting == "gpu_memory_utilization" for r in f.remedies)
         assert [e.line for e in f.evidence[:2]] == [3, 2 + count]  # the first and the last warning

@@ -539,6 +539,15 @@ def _hung(run: Run) -> Optional[Finding]:
     )
 
 
+def _duration(seconds: int) -> str:
+    """``180 s``, ``25 min``, ``5.0 h``: as a title reads it."""
+    if seconds < 600:
+        return f"{seconds} s"
+    if seconds < 7200:
+        return f"{seconds // 60} min"
+    return f"{seconds / 3600:.1f} h"
+
+
 def _wait_s(ep: WaitEpisode) -> int:
     """How long the longest wait of an episode lasted at least: one process's warnings in a
     row times the interval the warning names."""
@@ -564,13 +573,13 @@ def _waited(run: Run) -> Optional[Finding]:
     where = f" from {procs}" if procs else ""
     if resolved:
         title = (
-            f"Engine stalled for at least {waited} s while serving ({ep.warnings} shared-memory broadcast "
+            f"Engine stalled for at least {_duration(waited)} while serving ({ep.warnings} shared-memory broadcast "
             f"wait warnings{where}), then went on"
         )
     else:
         during = f" during startup ({ep.phase_at.label})" if startup else ""
         title = (
-            f"Engine stalled{during}: no progress for at least {waited} s, {ep.warnings} shared-memory broadcast "
+            f"Engine stalled{during}: no progress for at least {_duration(waited)}, {ep.warnings} shared-memory broadcast "
             f"wait warnings in a row{where} and nothing after them"
         )
     facts = {
