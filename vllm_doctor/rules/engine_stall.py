@@ -392,11 +392,11 @@ def _silent_ranks(run: Run, sig: StallSignal) -> List[int]:
 
 
 def _diagnose_remedies(
-    run: Run, names_work: bool, startup: bool, names_quantization: bool = False
+    run: Run, names_work: bool, before_ready: bool, names_quantization: bool = False
 ) -> List[Optional[Remedy]]:
     """Where to look for a hung worker, in order: which process is stuck, whether it is a
-    compile or quantization still running (at startup, where the warning names them), then
-    the GPUs and their links."""
+    compile or quantization still running (where the warning names them and the log does not
+    show the server ready: at startup, or no phase in the log), then the GPUs and their links."""
     c = constraints(run)
     out: List[Optional[Remedy]] = [
         remedy(
@@ -407,7 +407,7 @@ def _diagnose_remedies(
             "host",
         )
     ]
-    if names_work and startup:
+    if names_work and before_ready:
         named = "compilation and weight/kv cache quantization" if names_quantization else "compilation"
         out.append(
             c.set_to(
@@ -456,8 +456,7 @@ def _hung(run: Run) -> Optional[Finding]:
         return None
     ep = run.stalls.episode or run.stalls.longest_resolved
     names_work = bool(ep and ep.data.get("names_compilation"))
-    startup = _stall_phase(run) == "startup"
-    rem = _diagnose_remedies(run, names_work, startup, bool(ep and ep.data.get("names_quantization")))
+    rem = _diagnose_remedies(run, names_work, run.phase < Phase.READY, bool(ep and ep.data.get("names_quantization")))
     facts: Dict[str, Any] = {}
     notes: List[str] = []
     evidence: List[Any] = []
@@ -598,7 +597,8 @@ def _waited(run: Run) -> Optional[Finding]:
     evidence = _episode_evidence(ep)
     if resolved and ep.resolved_by is not None:
         evidence.append(ev(ep.resolved_by, "progress again"))
-    rem = _diagnose_remedies(run, names_work, startup, bool(ep.data.get("names_quantization"))) + [_watch()]
+    before_ready = ep.phase_at < Phase.READY and not resolved
+    rem = _diagnose_remedies(run, names_work, before_ready, bool(ep.data.get("names_quantization"))) + [_watch()]
     confidence = "low" if startup or resolved else "medium"
     return finding(RULE, run, phase, title, facts, evidence, rem, _no_memory_remedy(run), notes, confidence)
 
