@@ -1932,7 +1932,172 @@ TIMING = [
     ),
 ]
 
-ALL_CASES = CONFIG + STARTUP + CHECKS + KV_CACHE + OOM + HOST + SCHEDULER + REQUESTS + ERRORS + TIMING
+# shm_broadcast's wait warning in every wording (catalog/stalls.py names the releases of each).
+_SHM = dict(signal="shm_wait", interval_s=60, repeats=True)
+_NEW = dict(_SHM, idle_prints=False, names_compilation=True)
+_NCCL_TIMEOUT = (
+    "[rank1]:[E1218 20:27:21.433063423 ProcessGroupNCCL.cpp:629] [Rank 1] Watchdog caught collective operation "
+    "timeout: WorkNCCL(SeqNum=1, OpType=BROADCAST, NumelIn=131072000, NumelOut=131072000, Timeout(ms)=600000) ran "
+    "for 600088 milliseconds before timing out."
+)
+_RAY_HANG = (
+    "(EngineCore_DP0 pid=4120) ERROR 06-12 10:46:34 [core.py:517] ray.exceptions.RayChannelTimeoutError: System "
+    "error: If the execution is expected to take a long time, increase RAY_CGRAPH_get_timeout which is currently 300 "
+    "seconds. Otherwise, this may indicate that the execution is hanging."
+)
+
+STALLS = [
+    # 0.11.2 - 0.33.0 (INFO): names compilation and weight/kv cache quantization
+    case("shm_broadcast_wait", "stall", fixture_line("h026", 1), **_NEW, names_quantization=True),
+    # 0.11.0 (INFO): names compilation only
+    case("shm_broadcast_wait", "stall", fixture_line("h025", 2), **_NEW),
+    # the same, cut in the middle of its hint (the last line of a paste)
+    case("shm_broadcast_wait", "stall", fixture_line("h025", 5), **_SHM, idle_prints=False),
+    # 0.8 - 0.10.2 (DEBUG), printed by idle workers too; a Ray worker of a V0 server
+    case(
+        "shm_broadcast_wait",
+        "stall",
+        "(RayWorkerWrapper pid=2286, ip=10.0.0.2) DEBUG 05-14 09:12:03 [shm_broadcast.py:394] No available shared "
+        "memory broadcast block found in 60 second.",
+        **_SHM,
+        idle_prints=True,
+    ),
+    # 0.8.5's writer: no space before "in"
+    case(
+        "shm_broadcast_wait",
+        "stall",
+        "DEBUG 05-02 11:00:00 [shm_broadcast.py:431] No available shared memory broadcast block foundin 30 second.",
+        signal="shm_wait",
+        interval_s=30,
+        repeats=True,
+        idle_prints=True,
+    ),
+    # 0.5.5 - 0.6.4 (WARNING), 0.6.6 - 0.7.3 (DEBUG): the first wording, V0's record prefix
+    case(
+        "shm_block_wait_old",
+        "stall",
+        "(VllmWorkerProcess pid=3011) WARNING 09-03 14:20:11 shm_broadcast.py:386] No available block found in 60 "
+        "second. ",
+        **_SHM,
+        idle_prints=True,
+    ),
+    case(
+        "shm_block_wait_old",
+        "stall",
+        "DEBUG 01-10 08:00:00 shm_broadcast.py:356] No available block found in 60 second. ",
+        **_SHM,
+        idle_prints=True,
+    ),
+    case(
+        "rpc_call_timed_out",
+        "stall",
+        "(EngineCore_DP0 pid=812) ERROR 07-01 12:00:00 [core.py:634] TimeoutError: RPC call to execute_model timed out.",
+        signal="rpc_timeout",
+        fatal=True,
+        method="execute_model",
+    ),
+    case(
+        "engine_iteration_timed_out",
+        "stall",
+        "ERROR 11-05 10:00:00 async_llm_engine.py:903] Engine iteration timed out. This should never happen!",
+        signal="iteration_timeout",
+        fatal=True,
+    ),
+    case(
+        "barrier_timed_out",
+        "stall",
+        "(EngineCore_DP1 pid=77) ERROR 09-09 09:09:09 [core.py:700] RuntimeError: Barrier timed out after 600.00 "
+        "seconds",
+        signal="barrier_timeout",
+        fatal=True,
+        timeout_s=600,
+    ),
+    case(
+        "barrier_timed_out",
+        "stall",
+        "RuntimeError: Barrier departure timed out after 30.00 seconds",
+        signal="barrier_timeout",
+        fatal=True,
+        timeout_s=30,
+    ),
+    # 0.9.2 - 0.10.2: the timeout passed as a second argument, so the tuple is printed
+    case(
+        "barrier_timed_out",
+        "stall",
+        "RuntimeError: ('Barrier timed out after %f seconds', 600.0)",
+        signal="barrier_timeout",
+        fatal=True,
+        timeout_s=600,
+    ),
+    case(
+        "barrier_timed_out",
+        "stall",
+        "RuntimeError: ('Barrier departure timed out after %f s', 30.0)",
+        signal="barrier_timeout",
+        fatal=True,
+        timeout_s=30,
+    ),
+    case(
+        "stack_dump_watchdog",
+        "stall",
+        "(EngineCore_DP0 pid=100) INFO 06-01 12:00:00 [watch_dog.py:95] [Watchdog]Dumped stack to "
+        "/var/log/vllm/VLLM_STACK_DUMP_for_engine_0_100.log due to feed timeout",
+        signal="watchdog_dump",
+        fatal=False,
+        dump_path="/var/log/vllm/VLLM_STACK_DUMP_for_engine_0_100.log",
+        reason="feed timeout",
+    ),
+    case(
+        "collective_watchdog_timeout",
+        "stall",
+        _NCCL_TIMEOUT,
+        signal="collective_timeout",
+        fatal=True,
+        rank=1,
+        seq=1,
+        op="BROADCAST",
+        backend="NCCL",
+        timeout_ms=600000,
+        ran_ms=600088,
+    ),
+    # older PyTorch prints no element counts; torch_npu's HCCL process group copies the wording
+    case(
+        "collective_watchdog_timeout",
+        "stall",
+        "[E ProcessGroupHCCL.cpp:455] [Rank 3] Watchdog caught collective operation timeout: WorkHCCL(SeqNum=14863, "
+        "OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1800048 milliseconds before timing out.",
+        signal="collective_timeout",
+        fatal=True,
+        rank=3,
+        seq=14863,
+        op="ALLREDUCE",
+        backend="HCCL",
+        timeout_ms=1800000,
+        ran_ms=1800048,
+    ),
+    case(
+        "collective_watchdog_stuck",
+        "stall",
+        "[rank1]:[E1111 17:10:53.123456789 ProcessGroupNCCL.cpp:1445] [PG ID 0 PG GUID 0(default_pg) Rank 1] "
+        "ProcessGroupNCCL's watchdog got stuck for 480 seconds without making progress in monitoring enqueued "
+        "collectives. This typically indicates a NCCL/CUDA API (e.g., CudaEventDestroy) hang blocking the watchdog",
+        signal="collective_stuck",
+        fatal=True,
+        backend="NCCL",
+        stuck_s=480,
+    ),
+    case("ray_channel_timeout", "stall", _RAY_HANG, signal="ray_channel_timeout", fatal=True, timeout_s=300),
+    case(
+        "ray_channel_timeout",
+        "stall",
+        "(EngineCore_DP0 pid=4120) ERROR 06-12 10:46:34 [core.py:517] ray.exceptions.RayChannelTimeoutError: System "
+        "error: Timed out waiting for object available to read. ObjectID: 00fc911a7833d5d08cfd39cf6b6b31a5fbea0299",
+        signal="ray_channel_timeout",
+        fatal=True,
+    ),
+]
+
+ALL_CASES = CONFIG + STARTUP + CHECKS + KV_CACHE + OOM + HOST + SCHEDULER + REQUESTS + ERRORS + TIMING + STALLS
 
 
 @pytest.mark.parametrize("line,pattern,kind,data", ALL_CASES)
@@ -2079,3 +2244,32 @@ def test_keyboard_interrupt_is_an_exception_line():
 def test_vllm_pynccl_error_message():
     line = "RuntimeError: NCCL error: unhandled cuda error (run with NCCL_DEBUG=INFO for details)"
     assert only(line, "nccl_error").data["message"] == "unhandled cuda error (run with NCCL_DEBUG=INFO for details)"
+
+
+def test_a_timeout_exception_reports_the_stall_and_is_no_root_cause_itself():
+    # "TimeoutError: RPC call to execute_model timed out." is the engine giving up on a hung worker.
+    line = (
+        "(EngineCore_DP0 pid=812) ERROR 07-01 12:00:00 [core.py:634] TimeoutError: RPC call to execute_model timed out."
+    )
+    by_kind = {e.kind: e for e in recognise(line)}
+    assert sorted(by_kind) == ["exception", "stall"]
+    assert by_kind["exception"].data["consequence"] is True
+    # The same exception with another message stays a root-cause candidate.
+    other = "(EngineCore_DP0 pid=812) ERROR 07-01 12:00:00 [core.py:634] TimeoutError: reading the tokenizer timed out."
+    assert [e.kind for e in recognise(other)] == ["exception"]
+    assert "consequence" not in recognise(other)[0].data
+
+
+def test_look_alikes_of_the_stall_messages_are_not_stalls():
+    for line in (
+        # V0's front end cannot reach the engine process (mostly dead first): no hang of its own.
+        "ERROR 10-01 10:00:00 client.py:300] TimeoutError: RPCServer didn't reply within 10000 ms",
+        "TimeoutError: MQLLMEngine didn't reply within 10000ms",
+        # the KV cache capacity error shares the opening words
+        "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when "
+        "initializing the engine.",
+        # the ring buffer's handle line at startup
+        "(EngineCore_DP0 pid=1) INFO 10-01 10:00:00 [shm_broadcast.py:289] vLLM message queue communication handle: "
+        "Handle(local_reader_ranks=[0], buffer_handle=(1, 10485760, 10, 'psm_0c8120b1'))",
+    ):
+        assert "stall" not in kinds(line), line

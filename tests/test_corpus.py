@@ -12,11 +12,6 @@ CASES = load_manifest()
 #: Real logs read wrong today, each one a kind of input still to generalise to (issue 10).
 #: Strict: a log that starts passing fails here until it is taken off the list.
 KNOWN_WRONG_CLASS: set = {
-    # Engine-stall wordings and shapes not recognised: shm_broadcast "No available shared memory
-    # broadcast block found in 60 seconds" (both wordings), waiting never admitted while one runs.
-    "h020-xpu-v1-stats-1-running-14-waiting-for-an-hour.log",
-    "h025-ascend-offline-tqdm-glued-warning-shm-broadcast-repeated.log",
-    "h026-v1-dp2-spec-decode-hang-shm-broadcast-681-newer-wording.log",
     # A wording the catalog does not take: the capability check's tuple repr, XLA smem/vmem.
     "h036-v100-fork-awq-quantization-scheme-tuple-repr-prose-and-command.log",
     "h007-tpu-xla-smem-resource-exhausted-quoted-one-line.log",

@@ -171,3 +171,65 @@ def test_a_pasted_launch_command_gives_config_that_vllms_own_printout_replaces()
 def test_a_launch_command_alone_is_not_vllm_output():
     t = track(["`vllm serve Qwen/Qwen3-8B --max-model-len 8192`", "then it crashed, see below"])
     assert not t.vllm_seen and t.runs[0].config["max_model_len"] == 8192
+
+
+SHM = (
+    "({proc} pid={pid}) INFO 05-28 14:{m:02d}:28 [shm_broadcast.py:681] No available shared memory broadcast block "
+    "found in 60 seconds. This typically happens when some processes are hanging or doing some time-consuming work "
+    "(e.g. compilation, weight/kv cache quantization)."
+)
+
+
+def test_repeated_wait_warnings_are_counted_per_process_with_the_first_and_last_line():
+    lines = [SHM.format(proc="EngineCore_DP0", pid=10, m=m) for m in range(3)]
+    lines += [SHM.format(proc="EngineCore_DP1", pid=11, m=m) for m in range(2)]
+    t = track(lines)
+    log = t.run.stalls
+    sig = log.signals["shm_wait"]
+    assert sig.count == 5 and (sig.first.lineno, sig.last.lineno) == (1, 5)
+    assert sig.by_stream == {"EngineCore_DP0 pid 10": 3, "EngineCore_DP1 pid 11": 2}
+    ep = log.episode
+    assert ep.warnings == 5 and ep.most_from_one_process == 3 and ep.resolved_by is None
+    assert (ep.first.lineno, ep.last.lineno) == (1, 5) and ep.data["interval_s"] == 60
+    assert log.longest_resolved is None
+    assert t.vllm_seen  # a stall message alone is vLLM output
+
+
+def test_progress_after_wait_warnings_ends_the_episode_a_zero_stats_line_does_not():
+    idle = STATS.format(s=0, run=2, wait=0, kv=5.0).replace("10.0 tokens/s", "0.0 tokens/s")
+    lines = [SHM.format(proc="EngineCore_DP0", pid=10, m=m) for m in range(2)]
+    lines += [idle]  # running at 0 tokens/s: no progress
+    lines += [SHM.format(proc="EngineCore_DP0", pid=10, m=3)]
+    lines += ["(Worker pid=12) INFO 05-28 14:05:00 [monitor.py:53] torch.compile took 54.58 s in total"]
+    lines += [SHM.format(proc="EngineCore_DP0", pid=10, m=9)]
+    log = track(lines).run.stalls
+    assert log.longest_resolved.warnings == 3 and log.longest_resolved.resolved_by.lineno == 5
+    assert log.episode.warnings == 1 and log.episode.first.lineno == 6
+    assert log.signals["shm_wait"].count == 4
+
+
+def test_rays_repeated_count_is_counted_and_collective_timeouts_keep_each_ranks_sequence():
+    lines = [
+        "(RayWorkerWrapper pid=21, ip=10.0.0.2) DEBUG 05-14 09:12:03 [shm_broadcast.py:394] No available shared "
+        "memory broadcast block found in 60 second. [repeated 7x across cluster]",
+    ]
+    for rank, seq in ((0, 100), (1, 100), (2, 99)):
+        lines.append(
+            f"[rank{rank}]:[E1218 20:27:21.4 ProcessGroupNCCL.cpp:629] [Rank {rank}] Watchdog caught collective "
+            f"operation timeout: WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) "
+            "ran for 600081 milliseconds before timing out."
+        )
+    log = track(lines).run.stalls
+    assert log.signals["shm_wait"].count == 7 and log.episode.warnings == 7
+    assert log.episode.data["idle_prints"] is True
+    nccl = log.signals["collective_timeout"]
+    assert nccl.count == 3 and nccl.seq_by_rank == {0: 100, 1: 100, 2: 99}
+    assert nccl.data["op"] == "ALLREDUCE" and log.episode.data["signal"] == "shm_wait"
+
+
+def test_what_the_stall_log_keeps_is_bounded():
+    lines = [SHM.format(proc=f"Worker_TP{i}", pid=1000 + i, m=i % 60) for i in range(500)]
+    log = track(lines).run.stalls
+    assert log.signals["shm_wait"].count == 500 and log.episode.warnings == 500
+    assert len(log.signals["shm_wait"].by_stream) == 64 and len(log.episode.by_stream) == 64
+    assert set(log.signals) == {"shm_wait"}

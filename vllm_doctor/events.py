@@ -79,6 +79,10 @@ KINDS = {
     "tb_chain": "'The above exception was the direct cause ...' / 'During handling ...'",
     "engine_dead": "a consequence marker: engine/worker died, 'see root cause above'",
     "access": "an HTTP access line with an error status (uvicorn)",
+    "stall": "a process waits on another that makes no progress (catalog/stalls.py): {signal: shm_wait|"
+    "rpc_timeout|iteration_timeout|barrier_timeout|watchdog_dump|collective_timeout|collective_stuck|"
+    "ray_channel_timeout}, {fatal} when the message ends the engine, {repeats} when it is printed again "
+    "while the wait lasts, and the values printed (interval_s, method, rank, seq, op, timeout_ms, dump_path ...)",
     "marker": "a notable one-off line, kept by name ({marker}): e.g. stats logging disabled",
 }
 

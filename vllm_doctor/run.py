@@ -321,6 +321,112 @@ class HttpSummary:
             self.last_5xx = line
 
 
+#: Processes (or ranks) a stall signal counts apart; more are counted in the total only.
+MAX_STALL_STREAMS = 64
+
+
+def process_label(line: Line) -> str:
+    """The process a line came from, as an operator finds it: ``EngineCore_DP0 pid 1454``,
+    ``rank 3``, or the stream key (``-`` for a line with no process prefix)."""
+    if line.proc:
+        return f"{line.proc} pid {line.pid}" if line.pid is not None else line.proc
+    if line.rank is not None:
+        return f"rank {line.rank}"
+    if line.pid is not None:
+        return f"pid {line.pid}"
+    return line.stream
+
+
+@dataclass
+class StallSignal:
+    """The messages of one no-progress signal in a run (``signal`` of a ``stall`` event, see
+    ``catalog/stalls.py``): how many (Ray's ``[repeated Nx]`` counted), the first and last
+    line, the first message's values (``data``), how many per process (``by_stream``, keyed
+    by :func:`process_label`, at most :data:`MAX_STALL_STREAMS`) and, for collective timeouts, the lowest sequence number
+    each rank timed out at (``seq_by_rank``)."""
+
+    count: int = 0
+    first: Optional[Line] = None
+    last: Optional[Line] = None
+    data: Dict[str, Any] = field(default_factory=dict)
+    by_stream: Dict[str, int] = field(default_factory=dict)
+    seq_by_rank: Dict[int, int] = field(default_factory=dict)
+
+    def add(self, data: Dict[str, Any], line: Line) -> None:
+        self.count += line.repeated
+        if self.first is None:
+            self.first = line
+            self.data = dict(data)
+        self.last = line
+        who = process_label(line)
+        if who in self.by_stream or len(self.by_stream) < MAX_STALL_STREAMS:
+            self.by_stream[who] = self.by_stream.get(who, 0) + line.repeated
+        rank, seq = data.get("rank", line.rank), data.get("seq")
+        if isinstance(rank, int) and isinstance(seq, int):
+            if rank in self.seq_by_rank or len(self.seq_by_rank) < MAX_STALL_STREAMS:
+                self.seq_by_rank[rank] = min(seq, self.seq_by_rank.get(rank, seq))
+
+
+@dataclass
+class WaitEpisode:
+    """Wait warnings that repeat while one wait lasts (``repeats`` signals: shm_broadcast),
+    with nothing between them that shows progress: how many (``warnings``), per process
+    (``by_stream``, keyed by :func:`process_label`), the first and last line, the phase the run had reached at the first, the
+    first warning's values, and the line that showed progress after them (``resolved_by``,
+    None while the wait goes on)."""
+
+    warnings: int
+    first: Line
+    last: Line
+    phase_at: Phase
+    data: Dict[str, Any] = field(default_factory=dict)
+    by_stream: Dict[str, int] = field(default_factory=dict)
+    resolved_by: Optional[Line] = None
+
+    @property
+    def most_from_one_process(self) -> int:
+        """The most warnings one process printed in the episode (each is one more interval of
+        the same wait, or of back-to-back waits with no progress between them)."""
+        return max(self.by_stream.values(), default=self.warnings)
+
+
+@dataclass
+class StallLog:
+    """What the run's no-progress messages said: one :class:`StallSignal` per signal, the
+    current :class:`WaitEpisode` (``episode``: repeated wait warnings since the last progress)
+    and the longest one that ended in progress (``longest_resolved``). Bounded: the signals
+    are the catalog's few, the episodes two."""
+
+    signals: Dict[str, StallSignal] = field(default_factory=dict)
+    episode: Optional[WaitEpisode] = None
+    longest_resolved: Optional[WaitEpisode] = None
+
+    def add(self, data: Dict[str, Any], line: Line, phase: Phase) -> None:
+        name = str(data.get("signal", "stall"))
+        self.signals.setdefault(name, StallSignal()).add(data, line)
+        if not data.get("repeats"):
+            return
+        ep = self.episode
+        if ep is None:
+            ep = self.episode = WaitEpisode(0, line, line, phase, dict(data))
+        ep.warnings += line.repeated
+        ep.last = line
+        who = process_label(line)
+        if who in ep.by_stream or len(ep.by_stream) < MAX_STALL_STREAMS:
+            ep.by_stream[who] = ep.by_stream.get(who, 0) + line.repeated
+
+    def progress(self, line: Line) -> None:
+        """Something after the wait warnings shows the engine moving: the episode ends."""
+        ep = self.episode
+        if ep is None:
+            return
+        ep.resolved_by = line
+        best = self.longest_resolved
+        if best is None or ep.most_from_one_process > best.most_from_one_process:
+            self.longest_resolved = ep
+        self.episode = None
+
+
 @dataclass
 class Run:
     """One server start within a source, and everything the log showed about it.
@@ -332,7 +438,8 @@ class Run:
     first line that proved each; ``markers`` notable one-off lines by name (e.g.
     ``stats_logging_disabled``, ``offline_batch``, ``launch_command``: the operator's own
     command is in the log). ``command_keys`` are the config keys only that command gave
-    (vLLM's own printout of its arguments replaces them).
+    (vLLM's own printout of its arguments replaces them). ``stalls`` is what the no-progress
+    messages said (:class:`StallLog`).
     """
 
     source: str
@@ -352,6 +459,7 @@ class Run:
     stats: StatsSeries = field(default_factory=StatsSeries)
     preemption: PreemptionSummary = field(default_factory=PreemptionSummary)
     http: HttpSummary = field(default_factory=HttpSummary)
+    stalls: StallLog = field(default_factory=StallLog)
     markers: Dict[str, Line] = field(default_factory=dict)
     vllm_pids: Set[int] = field(default_factory=set)
     engine_hints: Set[str] = field(default_factory=set)

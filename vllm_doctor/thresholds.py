@@ -37,6 +37,22 @@ BLOCKED_MIN_INTERVALS = 2
 #: Consecutive intervals with requests running and nothing processed that make a wedge, where
 #: the intervals keep coming (metrics scrapes; releases that log idle stats at INFO).
 WEDGE_MIN_INTERVALS = 2
+#: Consecutive stats intervals with requests waiting and none admitted (no prompt tokens
+#: processed) while others run and decode, below SATURATED_KV_PCT, that make a queue that is
+#: never admitted. V1 admits a waiting request in the next step when its input fits (chunked
+#: prefill: vllm/v1/core/sched/scheduler.py schedules waiting requests every step), so a whole
+#: interval with nothing admitted is already unusual; 3 intervals (30 s at V1's 10 s, 15 s at
+#: V0's 5 s) rule out a burst that arrived at the end of an interval.
+QUEUE_BLOCKED_MIN_INTERVALS = 3
+#: Seconds of one wait with no progress (shm_broadcast warnings in a row from one process x
+#: VLLM_RINGBUFFER_WARNING_INTERVAL, 60 s by default) from which the wait is a stall. The
+#: warning also comes while a worker does long but real work (its own text since 0.11 names
+#: compilation and weight/KV cache quantization): fixtures/logs t015 printed it twice (120 s)
+#: over a 107 s CPU warm-up that then finished. Three intervals with nothing in between that
+#: shows progress is past most such steps on a GPU; a cold compile of a large model can take
+#: longer, so at startup the finding is of low confidence and says so, and a startup wait that
+#: ends in progress is no stall at all.
+STALL_MIN_WAIT_S = 180
 
 # -- Queue backlog (VD302) --------------------------------------------------------------------
 #: KV cache usage (%) below which requests waiting are held back by the batch budget

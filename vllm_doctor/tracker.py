@@ -9,7 +9,9 @@ records of one source in order, with the events the catalog recognised in each, 
   failures (root-cause candidates with their traceback frames, kept apart per process so a
   chained traceback gives context), the "engine died" consequence markers, the stats lines
   (maxima, recent samples, a bounded series, and the rules' observers), V0 preemption
-  warnings, HTTP error responses, notable markers.
+  warnings, HTTP error responses, notable markers, the no-progress messages (counted per
+  signal, and repeated wait warnings per episode until something shows progress:
+  :data:`PROGRESS_KINDS`).
 
 Nothing grows with the size of the log. There are no thresholds here: the rules
 (:mod:`vllm_doctor.rules`) judge what the runs hold.
@@ -66,10 +68,24 @@ FAILURE_KINDS = MEMORY_KINDS | {
 SMALLEST_WINS = ("kv_tokens", "max_concurrency", "gpu_blocks", "kv_available_gib")
 #: Facts that grow as startup goes on (a progress bar): the furthest printed is kept.
 LARGEST_WINS = ("shards_loaded",)
+#: Event kinds that show the engine moving (beside any phase marker and a stats line with tokens
+#: processed): they end an episode of repeated wait warnings (run.StallLog). Startup facts are
+#: printed when a step finished (weights loaded, KV cache sized, compile done).
+PROGRESS_KINDS = frozenset({"facts", "preemption"})
 #: Levels of a record that the tracker counts even when nothing in it is recognised (an error
 #: no rule explains rules out "healthy"). The words are pre-filter literals, so the count is
 #: the same on the pre-filtered path (vllm_doctor.prefilter).
 ERROR_LEVELS = ("ERROR", "CRITICAL")
+
+
+def shows_progress(ev: Event) -> bool:
+    """An event that shows the engine moving: a phase marker, a :data:`PROGRESS_KINDS` event,
+    a stats line with tokens processed (a stats line at 0 tokens/s shows the opposite)."""
+    if ev.kind == "stall":
+        return False
+    if ev.phase is not None or ev.kind in PROGRESS_KINDS:
+        return True
+    return ev.kind == "stats" and bool(ev.data.get("prompt_tps") or ev.data.get("generation_tps"))
 
 
 def unexplained_error(rec: Record) -> bool:
@@ -374,6 +390,8 @@ class SourceTracker:
                 f.patterns.add(ev.pattern)
                 for k, v in ev.data.items():
                     f.data.setdefault(k, v)
+        if run.stalls.episode is not None and any(shows_progress(ev) for ev in events):
+            run.stalls.progress(line)
 
     def _note_process(self, run: Run, rec: Record, events: List[Event]) -> bool:
         """Record vLLM's own PIDs and what the process name tells of the engine; return True
@@ -526,6 +544,9 @@ class SourceTracker:
         if method:
             run.sibling_tags |= frame_tags(method, "")
 
+    def _on_stall(self, run: Run, ev: Event, line: Line) -> None:
+        run.stalls.add(ev.data, line, run.phase)
+
     def _on_marker(self, run: Run, ev: Event, line: Line) -> None:
         name = ev.data.get("marker") or ev.pattern
         run.markers.setdefault(name, line)
@@ -555,4 +576,5 @@ _HANDLERS: Dict[str, Callable[[SourceTracker, Run, Event, Line], None]] = {
     "access": SourceTracker._on_access,
     "engine_dead": SourceTracker._on_engine_dead,
     "marker": SourceTracker._on_marker,
+    "stall": SourceTracker._on_stall,
 }

@@ -1,7 +1,7 @@
 """The message catalog: every vLLM (and PyTorch) message vllm-doctor recognises.
 
 Each family module (``config``, ``startup``, ``checks``, ``kv_cache``, ``oom``,
-``host_memory``, ``scheduler``, ``requests``, ``errors``, ``timing``) holds a table of :class:`Pattern` objects. A pattern
+``host_memory``, ``scheduler``, ``requests``, ``errors``, ``timing``, ``stalls``) holds a table of :class:`Pattern` objects. A pattern
 names the vLLM source file that prints its message (see ``shared/vllm-messages.md``
 for the wording by version), one or more *anchor* literals that must occur in the
 message before its regular expression is tried, and how to turn a match into an
@@ -19,7 +19,7 @@ from typing import Dict, List, Sequence, Tuple
 
 from ..events import Event
 from ..record import Record
-from . import checks, config, errors, host_memory, kv_cache, oom, requests, scheduler, startup, timing
+from . import checks, config, errors, host_memory, kv_cache, oom, requests, scheduler, stalls, startup, timing
 from .pattern import (  # noqa: F401 - the catalog's public names
     FLOAT_FIELDS,
     FLOAT_RANGES,
@@ -34,7 +34,7 @@ from .pattern import (  # noqa: F401 - the catalog's public names
 
 def _collect() -> List[Pattern]:
     pats: List[Pattern] = []
-    for mod in (config, startup, checks, kv_cache, oom, host_memory, scheduler, requests, errors, timing):
+    for mod in (config, startup, checks, kv_cache, oom, host_memory, scheduler, requests, errors, timing, stalls):
         pats.extend(mod.PATTERNS)
     names = [p.name for p in pats]
     dupes = {n for n in names if names.count(n) > 1}
@@ -97,9 +97,11 @@ class Catalog:
             if data is None:
                 continue
             events.append(Event(kind=p.kind, record=rec, data=data, phase=p.phase, pattern=p.name))
-        if len(events) > 1 and any(e.kind == "engine_dead" for e in events):
+        if len(events) > 1 and any(e.kind == "engine_dead" or e.data.get("fatal") for e in events):
             # "RuntimeError: Engine core initialization failed. See root cause above." is an
-            # exception line that reports a failure elsewhere: it is no root cause itself.
+            # exception line that reports a failure elsewhere: it is no root cause itself. So is
+            # "TimeoutError: RPC call to execute_model timed out.": the hang it reports is the
+            # stall (catalog/stalls.py), judged by the engine-stall rule.
             for e in events:
                 if e.kind == "exception":
                     e.data["consequence"] = True

@@ -1,48 +1,75 @@
 """The engine stalls: requests wait or run, and nothing is generated.
 
 What it means:
-    The server answers (``/health`` is 200, access lines go on) but the engine makes no
-    progress. Three shapes:
+    The engine, or a part of it, makes no progress. The shapes:
 
+    * **A hung worker:** a process waits on another that never answers. vLLM says so itself:
+      ``No available shared memory broadcast block found in 60 seconds`` repeated with nothing
+      in between that shows progress (the engine core waits for its workers), ``RPC call to
+      execute_model timed out``, V0's ``Engine iteration timed out``, a stack dump of vLLM's
+      watchdog; PyTorch's NCCL watchdog (``Watchdog caught collective operation timeout``) and
+      a Ray compiled-graph channel timeout say it of a collective or a pipeline stage.
     * **At startup, a trap:** the KV cache holds fewer tokens than ``max_model_len`` while the
       scheduler reserves a request's full input before admitting it
       (``scheduler_reserve_full_isl``, on by default since 0.19): a request longer than the
       KV cache waits forever, and every request behind it.
     * **Head-of-line block:** the stats show ``Running: 0 reqs, Waiting: N reqs`` at 0 tokens/s
       (vllm issue 39734): a waiting request can never be admitted.
+    * **A queue never admitted:** requests wait interval after interval with no prompt tokens
+      processed while others run and decode, the KV cache below saturation (intel/llm-scaler
+      issue 391: 1 running, 14 waiting at 76.5 % for an hour). The scheduler serves waiting
+      requests first come, first served: when the one at the head cannot be admitted (its input
+      does not fit beside what runs), none behind it is.
     * **Wedge:** the last stats line shows requests running at 0.0 tokens/s, then the stats
       stop while other lines go on. (vLLM prints one idle stats line and then logs them at
       DEBUG only, so a wedged engine goes silent.)
 
 Why it happens:
-    A request longer than the KV cache can hold (with full-input reservation); a hung
-    collective (NCCL) or kernel between tensor-parallel workers; a deadlock in the engine.
+    A hung collective (NCCL) or kernel between tensor-, pipeline- or data-parallel workers; a
+    worker still compiling or quantizing (the warning's own text since 0.11 names both); a
+    deadlock in the engine; a driver or interconnect fault. A request longer than the KV cache
+    can hold (with full-input reservation), or one long request holding most of the KV cache,
+    keeps a queue from moving.
 
 Remedies, in order:
-    1. Head-of-line block: a ``--max-model-len`` within the KV cache capacity (so no request
-       can need more than it holds), or ``--no-scheduler-reserve-full-isl`` (0.19+).
-    2. Wedge: take stack traces of the engine and workers (``py-spy dump --pid``), check the
-       GPUs (``nvidia-smi``), restart; report it with the traces.
-    3. Watch ``/metrics`` (``vllm:num_requests_running`` and generation tokens) to catch it:
+    1. A hung worker: find the stuck process. Take stack traces of the engine and every worker
+       before restarting (``py-spy dump --pid PID``): the one not waiting where the others
+       wait is stuck; NCCL's timeout names the ranks and the operation. At startup, if a
+       compile or a weight / KV cache quantization is running, it may still be working (its
+       stack shows it); ``--enforce-eager`` rules compilation out. Then the GPUs and their
+       links: ``nvidia-smi``, Xid errors in ``dmesg``, ``NCCL_DEBUG=INFO``.
+    2. Head-of-line block or a queue never admitted: a ``--max-model-len`` within the KV cache
+       capacity (so no request can need more than it holds), or
+       ``--no-scheduler-reserve-full-isl`` (0.19+).
+    3. Wedge: take stack traces, check the GPUs, restart; report it with the traces.
+    4. Watch ``/metrics`` (``vllm:num_requests_running`` and generation tokens) to catch it:
        the log goes quiet when the engine does.
 
 What does not help:
-    Memory settings when the engine is wedged: nothing is allocating.
+    Memory settings when a worker hangs or the engine is wedged: nothing is allocating.
+    Raising ``max_num_seqs`` when fewer requests run than it allows: the batch limit is not
+    what holds the queue.
 
 Sources:
-    vllm/config/scheduler.py ``scheduler_reserve_full_isl``; vllm/v1/core/sched/scheduler.py;
-    vllm/v1/metrics/loggers.py (``engine_is_idle``); vllm issue 39734.
+    vllm/distributed/device_communicators/shm_broadcast.py (``VLLM_RINGBUFFER_WARNING_INTERVAL``);
+    vllm/v1/executor/multiproc_executor.py (``VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS``);
+    vllm/engine/async_llm_engine.py (``ENGINE_ITERATION_TIMEOUT_S``); vllm/utils/watch_dog.py;
+    PyTorch ProcessGroupNCCL.cpp (watchdog); vllm/v1/executor/ray_executor.py
+    (``RAY_CGRAPH_get_timeout``); vllm/config/scheduler.py ``scheduler_reserve_full_isl``;
+    vllm/v1/core/sched/scheduler.py; vllm/v1/metrics/loggers.py (``engine_is_idle``); vllm
+    issue 39734; intel/llm-scaler issue 391; see catalog/stalls.py for every wording.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 from .. import defaults, thresholds
 from ..events import Phase
 from ..memory import floor_tidy
-from ..run import Failure, Line, Run, StatsSample
+from ..run import Failure, Line, Run, StallSignal, StatsSample, WaitEpisode
+from ..tracker import MEMORY_KINDS
 from ..verdict import Finding, Remedy
 from .plan import Constraints, constraints
 from .rule import Rule, config_evidence, ev, finding, remedy
@@ -53,8 +80,12 @@ RESERVE_FULL_ISL_SINCE = (0, 19, 0)
 
 @dataclass
 class Blocked:
-    """Stats observer: the longest run of consecutive intervals with requests waiting, none
-    running and no tokens processed, and whether the last sample was such an interval."""
+    """Stats observer of three streaks of consecutive intervals, each the longest with its first
+    and last line: requests waiting, none running and no tokens processed (``best``; and
+    whether the last sample was such an interval), requests running and nothing processed
+    (``wedge_*``), requests waiting and none admitted while others run and decode below
+    saturation (``queue_*``, with the most waiting and running and the highest KV usage of
+    that streak)."""
 
     streak: int = 0
     best: int = 0
@@ -69,11 +100,23 @@ class Blocked:
     wedge_best_first: Optional[Line] = None
     wedge_best_last: Optional[Line] = None
     wedge_running: int = 0
+    queue_streak: int = 0
+    queue_best: int = 0
+    queue_first: Optional[Line] = None
+    queue_best_first: Optional[Line] = None
+    queue_best_last: Optional[Line] = None
+    queue_waiting: int = 0
+    queue_running: int = 0
+    queue_kv: Optional[float] = None
+    _now_waiting: int = 0  # maxima of the current streak
+    _now_running: int = 0
+    _now_kv: Optional[float] = None
 
     def add(self, s: StatsSample) -> None:
         known = s.generation_tps is not None  # a first metrics scrape has no rates yet
         idle = known and not s.generation_tps and not (s.prompt_tps or 0)
         self._wedge(s, idle)
+        self._queue(s)
         blocked = s.running == 0 and s.waiting > 0 and idle
         self.last_blocked = blocked
         if not blocked:
@@ -98,6 +141,33 @@ class Blocked:
             self.wedge_best, self.wedge_best_first, self.wedge_best_last = self.wedge_streak, self.wedge_first, s.line
             self.wedge_running = s.running
 
+    def _queue(self, s: StatsSample) -> None:
+        """Consecutive intervals with requests waiting and none admitted (no prompt tokens)
+        while others run and decode, the KV cache below saturation."""
+        below = s.kv_usage_pct is None or s.kv_usage_pct < thresholds.SATURATED_KV_PCT
+        queued = (
+            s.waiting > 0
+            and s.running > 0
+            and s.prompt_tps is not None
+            and s.prompt_tps == 0
+            and bool(s.generation_tps)
+            and below
+        )
+        if not queued:
+            self.queue_streak = 0
+            return
+        self.queue_streak += 1
+        if self.queue_streak == 1:
+            self.queue_first = s.line
+            self._now_waiting, self._now_running, self._now_kv = 0, 0, None
+        self._now_waiting = max(self._now_waiting, s.waiting)
+        self._now_running = max(self._now_running, s.running)
+        if s.kv_usage_pct is not None:
+            self._now_kv = max(self._now_kv or 0.0, s.kv_usage_pct)
+        if self.queue_streak > self.queue_best:
+            self.queue_best, self.queue_best_first, self.queue_best_last = self.queue_streak, self.queue_first, s.line
+            self.queue_waiting, self.queue_running, self.queue_kv = self._now_waiting, self._now_running, self._now_kv
+
 
 def _reserves_full_input(run: Run) -> bool:
     v = defaults.parse_version(run.value("vllm_version"))
@@ -114,7 +184,9 @@ def _length_remedies(c: Constraints, run: Run) -> List[Remedy]:
             "max_model_len",
             fit,
             "Keep every request within what the KV cache holds",
-            f"the KV cache holds {T} tokens, max_model_len is {L}; {fit} is that rounded down" if T else None,
+            f"the KV cache holds {T} tokens, max_model_len is {L}; {fit} is that rounded down"
+            if T
+            else "the log prints no KV cache size: take it from the startup line 'GPU KV cache size: N tokens'",
         ),
         c.set_to(
             "scheduler_reserve_full_isl",
@@ -215,6 +287,9 @@ def _wedge_finding(run: Run, title: str, facts, evidence) -> Finding:
         _watch(),
     ]
     dont = ["Memory settings: nothing is allocating while the engine is stuck"]
+    # Wait warnings that do not decide by themselves (an old release's, printed when idle too)
+    # still show who waited.
+    evidence = list(evidence) + _episode_evidence(run.stalls.episode or run.stalls.longest_resolved)
     return finding(RULE, run, "runtime", title, facts, evidence, rem, dont, confidence="low")
 
 
@@ -227,8 +302,415 @@ def _watch() -> Remedy:
     )
 
 
+# -- a hung worker: the log's own no-progress messages ------------------------------------------
+
+#: The signals that end the engine (catalog/stalls.py ``fatal``), the one that names the hang
+#: best first: what timed out, and after how long.
+FATAL_ORDER = (
+    "rpc_timeout",
+    "iteration_timeout",
+    "collective_timeout",
+    "collective_stuck",
+    "ray_channel_timeout",
+    "barrier_timeout",
+)
+
+
+def _stall_phase(run: Run, at: Optional[Phase] = None) -> str:
+    """``startup`` when the run (at ``at``, else as far as it got) was past its configuration
+    and not yet ready; ``runtime`` otherwise (serving, or no phase in the log)."""
+    p = run.phase if at is None else at
+    return "startup" if Phase.CONFIG <= p < Phase.READY else "runtime"
+
+
+def _memory_failure(run: Run) -> Optional[Failure]:
+    """A memory failure of the run: when one rank ran out of memory, the others hang waiting
+    for it, and that failure comes first."""
+    return next((f for f in run.failures if f.kinds & MEMORY_KINDS), None)
+
+
+def _hung_title(name: str, sig: StallSignal) -> str:
+    d = sig.data
+    if name == "rpc_timeout":
+        method = d.get("method", "a call")
+        limit = (
+            " (VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS, 300 s by default since 0.9; 40 s in 0.8)"
+            if method == "execute_model"
+            else ""
+        )
+        return f"Engine stalled: the workers did not answer {method} in time{limit}, and the engine stopped"
+    if name == "iteration_timeout":
+        return (
+            "Engine stalled: one engine step took longer than VLLM_ENGINE_ITERATION_TIMEOUT_S (60 s by default), "
+            "and the engine stopped"
+        )
+    if name == "collective_timeout":
+        ranks = sorted(sig.seq_by_rank) or ([d["rank"]] if "rank" in d else [])
+        on = f" on rank(s) {', '.join(map(str, ranks[:16]))}" if ranks else ""
+        secs = f" within {d['timeout_ms'] // 1000} s" if d.get("timeout_ms") else ""
+        return (
+            f"Engine stalled: a {d.get('backend', 'NCCL')} {d.get('op', 'collective')} (SeqNum {d.get('seq', '?')}) "
+            f"did not complete{secs}{on}; the process group was taken down"
+        )
+    if name == "collective_stuck":
+        return (
+            f"Engine stalled: the {d.get('backend', 'NCCL')} watchdog itself made no progress for "
+            f"{d.get('stuck_s', '?')} s (a {d.get('backend', 'NCCL')} or driver call hangs)"
+        )
+    if name == "ray_channel_timeout":
+        within = f" within {d['timeout_s']} s" if d.get("timeout_s") else ""
+        return f"Engine stalled: a Ray compiled-graph channel got no output{within} (RAY_CGRAPH_get_timeout)"
+    within = f" within {d['timeout_s']} s" if d.get("timeout_s") else ""
+    return f"Engine stalled: not every rank reached a barrier{within}"
+
+
+def _ranks_behind(sig: StallSignal) -> Optional[str]:
+    """Ranks that timed out at a lower sequence number than the others: they fell behind (or
+    ran another collective), which is where to look first."""
+    seqs = sig.seq_by_rank
+    if len(set(seqs.values())) < 2:
+        return None
+    low = min(seqs.values())
+    behind = sorted(r for r, q in seqs.items() if q == low)
+    return (
+        f"rank(s) {', '.join(map(str, behind))} timed out at SeqNum {low}, the others at "
+        f"{max(seqs.values())}: look at those ranks first"
+    )
+
+
+def _silent_ranks(run: Run, sig: StallSignal) -> List[int]:
+    """Ranks of the world (tensor x pipeline parallel size, where printed) that printed no
+    collective timeout while others did: the stuck rank is among them."""
+    tp, pp = run.value("tensor_parallel_size"), run.value("pipeline_parallel_size") or 1
+    ranks = set(sig.seq_by_rank)
+    if not (isinstance(tp, int) and ranks) or tp * pp > 1024:
+        return []
+    world = set(range(tp * pp))
+    if not ranks <= world:
+        return []
+    return sorted(world - ranks)
+
+
+def _diagnose_remedies(
+    run: Run, names_work: bool, before_ready: bool, names_quantization: bool = False
+) -> List[Optional[Remedy]]:
+    """Where to look for a hung worker, in order: which process is stuck, whether it is a
+    compile or quantization still running (where the warning names them and the log does not
+    show the server ready: at startup, or no phase in the log), then the GPUs and their links."""
+    c = constraints(run)
+    out: List[Optional[Remedy]] = [
+        remedy(
+            "Find the stuck process: take stack traces of the engine and of every worker before restarting "
+            "(py-spy dump --pid PID)",
+            None,
+            "the process that is not waiting where the others wait is the stuck one; report the hang with the traces",
+            "host",
+        )
+    ]
+    if names_work and before_ready:
+        named = "compilation and weight/kv cache quantization" if names_quantization else "compilation"
+        out.append(
+            c.set_to(
+                "enforce_eager",
+                True,
+                "If a compile or a weight / KV cache quantization is running (a first start, a cold compile cache), "
+                "it may still be working: its stack shows torch.compile / inductor or quantization frames; wait, or "
+                "restart in eager mode to rule compilation out",
+                f"vLLM's own warning names {named} as the usual long steps; eager mode decodes slower: a step to "
+                "find the cause, not a fix",
+            )
+        )
+    out.append(
+        remedy(
+            "Check the GPUs and their links: nvidia-smi (rocm-smi, npu-smi, xpu-smi elsewhere) for a device at 100% "
+            "with no progress, dmesg for Xid errors, and a rerun with NCCL_DEBUG=INFO for the collective that hangs",
+            None,
+            None,
+            "host",
+        )
+    )
+    return out
+
+
+def _no_memory_remedy(run: Run) -> List[str]:
+    if _memory_failure(run) is not None:
+        return []  # the log shows a memory failure: its finding says what to change
+    return ["Memory settings: nothing is allocating while a worker is stuck"]
+
+
+def _episode_evidence(ep: Optional[WaitEpisode]) -> List[Any]:
+    if ep is None:
+        return []
+    return [
+        ev(ep.first, "waiting on another process (shm_broadcast)"),
+        ev(ep.last, f"still waiting: {ep.warnings} warning(s) in a row"),
+    ]
+
+
+def _hung(run: Run) -> Optional[Finding]:
+    """A timeout or watchdog message: a worker or a collective gave no answer in time."""
+    sigs = run.stalls.signals
+    fatal = [(n, sigs[n]) for n in FATAL_ORDER if n in sigs]
+    dump = sigs.get("watchdog_dump")
+    if not fatal and dump is None:
+        return None
+    ep = run.stalls.episode or run.stalls.longest_resolved
+    names_work = bool(ep and ep.data.get("names_compilation"))
+    rem = _diagnose_remedies(run, names_work, run.phase < Phase.READY, bool(ep and ep.data.get("names_quantization")))
+    facts: Dict[str, Any] = {}
+    notes: List[str] = []
+    evidence: List[Any] = []
+    if dump is not None:
+        path = dump.data.get("dump_path")
+        rem.insert(
+            0,
+            remedy(
+                f"Read the stack dump vLLM's watchdog wrote: {path}"
+                if path
+                else "Read the stack dump vLLM's watchdog wrote",
+                None,
+                "it holds every thread of the process that stopped feeding the watchdog, at the moment it stalled",
+                "host",
+            ),
+        )
+        facts["stack_dump"] = path
+        evidence.append(ev(dump.first, "vLLM's watchdog: no progress within its timeout"))
+    if fatal:
+        name, sig = fatal[0]
+        title = _hung_title(name, sig)
+        severity = "critical"
+        facts["stall_signal"] = name
+        facts["timeouts"] = sum(s.count for _, s in fatal)
+        if sig.seq_by_rank:
+            facts["timed_out_ranks"] = sorted(sig.seq_by_rank)
+            behind = _ranks_behind(sig)
+            if behind:
+                notes.append(behind)
+            silent = _silent_ranks(run, sig)
+            if silent:
+                facts["silent_ranks"] = silent
+                notes.append(f"rank(s) {', '.join(map(str, silent))} printed no timeout: the stuck rank is among them")
+        for _, other in fatal:
+            evidence += [ev(other.first, "timed out"), ev(other.last, f"{other.count} such line(s)")]
+        if name == "rpc_timeout" and sig.data.get("method") == "execute_model":
+            rem.append(
+                remedy(
+                    "Only if the stack traces show the step still working (a very long prefill on slow hardware): "
+                    "raise VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS",
+                    None,
+                    "a longer timeout hides a real hang for longer; it is no fix for one",
+                    "host",
+                )
+            )
+        if name == "ray_channel_timeout":
+            rem.append(
+                remedy(
+                    "Only if the stack traces show the stage still working: raise RAY_CGRAPH_get_timeout "
+                    "(vLLM sets 300 s)",
+                    None,
+                    "a longer timeout hides a real hang for longer; it is no fix for one",
+                    "host",
+                )
+            )
+    else:
+        title = "Engine stalled: vLLM's watchdog saw no progress within its timeout and dumped the stacks"
+        severity = None
+    mem = _memory_failure(run)
+    if mem is not None:
+        notes.append(
+            "this run also has a memory failure: a rank that ran out of memory leaves the others waiting; "
+            "that failure comes first"
+        )
+    evidence += _episode_evidence(ep)
+    rem.append(_watch())
+    return finding(
+        RULE,
+        run,
+        _stall_phase(run),
+        title,
+        facts,
+        evidence,
+        rem,
+        _no_memory_remedy(run),
+        notes,
+        confidence="high" if fatal else "medium",
+        severity=severity,
+    )
+
+
+def _duration(seconds: int) -> str:
+    """``180 s``, ``25 min``, ``5.0 h``: as a title reads it."""
+    if seconds < 600:
+        return f"{seconds} s"
+    if seconds < 7200:
+        return f"{seconds // 60} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def _wait_s(ep: WaitEpisode) -> int:
+    """How long the longest wait of an episode lasted at least: one process's warnings in a
+    row times the interval the warning names."""
+    return ep.most_from_one_process * int(ep.data.get("interval_s") or 60)
+
+
+def _waited(run: Run) -> Optional[Finding]:
+    """Repeated shm_broadcast waits with nothing in between that shows progress: still going
+    at the end of the log, or (while serving) long enough before the engine went on."""
+    log = run.stalls
+    ep, resolved = log.episode, False
+    if ep is None or ep.data.get("idle_prints") or _wait_s(ep) < thresholds.STALL_MIN_WAIT_S:
+        ep, resolved = log.longest_resolved, True
+        if ep is None or ep.phase_at < Phase.READY:
+            return None  # a long startup step that then finished (a compile, a load) is no stall
+        if ep.data.get("idle_prints") or _wait_s(ep) < thresholds.STALL_MIN_WAIT_S:
+            return None
+    phase = _stall_phase(run, ep.phase_at)
+    startup = phase == "startup"
+    waited = _wait_s(ep)
+    who = sorted(ep.by_stream, key=lambda k: -ep.by_stream[k])
+    procs = ", ".join(k for k in who[:4] if k != "-")
+    where = f" from {procs}" if procs else ""
+    if resolved:
+        title = (
+            f"Engine stalled for at least {_duration(waited)} while serving ({ep.warnings} shared-memory broadcast "
+            f"wait warnings{where}), then went on"
+        )
+    else:
+        during = f" during startup ({ep.phase_at.label})" if startup else ""
+        title = (
+            f"Engine stalled{during}: no progress for at least {_duration(waited)}, {ep.warnings} shared-memory broadcast "
+            f"wait warnings in a row{where} and nothing after them"
+        )
+    facts = {
+        "stall_wait_s": waited,
+        "stall_warnings": ep.warnings,
+        "waiting_processes": len(ep.by_stream),
+        "wait_interval_s": ep.data.get("interval_s"),
+    }
+    notes = []
+    names_work = bool(ep.data.get("names_compilation"))
+    if startup:
+        notes.append(
+            "at startup a long compile, load or quantization prints this warning too; a log that ends "
+            "while it runs cannot tell the two apart"
+        )
+    evidence = _episode_evidence(ep)
+    if resolved and ep.resolved_by is not None:
+        evidence.append(ev(ep.resolved_by, "progress again"))
+    before_ready = ep.phase_at < Phase.READY and not resolved
+    rem = _diagnose_remedies(run, names_work, before_ready, bool(ep.data.get("names_quantization"))) + [_watch()]
+    confidence = "low" if startup or resolved else "medium"
+    return finding(RULE, run, phase, title, facts, evidence, rem, _no_memory_remedy(run), notes, confidence)
+
+
+# -- a queue never admitted -----------------------------------------------------------------------
+
+
+def _no_room_for_one_more(obs: Blocked) -> Optional[bool]:
+    """Whether the KV cache left free is smaller than what one running request holds on
+    average (usage / running): then a request like those running cannot be admitted beside
+    them. None when the stats print no KV usage."""
+    if obs.queue_kv is None or not obs.queue_running:
+        return None
+    return 100.0 - obs.queue_kv < obs.queue_kv / obs.queue_running
+
+
+def _queued(run: Run) -> Optional[Finding]:
+    """Requests wait, none is admitted, while others run and decode below saturation.
+
+    A stall (warning) when what holds the queue is the KV room (less is free than one running
+    request holds) or cannot be the batch limit (max_num_seqs printed, above what runs); a
+    note (info) when the batch limit may be what holds it (max_num_seqs not printed, room
+    left for one more request of the running size)."""
+    obs = run.stats.observers.get("engine_stall")
+    if obs is None or obs.queue_best < thresholds.QUEUE_BLOCKED_MIN_INTERVALS:
+        return None
+    c = constraints(run)
+    seqs = c.in_force("max_num_seqs")
+    limit = int(seqs.low) if seqs.known and seqs.low is not None else None
+    if limit is not None and obs.queue_running >= limit:
+        return None  # as many run as max_num_seqs allows: the batch limit (VD302), not a stall
+    no_room = _no_room_for_one_more(obs)
+    stalled = bool(no_room) or limit is not None
+    kv = f", KV cache at most {obs.queue_kv:.1f}% full" if obs.queue_kv is not None else ""
+    R, W, n = obs.queue_running, obs.queue_waiting, obs.queue_best
+    if stalled:
+        title = (
+            f"Queue never admitted: {W} request(s) waiting behind {R} running, no prompt tokens processed "
+            f"over {n} intervals{kv}"
+        )
+    else:
+        title = (
+            f"{W} request(s) waiting and none admitted over {n} intervals while {R} run{kv}: the batch limit "
+            "(max_num_seqs, not printed) or an input that does not fit what is free"
+        )
+    facts = {
+        "queued_intervals": n,
+        "max_waiting": W,
+        "running_while_queued": R,
+        "kv_usage_pct": obs.queue_kv,
+        "kv_tokens": run.value("kv_tokens"),
+        "max_model_len": run.value("max_model_len"),
+    }
+    if no_room:
+        held = (
+            f"{R} request(s) hold {obs.queue_kv:.1f}% of the KV cache, {obs.queue_kv / R:.1f}% each on average, "
+            f"more than the {100 - obs.queue_kv:.1f}% left free"
+        )
+    else:
+        held = f"{R} request(s) decode while {W} wait and none is admitted{kv}"
+    rem: List[Optional[Remedy]] = []
+    notes: List[str] = []
+    if limit is None:
+        check_seqs = remedy(
+            f"Check max_num_seqs (the log does not print it): if it is {R}, that is the limit holding the queue: "
+            "raise it",
+            None,
+            f"max_num_seqs is not printed in the log; vLLM runs at most that many at once, and {R} run while "
+            "none is admitted",
+            "server",
+        )
+        if not no_room:
+            rem.append(check_seqs)
+        else:
+            notes.append(f"max_num_seqs is not printed in the log: if it was set to {R}, that is what holds the queue")
+    rem.append(
+        remedy(
+            "Find the request at the head of the queue and the ones holding the KV cache: a long request (a long "
+            "prompt, a large max_tokens) keeps the next input from fitting beside it",
+            None,
+            f"{held}: the scheduler admits waiting requests in order, so one that cannot fit holds the rest",
+            "client",
+        )
+    )
+    rem += _length_remedies(c, run)
+    rem.append(_watch())
+    forbids = []
+    dont: List[str] = []
+    if limit is not None:
+        why = f"only {R} of the {limit} requests max_num_seqs allows run"
+        forbids.append(("max_num_seqs", "raise", why))
+        dont.append(f"Raising max_num_seqs: {why}")
+    evidence = [ev(obs.queue_best_first, "waiting, none admitted"), ev(obs.queue_best_last, "still none admitted")]
+    evidence += config_evidence(run, ("kv_tokens", "max_model_len", "max_num_seqs"))
+    return finding(
+        RULE,
+        run,
+        "runtime",
+        title,
+        facts,
+        evidence,
+        rem,
+        dont,
+        notes,
+        confidence="medium" if stalled else "low",
+        severity=None if stalled else "info",
+        forbids=forbids,
+    )
+
+
 def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List[Finding]:
-    for shape in (_blocked, _wedged, _startup_trap):
+    for shape in (_hung, _waited, _blocked, _queued, _wedged, _startup_trap):
         found = shape(run)
         if found is not None:
             return [found]
@@ -239,7 +721,8 @@ RULE = Rule(
     code="VD203",
     name="engine_stall",
     severity="warning",
-    summary="The engine makes no progress: a head-of-line block, a wedge, or a KV cache shorter than max_model_len.",
+    summary="The engine makes no progress: a hung worker, a queue never admitted, a wedge, or a KV cache shorter "
+    "than max_model_len.",
     doc=__doc__,
     check=check,
     observer=Blocked,

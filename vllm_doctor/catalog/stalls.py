@@ -1,0 +1,191 @@
+"""Messages that say a process waits on another that makes no progress: engine stalls.
+
+Each gives a ``stall`` event whose ``data`` holds ``signal`` (which message; the tracker
+keeps one count per signal) and the values the message prints. ``fatal`` is True where the
+message ends the engine (a timeout raised, a process taken down), ``repeats`` where the
+message is printed again for as long as the wait lasts (the tracker counts those waits until
+something shows progress).
+
+Sources, every wording by release (read in the cached source of vLLM 0.5.5 ... 0.33.0):
+
+* ``vllm/distributed/device_communicators/shm_broadcast.py`` ``MessageQueue.acquire_write`` /
+  ``acquire_read``, printed every ``VLLM_RINGBUFFER_WARNING_INTERVAL`` seconds (default 60)
+  of one wait for the other side of the shared-memory ring buffer:
+
+  - 0.5.5 - 0.6.4 (WARNING), 0.6.6 - 0.7.3 (DEBUG): ``No available block found in %s
+    second.``;
+  - 0.8 - 0.10.2 (DEBUG): ``No available shared memory broadcast block found in %s second.``
+    (0.8.5's writer drops the space: ``...foundin 60 second.``);
+  - 0.11.0 (INFO): ``No available shared memory broadcast block found in %s seconds. This
+    typically happens when some processes are hanging or doing some time-consuming work (e.g.
+    compilation).``;
+  - 0.11.2 - 0.33.0 (INFO, ``long_wait_time_msg`` then ``LONG_WAIT_TIME_LOG_MSG``): the same,
+    ending ``(e.g. compilation, weight/kv cache quantization).``
+
+  Up to 0.10.2 the readers warned on every wait, so a TP worker waiting for its next step on
+  an *idle* server printed it too (``idle_prints``: not by itself a sign of a stall). From
+  0.11 the workers' wait for work is ``indefinite`` (no warning): what warns is a process
+  waiting for an answer, the engine core for its workers above all;
+* ``vllm/v1/executor/multiproc_executor.py`` ``collective_rpc`` (0.6.6+): ``TimeoutError: RPC
+  call to %s timed out.`` (``execute_model`` waits ``VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS``,
+  default 300);
+* ``vllm/engine/async_llm_engine.py`` ``run_engine_loop`` (V0, 0.5.5 - 0.10.2): ``Engine
+  iteration timed out. This should never happen!`` (one step waited ``ENGINE_ITERATION_TIMEOUT_S``,
+  default 60);
+* ``vllm/distributed/utils.py`` ``StatelessProcessGroup.barrier``: ``Barrier timed out after
+  %.2f seconds`` / ``Barrier departure timed out after %.2f seconds`` (0.11+); 0.9.2 - 0.10.2
+  raise ``RuntimeError("Barrier timed out after %f seconds", timeout)``, printed as the tuple
+  ``('Barrier timed out after %f seconds', 600.0)`` (departure: ``... after %f s``);
+* ``vllm/utils/watch_dog.py`` (0.33+, ``--watchdog-config`` with a ``dump_dir``):
+  ``[Watchdog]Dumped stack to %s due to feed timeout``;
+* PyTorch ``ProcessGroupNCCL.cpp`` (and the HCCL / XCCL process groups built on it), in the
+  log of any vLLM worker that uses ``torch.distributed``: ``[Rank N] Watchdog caught collective
+  operation timeout: WorkNCCL(SeqNum=S, OpType=OP, ..., Timeout(ms)=T) ran for M milliseconds
+  before timing out.`` and ``ProcessGroupNCCL's watchdog got stuck for N seconds without making
+  progress in monitoring enqueued collectives.``;
+* Ray compiled graphs (the Ray executor sets ``RAY_CGRAPH_get_timeout`` to 300 s,
+  ``vllm/v1/executor/ray_executor.py``): ``ray.exceptions.RayChannelTimeoutError: System error:
+  ... Timed out waiting for object available to read`` / ``... increase RAY_CGRAPH_get_timeout
+  which is currently N seconds. Otherwise, this may indicate that the execution is hanging.``
+
+Not in this family: V0's client-side ``RPCServer didn't reply within N ms`` / ``MQLLMEngine
+didn't reply within N ms`` (``vllm/engine/multiprocessing/client.py``): the front end cannot
+reach the engine process, which has mostly died first (a consequence, not a hang).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional
+
+from .pattern import Pattern
+
+
+def _shm(old: bool):
+    """``old``: the 0.5.5-0.7.3 wording. Up to 0.10.2 the message says ``second``, from 0.11
+    ``seconds``: the singular marks a release whose idle workers print it too."""
+
+    def build(m, rec) -> Dict[str, Any]:
+        text = m.string[m.end() : m.end() + 200]
+        data: Dict[str, Any] = {
+            "signal": "shm_wait",
+            "interval_s": int(m["interval"]),
+            "repeats": True,
+            "idle_prints": old or not m["plural"],
+        }
+        if "compilation" in text:
+            data["names_compilation"] = True
+        if "quantization" in text:
+            data["names_quantization"] = True
+        return data
+
+    return build
+
+
+def _signal(name: str, fatal: bool, ints=(), texts=()):
+    def build(m, rec) -> Optional[Dict[str, Any]]:
+        data: Dict[str, Any] = {"signal": name, "fatal": fatal}
+        gd = m.groupdict()
+        for key in ints:
+            if gd.get(key) is not None:
+                data[key] = int(float(gd[key]))
+        for key in texts:
+            if gd.get(key):
+                data[key] = gd[key]
+        return data
+
+    return build
+
+
+PATTERNS = [
+    Pattern(
+        "shm_broadcast_wait",
+        "stall",
+        ("No available shared memory broadcast block",),
+        # "found in" (0.8.5's reader), "foundin" (its writer); "second." up to 0.10.2, "seconds." after.
+        r"No available shared memory broadcast block found ?in (?P<interval>\d{1,6}) second(?P<plural>s)?",
+        "vllm/distributed/device_communicators/shm_broadcast.py MessageQueue.acquire_write / acquire_read "
+        "(0.8+; 0.11+ adds 'This typically happens when some processes are hanging ...')",
+        None,
+        _shm(old=False),
+    ),
+    Pattern(
+        "shm_block_wait_old",
+        "stall",
+        ("No available block found in",),
+        r"No available block found in (?P<interval>\d{1,6}) second(?P<plural>s)?",
+        "vllm/distributed/device_communicators/shm_broadcast.py MessageQueue.acquire_write / acquire_read "
+        "(0.5.5-0.7.3; printed by idle workers too)",
+        None,
+        _shm(old=True),
+    ),
+    Pattern(
+        "rpc_call_timed_out",
+        "stall",
+        ("RPC call to ",),
+        r"RPC call to (?P<method>\w{1,80}) timed out",
+        "vllm/v1/executor/multiproc_executor.py MultiprocExecutor.collective_rpc (0.6.6+)",
+        None,
+        _signal("rpc_timeout", True, texts=("method",)),
+    ),
+    Pattern(
+        "engine_iteration_timed_out",
+        "stall",
+        ("Engine iteration timed out",),
+        r"Engine iteration timed out",
+        "vllm/engine/async_llm_engine.py AsyncLLMEngine.run_engine_loop (V0, 0.5.5-0.10.2)",
+        None,
+        _signal("iteration_timeout", True),
+    ),
+    Pattern(
+        "barrier_timed_out",
+        "stall",
+        ("Barrier timed out after", "Barrier departure timed out after"),
+        # 0.9.2-0.10.2 raise it with the timeout as a second argument: the tuple's repr is printed
+        r"Barrier (?:departure )?timed out after (?:(?P<timeout_s>\d{1,9}(?:\.\d+)?) s"
+        r"|%f s(?:econds)?['\"], (?P<timeout_s>\d{1,9}(?:\.\d+)?))",
+        "vllm/distributed/utils.py StatelessProcessGroup.barrier (0.9.2+)",
+        None,
+        _signal("barrier_timeout", True, ints=("timeout_s",)),
+    ),
+    Pattern(
+        "stack_dump_watchdog",
+        "stall",
+        ("[Watchdog]Dumped stack to ",),
+        r"\[Watchdog\]Dumped stack to (?P<dump_path>\S{1,400}) due to (?P<reason>[\w ]{1,40})",
+        "vllm/utils/watch_dog.py WatchDog.handle_failure (0.33+, --watchdog-config dump_dir)",
+        None,
+        _signal("watchdog_dump", False, texts=("dump_path", "reason")),
+    ),
+    Pattern(
+        "collective_watchdog_timeout",
+        "stall",
+        ("Watchdog caught collective operation timeout",),
+        r"(?:\[Rank (?P<rank>\d{1,6})\] )?Watchdog caught collective operation timeout: "
+        r"Work(?P<backend>[A-Z]{2,6})\(SeqNum=(?P<seq>\d{1,12}), OpType=(?P<op>\w{1,40})"
+        r"(?:[^)]{0,200}?Timeout\(ms\)=(?P<timeout_ms>\d{1,12}))?"
+        r"(?:\)\s*ran for (?P<ran_ms>\d{1,12}) milliseconds)?",
+        "PyTorch torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp watchdog (HCCL/XCCL process groups alike)",
+        None,
+        _signal("collective_timeout", True, ints=("rank", "seq", "timeout_ms", "ran_ms"), texts=("backend", "op")),
+    ),
+    Pattern(
+        "collective_watchdog_stuck",
+        "stall",
+        ("s watchdog got stuck for ",),
+        r"ProcessGroup(?P<backend>[A-Z]{2,6})'s watchdog got stuck for (?P<stuck_s>\d{1,9}) seconds",
+        "PyTorch torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp heartbeat monitor",
+        None,
+        _signal("collective_stuck", True, ints=("stuck_s",), texts=("backend",)),
+    ),
+    Pattern(
+        "ray_channel_timeout",
+        "stall",
+        ("RayChannelTimeoutError", "RAY_CGRAPH_get_timeout which is currently"),
+        r"RayChannelTimeoutError(?:.{0,300}?RAY_CGRAPH_get_timeout which is currently (?P<timeout_s>\d{1,9}) seconds)?"
+        r"|RAY_CGRAPH_get_timeout which is currently (?P<timeout_s>\d{1,9}) seconds",
+        "Ray compiled graphs (ray.exceptions.RayChannelTimeoutError); vllm/v1/executor/ray_executor.py sets "
+        "RAY_CGRAPH_get_timeout",
+        None,
+        _signal("ray_channel_timeout", True, ints=("timeout_s",)),
+    ),
+]
