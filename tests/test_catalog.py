@@ -693,6 +693,16 @@ CHECKS = [
         min_capability=80,
         current_capability=75,
     ),
+    # 0.5.5-0.28 raise it with three arguments: Python prints their tuple (fixtures/logs h036, quoted in prose)
+    case("quantization_capability", "quant_error", fixture_line("h036", 1), min_capability=75, current_capability=70),
+    case(
+        "quantization_capability",
+        "quant_error",
+        "(EngineCore_DP0 pid=9) ERROR 03-01 10:00:00 [core.py:708] RuntimeError('Quantization scheme is not supported "
+        "for ', 'the current GPU. Required capability: ', '90. Current capability: 89.')",
+        min_capability=90,
+        current_capability=89,
+    ),
     case(
         "bfloat16_capability",
         "quant_error",
@@ -2015,3 +2025,35 @@ def test_keyboard_interrupt_is_an_exception_line():
 def test_vllm_pynccl_error_message():
     line = "RuntimeError: NCCL error: unhandled cuda error (run with NCCL_DEBUG=INFO for details)"
     assert only(line, "nccl_error").data["message"] == "unhandled cuda error (run with NCCL_DEBUG=INFO for details)"
+
+
+# --- an exception raised with several arguments ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text,joined",
+    [
+        ("RuntimeError: ('a ', 'b 7.')", "RuntimeError: a b 7."),
+        ("RuntimeError('a ', 'b 7.')", "RuntimeError('a b 7.')"),  # the repr: one argument again
+        ("x.Err(\"it's \", 'a \\'q\\'')", "x.Err(\"it's a 'q'\")"),  # quotes and escapes as Python reads them
+        ("Error: ('line\\n', 'two')", "Error: line\ntwo"),
+        ("RuntimeError: ('a ', 'b 7", "RuntimeError: a b 7"),  # cut inside the last argument
+        ("RuntimeError: ('a ', ", "RuntimeError: a "),  # cut after the first
+        ("RuntimeError: ('a ', 'b\\", "RuntimeError: a b"),  # cut after a backslash
+        ("f('a') and g(x, 'b')", "f('a') and g(x, 'b')"),  # one string, or not only strings: left alone
+        ("shape=('a', 1)", "shape=('a', 1)"),
+        ("no tuple here", "no tuple here"),
+    ],
+)
+def test_a_tuple_of_string_arguments_is_joined_into_one_message(text, joined):
+    from vllm_doctor.catalog.normalise import join_arg_tuples
+
+    assert join_arg_tuples(text) == joined
+
+
+def test_the_tuple_form_passes_the_block_prefilter():
+    from vllm_doctor import prefilter
+
+    if not prefilter.available():
+        pytest.skip("ahocorasick_rs not installed")
+    assert prefilter.candidate_starts((fixture_line("h036", 1) + "\n").encode()) == [0]

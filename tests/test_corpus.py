@@ -22,8 +22,7 @@ KNOWN_WRONG_CLASS: set = {
     "h020-xpu-v1-stats-1-running-14-waiting-for-an-hour.log",
     "h025-ascend-offline-tqdm-glued-warning-shm-broadcast-repeated.log",
     "h026-v1-dp2-spec-decode-hang-shm-broadcast-681-newer-wording.log",
-    # A wording the catalog does not take: the capability check's tuple repr, XLA smem/vmem.
-    "h036-v100-fork-awq-quantization-scheme-tuple-repr-prose-and-command.log",
+    # A wording the catalog does not take: XLA smem/vmem.
     "h007-tpu-xla-smem-resource-exhausted-quoted-one-line.log",
     # A message cut before its trailing number: the V0 preemption warning without its count.
     "h022-v0-063-swap-preemption-pending-98-after-quoted-reply.log",
@@ -32,7 +31,6 @@ KNOWN_WRONG_FACTS: set = {
     "h012-ray-dp-engine-core-actor-sampler-warmup-1024-double-prefix.log",  # OOM line cut after the total
     "h022-v0-063-swap-preemption-pending-98-after-quoted-reply.log",  # preemption mode on a cut line
     "h024-tpu-jax-startup-hbm-memory-statistics-stray-glyph.log",  # TPU JAX HBM statistics wording
-    "h036-v100-fork-awq-quantization-scheme-tuple-repr-prose-and-command.log",  # tuple-repr capabilities
 }
 
 

@@ -9,7 +9,9 @@ message before its regular expression is tried, and how to turn a match into an
 
 :func:`recognise` finds the anchors present in a record with one scan, then runs
 only those patterns, each under a timeout (the ``regex`` module's), so no line can
-make matching hang. :data:`ANCHORS` is the full literal set: anything the tool can
+make matching hang. It reads the record as :func:`~vllm_doctor.catalog.normalise.join_arg_tuples`
+gives it (an exception raised with several arguments prints their tuple repr: joined back into
+one message). :data:`ANCHORS` is the full literal set: anything the tool can
 recognise contains one of them, which is what a block pre-filter may rely on.
 """
 
@@ -20,6 +22,7 @@ from typing import Dict, List, Sequence, Tuple
 from ..events import Event
 from ..record import Record
 from . import checks, config, errors, host_memory, kv_cache, oom, requests, scheduler, startup, timing
+from .normalise import join_arg_tuples
 from .pattern import (  # noqa: F401 - the catalog's public names
     FLOAT_FIELDS,
     FLOAT_RANGES,
@@ -81,6 +84,7 @@ class Catalog:
         if "Received request " in text[:200]:
             # Request logging prints whole prompts: nothing inside them is a server message.
             return events
+        text = join_arg_tuples(text)  # an exception raised with several arguments: one message
         for _, p in _anchors_in(text):
             try:
                 m = p.compiled().search(text, timeout=TIMEOUT)

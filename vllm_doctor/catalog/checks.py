@@ -205,11 +205,13 @@ PATTERNS = [
     Pattern(
         "quantization_capability",
         "quant_error",
-        ("is not supported for the current GPU",),
+        # the second anchor is whole in the tuple repr of 0.5.5-0.28 ("... supported for ', 'the current GPU")
+        ("is not supported for the current GPU", "Quantization scheme is not supported for"),
         r"(?:quantization method (?P<quantization>\S+(?: \+ \S+)?)|Quantization scheme) is not supported for the "
         r"current GPU\.\s*(?:Min(?:imum)?|Required) capability: (?P<min_capability>\d+)\.\s*Current capability: "
         r"(?P<current_capability>\d+)",
-        "vllm/config/vllm.py _get_quantization_config; compressed_tensors.py _check_scheme_supported",
+        "vllm/config/vllm.py _get_quantization_config; compressed_tensors.py _check_scheme_supported (0.5.5-0.28 "
+        "raise it with three arguments, printed as their tuple repr: catalog/normalise.py joins it)",
     ),
     Pattern(
         "bfloat16_capability",
