@@ -160,7 +160,7 @@ CONFIG = [
         "engine_config",
         "run_start",
         "INFO 10-01 00:00:00 [llm_engine.py:240] Initializing a V0 LLM engine (v0.8.5) with config: model='m', "
-        "max_seq_len=8192, tensor_parallel_size=4",
+        "max_seq_len=8192, tensor_parallel_size=4, use_cached_outputs=False, ",  # as V0 0.7.3-0.10 ends it
         model="m",
         max_model_len=8192,
         tensor_parallel_size=4,
@@ -172,7 +172,8 @@ CONFIG = [
         "run_start",
         "INFO 10-01 00:00:00 llm_engine.py:234] Initializing an LLM engine (v0.6.3.post1) with config: "
         "model='mistralai/Ministral-8B-Instruct-2410', speculative_config=None, dtype=torch.float16, max_seq_len=4096, "
-        "tensor_parallel_size=1, pipeline_parallel_size=1, quantization=None, enforce_eager=True, kv_cache_dtype=auto",
+        "tensor_parallel_size=1, pipeline_parallel_size=1, quantization=None, enforce_eager=True, kv_cache_dtype=auto, "
+        "quantization_param_path=None, device_config=cuda)",
         model="mistralai/Ministral-8B-Instruct-2410",
         dtype="torch.float16",
         max_model_len=4096,
@@ -2027,6 +2028,132 @@ def test_vllm_pynccl_error_message():
     assert only(line, "nccl_error").data["message"] == "unhandled cuda error (run with NCCL_DEBUG=INFO for details)"
 
 
+# --- a message cut short by the end of its record ----------------------------------------------
+#
+# A hard wrap that was not joined back, a log store's line cap or a paste cut a message
+# anywhere. Once its distinctive part is there (Pattern.cut_from, by default an anchor), the
+# pattern fires on what is left, with the values printed before the cut: each equal to the
+# whole line's (never a number cut mid-digits read as a smaller one).
+
+#: Patterns that never fire cut short (they declare cut_from=NO_CUT), with the reason.
+NOT_CUTTABLE = {
+    "exception_line": "the exception name must be whole; once it is, '(?P<msg>.*)$' takes a cut message as it is",
+    "traceback_frame": "a frame cut before its function name names nothing a tag could be read from",
+    "startup_memory_summary_free": "cut before 'on startup.' it may be the free-memory failure, which opens with the "
+    "same words and proves no warm-up",
+}
+#: Values that end their message (or a free-text message): a cut inside one cannot be told from
+#: a shorter value. A cut may give such a value short: a prefix of the whole one, or a number
+#: the cut fell inside.
+LAST_VALUE = {
+    "api_server_version": (("vllm_version",), "'vLLM API server version %s' ends with it"),
+    "server_version": (("model",), "'... serving model %s' ends with it"),
+    "server_version_logo": (("vllm_version",), "the logo line ends with the version"),
+    "using_max_model_len": (("max_model_len",), "'Using max model len %s' ends with it"),
+    "gpu_blocks": (
+        ("gpu_blocks", "cpu_blocks"),
+        "'# GPU blocks: %d' (0.6.4-0.7.3) and '..., # CPU blocks: %d' end with them",
+    ),
+    "num_gpu_blocks_info": (("gpu_blocks",), "'... num_gpu_blocks is: %d' ends with it"),
+    "profiling_results_v0": (("gpu_memory_utilization",), "the V0 profiling results line ends with it"),
+    "csrc_cuda_error_oom": (("source_line",), "'... out of memory at FILE:LINE' ends with the line number"),
+    "v0_preemption": (("cumulative",), "'... total_num_cumulative_preemption=%d' ends with it"),
+    "too_long_v0_scheduler": (("max_model_len",), "'... exceeds limit of %d' ends with it"),
+    "cuda_error": (("message",), "free text to the end of the line"),
+    "nccl_error": (("message",), "free text to the end of the line"),
+    "torch_oom": (("processes",), "a process list cut short keeps the clauses printed whole: its start"),
+}
+#: Keys only a cut gives: they say what the cut left unknown.
+CUT_MARKS = {"processes_cut": "the OOM message ends inside its process list: other processes may follow"}
+#: Where a cut starts to fire, for patterns whose event needs more than their distinctive part
+#: (the shortest prefix of the line that this expression is found in), with the reason.
+CUT_START = {
+    "non_default_args": (
+        r"'(?:model|max_model_len|gpu_memory_utilization|tensor_parallel_size)': [^,}]+[,}]",
+        "the event is the config keys it reads: none is there before the first of them is whole",
+    ),
+    "args_namespace": (
+        r"\b(?:model|max_model_len|gpu_memory_utilization|tensor_parallel_size)=[^,)]+[,)]",
+        "the event is the config keys it reads: none is there before the first of them is whole",
+    ),
+}
+
+
+def _cut_cases():
+    return [pytest.param(*p.values, id=p.id) for p in ALL_CASES]
+
+
+def _distinctive_end(p, text):
+    """The shortest prefix of ``text`` that holds one of ``p``'s anchors and its distinctive
+    part (``cut_from``), as the catalog reads it (tuples of arguments joined)."""
+    import regex
+
+    from vllm_doctor.catalog.normalise import join_arg_tuples
+
+    extra = CUT_START.get(p.name, (p.cut_from, ""))[0]
+    for k in range(1, len(text) + 1):
+        t = join_arg_tuples(text[:k])
+        if any(a in t for a in p.anchors) and (extra is None or regex.search(extra, t)):
+            return k
+    return None
+
+
+#: Generic values a cut may give where the whole line is more specific, with the reason.
+GENERIC = {
+    ("backend", "'XLA'"): "the XLA allocator names the device (';(0x0x0_HBM0)') after the sizes: cut before it, "
+    "the device is not named",
+}
+
+
+def _short_of(value, whole, cut):
+    """A value a cut may give short: a prefix of the whole text, or a number the cut fell inside."""
+    if isinstance(whole, str):
+        return isinstance(value, str) and whole.startswith(value)
+    if isinstance(whole, list):
+        return isinstance(value, list) and len(value) <= len(whole) and same(value, whole[: len(value)])
+    printed = f"{value:g}" if isinstance(value, float) else str(value)
+    return cut.endswith(printed) and str(whole).startswith(printed)
+
+
+@pytest.mark.parametrize("line,pattern,kind,data", _cut_cases())
+def test_a_message_cut_after_its_distinctive_part_still_fires_with_the_values_before_the_cut(line, pattern, kind, data):
+    from dataclasses import replace
+
+    from vllm_doctor.catalog import NO_CUT
+
+    p = next(p for p in PATTERNS if p.name == pattern)
+    assert (p.cut_from == NO_CUT) == (pattern in NOT_CUTTABLE), pattern
+    if pattern in NOT_CUTTABLE:
+        return
+    rec = unwrap("t", 1, line)[0]
+    full = only(line, pattern).data
+    k0 = _distinctive_end(p, rec.text)
+    if k0 is None:  # the distinctive part ends the line: no cut after it
+        assert p.compiled().search(rec.text).end() == len(rec.text), (pattern, rec.text)
+        return
+    last = LAST_VALUE.get(pattern, ((), ""))[0]
+    for k in range(k0, len(rec.text)):
+        cut = rec.text[:k]
+        hits = [e for e in Catalog().recognise(replace(rec, text=cut)) if e.pattern == pattern]
+        assert len(hits) == 1, (k, cut[-60:], [e.pattern for e in hits])
+        got = hits[0].data
+        assert set(got) - set(CUT_MARKS) <= set(full), (k, cut[-60:], set(got) - set(full))
+        for key, value in got.items():
+            if key in CUT_MARKS or same(value, full[key]) or (key, repr(value)) in GENERIC:
+                continue
+            assert key in last and _short_of(value, full[key], cut), (k, cut[-60:], key, value, full[key])
+
+
+def test_every_cut_exception_names_a_pattern_and_its_values():
+    names = {p.name: p for p in PATTERNS}
+    for table in (NOT_CUTTABLE, LAST_VALUE, CUT_START):
+        assert set(table) <= set(names), set(table) - set(names)
+    for name, (keys, reason) in LAST_VALUE.items():
+        assert reason and keys
+        produced = {k for c in ALL_CASES if c.values[1] == name for k in c.values[3]}
+        assert set(keys) <= produced, (name, set(keys) - produced)
+
+
 # --- an exception raised with several arguments ------------------------------------------------
 
 
@@ -2049,6 +2176,13 @@ def test_a_tuple_of_string_arguments_is_joined_into_one_message(text, joined):
     from vllm_doctor.catalog.normalise import join_arg_tuples
 
     assert join_arg_tuples(text) == joined
+
+
+def test_a_cut_tuple_of_arguments_still_gives_what_was_printed():
+    line = "RuntimeError: ('Quantization scheme is not supported for ', 'the current GPU. Min capability: 75. ', 'Cur"
+    ev = only(line, "quantization_capability")
+    assert ev.data == {"min_capability": 75}
+    assert ev.record.text == line  # the evidence is the line as printed
 
 
 def test_the_tuple_form_passes_the_block_prefilter():

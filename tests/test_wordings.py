@@ -453,7 +453,8 @@ COVER: Tuple[Cover, ...] = (
         "quant_error",
         (
             R(r"Your $", "gpu_name", "Tesla T4"),
-            R(r"has compute capability $", None, "7.5"),
+            R(r"has compute capability $", None, "7", expr=r"\[0\]"),  # 0.5.5: major.minor
+            R(r"has compute capability $", None, "7.5", expr=r"version_str"),
             R(r"has compute capability \{\}\.$", None, "5"),
         ),
     ),
@@ -527,7 +528,9 @@ COVER: Tuple[Cover, ...] = (
         "run_start",
         (
             R(r"\(v$", "vllm_version", "0.10.1"),
-            R(r"with config: $", None, "model='Qwen/Qwen3-8B', max_seq_len=32768, tensor_parallel_size=2"),
+            # the config string never ends with a value the catalog reads (VllmConfig.__str__ ends with
+            # compilation_config={...})
+            R(r"with config: $", None, "model='Qwen/Qwen3-8B', max_seq_len=32768, tensor_parallel_size=2, seed=0"),
             R(r"use_cached_outputs=$", None, True),
         ),
         extra={"model": "Qwen/Qwen3-8B", "max_model_len": 32768, "tensor_parallel_size": 2},

@@ -11,7 +11,8 @@ message before its regular expression is tried, and how to turn a match into an
 only those patterns, each under a timeout (the ``regex`` module's), so no line can
 make matching hang. It reads the record as :func:`~vllm_doctor.catalog.normalise.join_arg_tuples`
 gives it (an exception raised with several arguments prints their tuple repr: joined back into
-one message). :data:`ANCHORS` is the full literal set: anything the tool can
+one message), and a message the end of the record cut short still counts once its distinctive
+part is there (:meth:`Pattern.cut_match`), with the values printed before the cut. :data:`ANCHORS` is the full literal set: anything the tool can
 recognise contains one of them, which is what a block pre-filter may rely on.
 """
 
@@ -27,6 +28,7 @@ from .pattern import (  # noqa: F401 - the catalog's public names
     FLOAT_FIELDS,
     FLOAT_RANGES,
     INT_FIELDS,
+    NO_CUT,
     TIMEOUT,
     Pattern,
     convert,
@@ -88,6 +90,8 @@ class Catalog:
         for _, p in _anchors_in(text):
             try:
                 m = p.compiled().search(text, timeout=TIMEOUT)
+                if m is None:
+                    m = p.cut_match(text)  # the message cut short by the end of the record
                 if m is None:
                     continue
                 data = p.build(m, rec)

@@ -55,9 +55,11 @@ CONFIG_KEYS = (
     "scheduler_reserve_full_isl",
 )
 _KEYS = "|".join(CONFIG_KEYS)
-_DICT_ITEM = regex.compile(r"'(?P<k>" + _KEYS + r")': (?P<v>'[^']*'|\"[^\"]*\"|[\w.+-]+)")
+# An unquoted value is whole once what follows it is there (", ", "}", ")"): these lines never end
+# with one, so a value the end of a cut line runs into is not read ("dtype=t" of "dtype=torch...").
+_DICT_ITEM = regex.compile(r"'(?P<k>" + _KEYS + r")': (?P<v>'[^']*'|\"[^\"]*\"|[\w.+-]+(?=[^\w.+-]))")
 # Values in the engine config line are unquoted for some keys (served_model_name=Qwen/Qwen3-8B).
-_KWARG_ITEM = regex.compile(r"(?<![\w.])(?P<k>" + _KEYS + r")=(?P<v>'[^']*'|\"[^\"]*\"|[\w.+/:-]+)")
+_KWARG_ITEM = regex.compile(r"(?<![\w.])(?P<k>" + _KEYS + r")=(?P<v>'[^']*'|\"[^\"]*\"|[\w.+/:-]+(?=[^\w.+/:-]))")
 
 
 #: Config keys that are switches; anything but True/False is dropped.
@@ -134,6 +136,8 @@ def _engine_config(m, rec) -> Dict[str, Any]:
 
 def _world(m, rec) -> Dict[str, Any]:
     # The parallel world is TP x PP of one engine: world size 1 means TP 1 and PP 1.
+    if not m["world_size"]:
+        return {}  # the line cut before its world size
     if m["world_size"] == "1":
         return {"world_size": 1, "tensor_parallel_size": 1, "pipeline_parallel_size": 1}
     return {"world_size": int(m["world_size"])}
@@ -203,7 +207,7 @@ PATTERNS = [
         "chunked_prefill_budget",
         "config",
         ("Chunked prefill is enabled with",),
-        r"Chunked prefill is enabled with max_num_batched_tokens=(?P<max_num_batched_tokens>\d+)",
+        r"Chunked prefill is enabled with max_num_batched_tokens=(?P<max_num_batched_tokens>\d+)\.",
         "vllm/config/scheduler.py SchedulerConfig.__post_init__",
         Phase.CONFIG,
     ),
@@ -220,7 +224,7 @@ PATTERNS = [
         "starting_to_load",
         "config",
         ("Starting to load model",),
-        r"Starting to load model (?P<model>\S+?)(?:\.\.\.)?$",
+        r"Starting to load model (?P<model>\S+?)\.\.\.",
         "vllm/worker/model_runner.py, vllm/v1/worker/gpu_model_runner.py load_model",
         Phase.LOADING_WEIGHTS,
     ),

@@ -62,7 +62,7 @@ PATTERNS = [
         + _S
         + r"\)?\.?"
         r"(?:\s*Based on the available memory,\s*the estimated maximum model length is"
-        r"\s*(?P<estimated_max_model_len>[\d,]+))?",
+        r"\s*(?P<estimated_max_model_len>[\d,]+)\.)?",
         "vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory / _check_enough_kv_cache_memory; "
         "vllm/v1/core/kv_cache_planning.py (v0.33)",
     ),

@@ -27,10 +27,25 @@ Sources (``shared/vllm-messages.md`` sections 3, 4, 5, 9):
 
 from __future__ import annotations
 
+from typing import Any, Dict
+
 from ..events import Phase
-from .pattern import Pattern
+from .pattern import NO_CUT, Pattern, default_build
 
 _N = r"(?:-?[\d.]+)"
+
+
+def _usage(m, rec) -> Dict[str, Any]:
+    data = default_build(m, rec)
+    first = data.pop("first", None)
+    data.pop("weight", None)
+    data.pop("consumed", None)
+    if first is not None and m["weight"]:
+        data["weights_gib"] = float(first)
+    elif first is not None and m["consumed"]:
+        data["consumed_gib"] = float(first)
+    return data
+
 
 PATTERNS = [
     # --- weights -------------------------------------------------------------------------
@@ -88,7 +103,8 @@ PATTERNS = [
         r"(?: memory_usage_post_profile=[\d.]+GiB)?"
         r"(?: non_torch_memory=(?P<non_torch_gib>-?[\d.]+)GiB)?"
         r"(?: kv_cache_size=(?P<kv_available_gib>-?[\d.]+)GiB)?"
-        r"(?: gpu_memory_utilization=(?P<gpu_memory_utilization>[\d.]+))?",
+        # a fraction in (0, 1]: "0" or "0." cut from "0.90" is no value (and must not cost the line)
+        r"(?: gpu_memory_utilization=(?P<gpu_memory_utilization>0?\.\d+|1(?:\.0+)?))?",
         "vllm/worker/worker.py determine_num_available_blocks (V0 0.6.4-0.6.6)",
         Phase.KV_SIZING,
     ),
@@ -160,6 +176,8 @@ PATTERNS = [
     ),
     # The post-warm-up summary is one message of several sentences, often pasted one
     # sentence a line: each sentence is recognised on its own (its numbers and their roles).
+    # NO_CUT: cut before "on startup." it may be the free-memory failure (catalog/checks.py), which
+    # opens with the same words and proves no warm-up.
     Pattern(
         "startup_memory_summary_free",
         "facts",
@@ -168,6 +186,7 @@ PATTERNS = [
         r"(?P<gpu_total_gib>\d+(?:\.\d+)?)\s*GiB\)\s*on startup\s*\.",
         "vllm/v1/worker/gpu_worker.py compile_or_warm_up_model (DEBUG v0.11-v0.25, INFO v0.10, v0.26+)",
         Phase.WARMUP,
+        cut_from=NO_CUT,
     ),
     Pattern(
         "startup_memory_summary_desired",
@@ -182,14 +201,16 @@ PATTERNS = [
         "startup_memory_summary_usage",
         "facts",
         ("Actual usage is",),
-        r"Actual usage is\s*(?:(?P<weights_gib>\d+(?:\.\d+)?)\s*GiB for weight,|"
-        r"(?P<consumed_gib>\d+(?:\.\d+)?)\s*GiB for consumed memory \(weights \+ non-torch\),)\s*"
+        # the first figure is named after it: "GiB for weight," (v0.10-v0.26) or "GiB for consumed memory"
+        r"Actual usage is\s*(?P<first>\d+(?:\.\d+)?)\s*GiB for (?:(?P<weight>weight),|"
+        r"(?P<consumed>consumed) memory \(weights \+ non-torch\),)\s*"
         r"(?P<activation_peak_gib>\d+(?:\.\d+)?)\s*GiB for peak activation,\s*"
         r"(?:(?P<non_torch_gib>-?\d+(?:\.\d+)?)\s*GiB for non-torch memory,\s*)?and\s*"
         r"(?P<cuda_graph_gib>-?\d+(?:\.\d+)?)\s*GiB for CUDAGraph memory",
         "vllm/v1/worker/gpu_worker.py compile_or_warm_up_model ('for weight' v0.10-v0.26, "
         "'for consumed memory (weights + non-torch)' v0.27+)",
         Phase.WARMUP,
+        _usage,
     ),
     Pattern(
         "startup_memory_summary_kv",
@@ -198,7 +219,9 @@ PATTERNS = [
         r"Current kv cache memory in use is\s*(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>GiB|bytes)",
         "vllm/v1/worker/gpu_worker.py compile_or_warm_up_model (v0.10 prints bytes, later GiB)",
         Phase.WARMUP,
-        lambda m, rec: {"kv_available_gib": float(m["value"]) / (2**30 if m["unit"] == "bytes" else 1)},
+        lambda m, rec: (
+            {"kv_available_gib": float(m["value"]) / (2**30 if m["unit"] == "bytes" else 1)} if m["unit"] else {}
+        ),
     ),
     Pattern(
         "kv_cache_memory_bytes",
