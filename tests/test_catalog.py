@@ -1183,9 +1183,66 @@ OOM = [
         "Used 20.93G of 15.48G hbm. Exceeded hbm capacity by 5.45G.",
         form="xla-compile",
         backend="TPU",
+        memory_space="hbm",
         required_gib=20.93,
         gpu_total_gib=15.48,
         exceeded_by_gib=5.45,
+    ),
+    case(
+        "xla_compile_hbm_oom",
+        "oom",
+        # openxla/xla docs/errors/error_1000.md: the early abort when the program cannot fit
+        "XlaRuntimeError: RESOURCE_EXHAUSTED: Compilation failure: Aborting compilation early because it's unlikely "
+        "to have enough memory. Requires 3.84T, has 90.96G available. If more detailed logging is desired, set "
+        "--xla_tpu_impure_oom_fast_exit_threshold=-1",
+        form="xla-compile",
+        backend="TPU",
+        memory_space="hbm",
+        early_abort=True,
+        required_gib=3.84 * 1024,
+        gpu_free_gib=90.96,
+    ),
+    # Not device memory: an on-chip scratch memory of the TPU core ran out while XLA compiled
+    # (fixtures/logs h007; openxla/xla docs/errors/error_1001.md for vmem): a compile-time limit.
+    case(
+        "xla_compile_scratch_limit",
+        "cuda_error",
+        fixture_line("h007", 1),
+        exception="XLA:TPU compile error",
+        message="Ran out of memory in memory space smem. Used 1.00M of 1.00M smem. Exceeded smem capacity by 1.7K",
+        form="xla-compile",
+        backend="TPU",
+        memory_space="smem",
+        space_used_gib=1.0 / 1024,
+        space_capacity_gib=1.0 / 1024,
+        exceeded_by_gib=1.7 * KiB,
+    ),
+    case(
+        "xla_compile_scratch_limit",
+        "cuda_error",
+        "jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: E1001: CompileTimeScopedVmemOom: Ran out of memory in memory "
+        "space vmem while allocating on stack for %splash_mha_fwd = bf16[8,2048]{1,0} custom-call(...). Scoped "
+        "allocation with size 19.85M and limit 16.00M exceeded scoped vmem limit by 3.85M.",
+        exception="XLA:TPU compile error",
+        message="Ran out of memory in memory space vmem while allocating on stack for %splash_mha_fwd = bf16[8,2048]{1,0} "
+        "custom-call(...). Scoped allocation with size 19.85M and limit 16.00M exceeded scoped vmem limit by 3.85M",
+        form="xla-compile",
+        backend="TPU",
+        memory_space="vmem",
+        scoped=True,
+        space_used_gib=19.85 * MiB,
+        space_capacity_gib=16.0 * MiB,
+        exceeded_by_gib=3.85 * MiB,
+    ),
+    case(
+        "xla_compile_scratch_limit",
+        "cuda_error",
+        "RuntimeError: RESOURCE_EXHAUSTED: Ran out of memory in memory space sflag",
+        exception="XLA:TPU compile error",
+        message="Ran out of memory in memory space sflag",
+        form="xla-compile",
+        backend="TPU",
+        memory_space="sflag",
     ),
     case(
         "xla_out_of_memory_bytes",
@@ -2061,6 +2118,7 @@ LAST_VALUE = {
     "too_long_v0_scheduler": (("max_model_len",), "'... exceeds limit of %d' ends with it"),
     "cuda_error": (("message",), "free text to the end of the line"),
     "nccl_error": (("message",), "free text to the end of the line"),
+    "xla_compile_scratch_limit": (("message",), "the message quotes the compiler's words as far as they go"),
     "torch_oom": (("processes",), "a process list cut short keeps the clauses printed whole: its start"),
 }
 #: Keys only a cut gives: they say what the cut left unknown.

@@ -22,8 +22,6 @@ KNOWN_WRONG_CLASS: set = {
     "h020-xpu-v1-stats-1-running-14-waiting-for-an-hour.log",
     "h025-ascend-offline-tqdm-glued-warning-shm-broadcast-repeated.log",
     "h026-v1-dp2-spec-decode-hang-shm-broadcast-681-newer-wording.log",
-    # A wording the catalog does not take: XLA smem/vmem.
-    "h007-tpu-xla-smem-resource-exhausted-quoted-one-line.log",
     # One V0 SWAP preemption warning (cut before its count) with 98 pending at 74-86 % KV: the
     # catalog reads it now (mode SWAP, no count); the preemption rule asks for more.
     "h022-v0-063-swap-preemption-pending-98-after-quoted-reply.log",

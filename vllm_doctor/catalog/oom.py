@@ -256,11 +256,40 @@ def _xla(m, rec) -> Dict[str, Any]:
     return data
 
 
+def _xla_sizes(m, keys: Dict[str, str]) -> Dict[str, Any]:
+    """The XLA sizes of ``m`` (``group -> data key``) that were printed whole, in GiB."""
+    out: Dict[str, Any] = {}
+    for group, key in keys.items():
+        for g in (group, group + "2"):
+            value = m.groupdict().get(g)
+            if value:
+                out[key] = _xla_gib(value)
+    return out
+
+
 def _xla_compile(m, rec) -> Dict[str, Any]:
-    data: Dict[str, Any] = {"form": "xla-compile", "backend": "TPU"}
-    for key, group in (("required_gib", "used"), ("gpu_total_gib", "total"), ("exceeded_by_gib", "over")):
-        if m[group]:
-            data[key] = _xla_gib(m[group])
+    """HBM, the device memory, ran out when XLA compiled the program (E1000)."""
+    data: Dict[str, Any] = {"form": "xla-compile", "backend": "TPU", "memory_space": "hbm"}
+    sizes = {"used": "required_gib", "total": "gpu_total_gib", "over": "exceeded_by_gib", "total_free": "gpu_free_gib"}
+    data.update(_xla_sizes(m, sizes))
+    if m["early"]:
+        data["early_abort"] = True
+    return data
+
+
+def _xla_scratch(m, rec) -> Dict[str, Any]:
+    """An on-chip scratch memory (smem, vmem, sflag ...) ran out when XLA compiled the program:
+    a compile-time limit of the TPU core, not the device memory (HBM) the KV cache lives in."""
+    data: Dict[str, Any] = {
+        "exception": "XLA:TPU compile error",
+        "message": m.group(0).strip()[:300],
+        "form": "xla-compile",
+        "backend": "TPU",
+        "memory_space": m["space"],
+    }
+    data.update(_xla_sizes(m, {"used": "space_used_gib", "total": "space_capacity_gib", "over": "exceeded_by_gib"}))
+    if m["scoped"]:
+        data["scoped"] = True
     return data
 
 
@@ -279,6 +308,16 @@ def _hpu(m, rec) -> Dict[str, Any]:
 
 
 _SP = r"[ \t]*"  # a space a hard wrap or a paste may have dropped or doubled
+#: After "Ran out of memory in memory space S": "Used X of Y S. Exceeded S capacity by Z." (each
+#: part optional, so that a message cut inside it keeps what came before).
+_XLA_USED = (
+    r"(?:\."
+    + _SP
+    + r"Used (?P<used>[\d.]+[BKMGT])(?: of (?P<total>[\d.]+[BKMGT]) {space}\b(?:\."
+    + _SP
+    + r"Exceeded {space} capacity by (?P<over>[\d.]+[BKMGT]))?)?)?"
+)
+
 PATTERNS = [
     Pattern(
         "torch_oom",
@@ -377,18 +416,41 @@ PATTERNS = [
         None,
         _xla,
     ),
+    # XLA:TPU compile-time out of memory (openxla/xla docs/errors/error_1000.md, error_1001.md): in
+    # "memory space hbm" the device memory (E1000; also its early abort "Requires X, has Y
+    # available"); in any other space (vmem E1001, smem, sflag ...) an on-chip scratch memory
+    # of the TPU core: a compile-time limit of the shapes compiled, not a device OOM.
     Pattern(
         "xla_compile_hbm_oom",
         "oom",
-        ("Ran out of memory in memory space",),
-        r"Ran out of memory in memory space hbm\."
+        ("Ran out of memory in memory space", "Aborting compilation early"),
+        r"(?:Ran out of memory in memory space hbm\b"
+        + _XLA_USED.format(space="hbm")
+        + r"|(?P<early>Aborting compilation early because it's unlikely to have enough memory)\."
         + _SP
-        + r"Used (?P<used>[\d.]+[BKMGT]) of (?P<total>[\d.]+[BKMGT]) hbm\."
-        + _SP
-        + r"Exceeded hbm capacity by (?P<over>[\d.]+[BKMGT])",
-        "XLA:TPU compiler ('XLA:TPU compile permanent error', RESOURCE_EXHAUSTED)",
+        + r"(?:Requires (?P<used>[\d.]+[BKMGT])(?:, has (?P<total_free>[\d.]+[BKMGT]) available)?)?)",
+        "XLA:TPU compiler (RESOURCE_EXHAUSTED: 'XLA:TPU compile permanent error. Ran out of memory in memory space "
+        "hbm. Used X of Y hbm. Exceeded hbm capacity by Z.'; openxla/xla docs/errors/error_1000.md)",
         None,
         _xla_compile,
+        cut_from=r"memory space hbm(?!\w)|Aborting compilation early",
+    ),
+    Pattern(
+        "xla_compile_scratch_limit",
+        "cuda_error",
+        ("Ran out of memory in memory space",),
+        r"Ran out of memory in memory space (?!hbm\b)(?P<space>[a-z]\w*)\b"
+        + _XLA_USED.format(space=r"(?P=space)")
+        + r"(?:"
+        + _SP
+        + r"while allocating on stack for\b.*?(?P<scoped>Scoped allocation) with size (?P<used2>[\d.]+[BKMGT])"
+        r"(?: and limit (?P<total2>[\d.]+[BKMGT])(?: exceeded scoped (?P=space) limit by (?P<over2>[\d.]+[BKMGT]))?)?)?",
+        "XLA:TPU compiler ('Ran out of memory in memory space smem. Used 1.00M of 1.00M smem. Exceeded smem "
+        "capacity by 1.7K.'; vmem: '... while allocating on stack for %op ... Scoped allocation with size X and limit "
+        "Y exceeded scoped vmem limit by Z.', openxla/xla docs/errors/error_1001.md)",
+        None,
+        _xla_scratch,
+        cut_from=r"memory space (?!hbm\b)[a-z]\w*(?=\W)",
     ),
     Pattern(
         "xla_out_of_memory_bytes",
