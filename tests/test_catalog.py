@@ -388,6 +388,44 @@ STARTUP = [
         kv_available_gib=25.91,
     ),
     case("available_kv_memory", "facts", fixture_line("s031", 4), kv_available_gib=-2.77),
+    # TPU, tpu-inference's JAX worker (fixtures/logs h024): per-device (used, limit) pairs, and the
+    # worker's sums over its devices
+    case("tpu_hbm_usage", "facts", fixture_line("h024", 3), gpu_total_gib=30.75, gpu_free_gib=30.75, tpu_devices=1),
+    case("tpu_hbm_usage", "facts", fixture_line("h024", 8), gpu_total_gib=30.75, tpu_devices=1),
+    case(
+        "tpu_hbm_usage",
+        "facts",
+        "(EngineCore_DP0 pid=7) INFO 10-20 00:02:29 [tpu_worker.py:300] Init worker | rank=0 | is_first_rank=True | "
+        "is_last_rank=True | topology_order_id=0 | is_driver_worker=True | hbm=[(0.0, 31.25), (0.25, 31.25), "
+        "(0.0, 31.25), (0.0, 31.25)]GiB |self.devices=[TpuDevice(id=0)]",
+        gpu_total_gib=31.25,
+        gpu_free_gib=31.0,
+        tpu_devices=4,
+    ),
+    case(
+        "tpu_memory_statistics",
+        "facts",
+        fixture_line("h024", 9),
+        hbm_total_gib=30.75,
+        hbm_budget_gib=27.67,
+        hbm_used_gib=1.11,
+        hbm_available_gib=26.56,
+        gpu_memory_utilization=0.9,
+    ),
+    case(
+        "tpu_memory_statistics",
+        "facts",
+        # the TP=4 sums of a v6e-4 (tpu_worker.py with the KV headroom field)
+        "INFO 05-01 10:00:00 [tpu_worker.py:380] Memory statistics | total_hbm_limit_gb=124.97GiB | "
+        "total_hbm_limit_cap_gb=114.97GiB | total_hbm_used_gb=58.4GiB | kv_cache_headroom_gb=0.0GiB | "
+        "total_hbm_avail_gb=56.57GiB",
+        hbm_total_gib=124.97,
+        hbm_budget_gib=114.97,
+        hbm_used_gib=58.4,
+        hbm_kv_headroom_gib=0.0,
+        hbm_available_gib=56.57,
+        gpu_memory_utilization=0.92,
+    ),
     case(
         "startup_memory_summary_free",
         "facts",
@@ -752,6 +790,17 @@ CHECKS = [
 ]
 
 KV_CACHE = [
+    case(
+        "kv_tpu_hbm_budget",
+        "kv_error",
+        # tpu-inference tpu_worker.py determine_available_memory (ValueError)
+        "ValueError: total_hbm_used_gb=29.1GiB exceeds total_hbm_limit_cap_gb=27.67GiB by 1.43GiB. Please consider "
+        "increasing --gpu-memory-utilization from 0.9 to a larger value.",
+        hbm_used_gib=29.1,
+        hbm_budget_gib=27.67,
+        gpu_memory_utilization=0.9,
+        variant="no_blocks",
+    ),
     case(
         "kv_v1_one_request",
         "kv_error",

@@ -26,9 +26,7 @@ KNOWN_WRONG_CLASS: set = {
     # catalog reads it now (mode SWAP, no count); the preemption rule asks for more.
     "h022-v0-063-swap-preemption-pending-98-after-quoted-reply.log",
 }
-KNOWN_WRONG_FACTS: set = {
-    "h024-tpu-jax-startup-hbm-memory-statistics-stray-glyph.log",  # TPU JAX HBM statistics wording
-}
+KNOWN_WRONG_FACTS: set = set()
 
 
 def _cases(names, known_wrong):
