@@ -224,7 +224,7 @@ CONFIG = [
         "engine_config",
         "run_start",
         "INFO 10-01 00:00:00 [llm_engine.py:240] Initializing a V0 LLM engine (v0.8.5) with config: model='m', "
-        "max_seq_len=8192, tensor_parallel_size=4",
+        "max_seq_len=8192, tensor_parallel_size=4, use_cached_outputs=False, ",  # as V0 0.7.3-0.10 ends it
         model="m",
         max_model_len=8192,
         tensor_parallel_size=4,
@@ -236,7 +236,8 @@ CONFIG = [
         "run_start",
         "INFO 10-01 00:00:00 llm_engine.py:234] Initializing an LLM engine (v0.6.3.post1) with config: "
         "model='mistralai/Ministral-8B-Instruct-2410', speculative_config=None, dtype=torch.float16, max_seq_len=4096, "
-        "tensor_parallel_size=1, pipeline_parallel_size=1, quantization=None, enforce_eager=True, kv_cache_dtype=auto",
+        "tensor_parallel_size=1, pipeline_parallel_size=1, quantization=None, enforce_eager=True, kv_cache_dtype=auto, "
+        "quantization_param_path=None, device_config=cuda)",
         model="mistralai/Ministral-8B-Instruct-2410",
         dtype="torch.float16",
         max_model_len=4096,
@@ -451,6 +452,44 @@ STARTUP = [
         kv_available_gib=25.91,
     ),
     case("available_kv_memory", "facts", fixture_line("s031", 4), kv_available_gib=-2.77),
+    # TPU, tpu-inference's JAX worker (fixtures/logs h024): per-device (used, limit) pairs, and the
+    # worker's sums over its devices
+    case("tpu_hbm_usage", "facts", fixture_line("h024", 3), gpu_total_gib=30.75, gpu_free_gib=30.75, tpu_devices=1),
+    case("tpu_hbm_usage", "facts", fixture_line("h024", 8), gpu_total_gib=30.75, tpu_devices=1),
+    case(
+        "tpu_hbm_usage",
+        "facts",
+        "(EngineCore_DP0 pid=7) INFO 10-20 00:02:29 [tpu_worker.py:300] Init worker | rank=0 | is_first_rank=True | "
+        "is_last_rank=True | topology_order_id=0 | is_driver_worker=True | hbm=[(0.0, 31.25), (0.25, 31.25), "
+        "(0.0, 31.25), (0.0, 31.25)]GiB |self.devices=[TpuDevice(id=0)]",
+        gpu_total_gib=31.25,
+        gpu_free_gib=31.0,
+        tpu_devices=4,
+    ),
+    case(
+        "tpu_memory_statistics",
+        "facts",
+        fixture_line("h024", 9),
+        hbm_total_gib=30.75,
+        hbm_budget_gib=27.67,
+        hbm_used_gib=1.11,
+        hbm_available_gib=26.56,
+        gpu_memory_utilization=0.9,
+    ),
+    case(
+        "tpu_memory_statistics",
+        "facts",
+        # the TP=4 sums of a v6e-4 (tpu_worker.py with the KV headroom field)
+        "INFO 05-01 10:00:00 [tpu_worker.py:380] Memory statistics | total_hbm_limit_gb=124.97GiB | "
+        "total_hbm_limit_cap_gb=114.97GiB | total_hbm_used_gb=58.4GiB | kv_cache_headroom_gb=0.0GiB | "
+        "total_hbm_avail_gb=56.57GiB",
+        hbm_total_gib=124.97,
+        hbm_budget_gib=114.97,
+        hbm_used_gib=58.4,
+        hbm_kv_headroom_gib=0.0,
+        hbm_available_gib=56.57,
+        gpu_memory_utilization=0.92,
+    ),
     case(
         "startup_memory_summary_free",
         "facts",
@@ -757,6 +796,16 @@ CHECKS = [
         min_capability=80,
         current_capability=75,
     ),
+    # 0.5.5-0.28 raise it with three arguments: Python prints their tuple (fixtures/logs h036, quoted in prose)
+    case("quantization_capability", "quant_error", fixture_line("h036", 1), min_capability=75, current_capability=70),
+    case(
+        "quantization_capability",
+        "quant_error",
+        "(EngineCore_DP0 pid=9) ERROR 03-01 10:00:00 [core.py:708] RuntimeError('Quantization scheme is not supported "
+        "for ', 'the current GPU. Required capability: ', '90. Current capability: 89.')",
+        min_capability=90,
+        current_capability=89,
+    ),
     case(
         "bfloat16_capability",
         "quant_error",
@@ -805,6 +854,17 @@ CHECKS = [
 ]
 
 KV_CACHE = [
+    case(
+        "kv_tpu_hbm_budget",
+        "kv_error",
+        # tpu-inference tpu_worker.py determine_available_memory (ValueError)
+        "ValueError: total_hbm_used_gb=29.1GiB exceeds total_hbm_limit_cap_gb=27.67GiB by 1.43GiB. Please consider "
+        "increasing --gpu-memory-utilization from 0.9 to a larger value.",
+        hbm_used_gib=29.1,
+        hbm_budget_gib=27.67,
+        gpu_memory_utilization=0.9,
+        variant="no_blocks",
+    ),
     case(
         "kv_v1_one_request",
         "kv_error",
@@ -1236,9 +1296,66 @@ OOM = [
         "Used 20.93G of 15.48G hbm. Exceeded hbm capacity by 5.45G.",
         form="xla-compile",
         backend="TPU",
+        memory_space="hbm",
         required_gib=20.93,
         gpu_total_gib=15.48,
         exceeded_by_gib=5.45,
+    ),
+    case(
+        "xla_compile_hbm_oom",
+        "oom",
+        # openxla/xla docs/errors/error_1000.md: the early abort when the program cannot fit
+        "XlaRuntimeError: RESOURCE_EXHAUSTED: Compilation failure: Aborting compilation early because it's unlikely "
+        "to have enough memory. Requires 3.84T, has 90.96G available. If more detailed logging is desired, set "
+        "--xla_tpu_impure_oom_fast_exit_threshold=-1",
+        form="xla-compile",
+        backend="TPU",
+        memory_space="hbm",
+        early_abort=True,
+        required_gib=3.84 * 1024,
+        gpu_free_gib=90.96,
+    ),
+    # Not device memory: an on-chip scratch memory of the TPU core ran out while XLA compiled
+    # (fixtures/logs h007; openxla/xla docs/errors/error_1001.md for vmem): a compile-time limit.
+    case(
+        "xla_compile_scratch_limit",
+        "cuda_error",
+        fixture_line("h007", 1),
+        exception="XLA:TPU compile error",
+        message="Ran out of memory in memory space smem. Used 1.00M of 1.00M smem. Exceeded smem capacity by 1.7K",
+        form="xla-compile",
+        backend="TPU",
+        memory_space="smem",
+        space_used_gib=1.0 / 1024,
+        space_capacity_gib=1.0 / 1024,
+        exceeded_by_gib=1.7 * KiB,
+    ),
+    case(
+        "xla_compile_scratch_limit",
+        "cuda_error",
+        "jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: E1001: CompileTimeScopedVmemOom: Ran out of memory in memory "
+        "space vmem while allocating on stack for %splash_mha_fwd = bf16[8,2048]{1,0} custom-call(...). Scoped "
+        "allocation with size 19.85M and limit 16.00M exceeded scoped vmem limit by 3.85M.",
+        exception="XLA:TPU compile error",
+        message="Ran out of memory in memory space vmem while allocating on stack for %splash_mha_fwd = bf16[8,2048]{1,0} "
+        "custom-call(...). Scoped allocation with size 19.85M and limit 16.00M exceeded scoped vmem limit by 3.85M",
+        form="xla-compile",
+        backend="TPU",
+        memory_space="vmem",
+        scoped=True,
+        space_used_gib=19.85 * MiB,
+        space_capacity_gib=16.0 * MiB,
+        exceeded_by_gib=3.85 * MiB,
+    ),
+    case(
+        "xla_compile_scratch_limit",
+        "cuda_error",
+        "RuntimeError: RESOURCE_EXHAUSTED: Ran out of memory in memory space sflag",
+        exception="XLA:TPU compile error",
+        message="Ran out of memory in memory space sflag",
+        form="xla-compile",
+        backend="TPU",
+        memory_space="sflag",
     ),
     case(
         "xla_out_of_memory_bytes",
@@ -2273,3 +2390,177 @@ def test_look_alikes_of_the_stall_messages_are_not_stalls():
         "Handle(local_reader_ranks=[0], buffer_handle=(1, 10485760, 10, 'psm_0c8120b1'))",
     ):
         assert "stall" not in kinds(line), line
+
+
+# --- a message cut short by the end of its record ----------------------------------------------
+#
+# A hard wrap that was not joined back, a log store's line cap or a paste cut a message
+# anywhere. Once its distinctive part is there (Pattern.cut_from, by default an anchor), the
+# pattern fires on what is left, with the values printed before the cut: each equal to the
+# whole line's (never a number cut mid-digits read as a smaller one).
+
+#: Patterns that never fire cut short (they declare cut_from=NO_CUT), with the reason.
+NOT_CUTTABLE = {
+    "exception_line": "the exception name must be whole; once it is, '(?P<msg>.*)$' takes a cut message as it is",
+    "traceback_frame": "a frame cut before its function name names nothing a tag could be read from",
+    "startup_memory_summary_free": "cut before 'on startup.' it may be the free-memory failure, which opens with the "
+    "same words and proves no warm-up",
+}
+#: Values that end their message (or a free-text message): a cut inside one cannot be told from
+#: a shorter value. A cut may give such a value short: a prefix of the whole one, or a number
+#: the cut fell inside.
+LAST_VALUE = {
+    "api_server_version": (("vllm_version",), "'vLLM API server version %s' ends with it"),
+    "server_version": (("model",), "'... serving model %s' ends with it"),
+    "server_version_logo": (("vllm_version",), "the logo line ends with the version"),
+    "using_max_model_len": (("max_model_len",), "'Using max model len %s' ends with it"),
+    "gpu_blocks": (
+        ("gpu_blocks", "cpu_blocks"),
+        "'# GPU blocks: %d' (0.6.4-0.7.3) and '..., # CPU blocks: %d' end with them",
+    ),
+    "num_gpu_blocks_info": (("gpu_blocks",), "'... num_gpu_blocks is: %d' ends with it"),
+    "profiling_results_v0": (("gpu_memory_utilization",), "the V0 profiling results line ends with it"),
+    "csrc_cuda_error_oom": (("source_line",), "'... out of memory at FILE:LINE' ends with the line number"),
+    "v0_preemption": (("cumulative",), "'... total_num_cumulative_preemption=%d' ends with it"),
+    "too_long_v0_scheduler": (("max_model_len",), "'... exceeds limit of %d' ends with it"),
+    "cuda_error": (("message",), "free text to the end of the line"),
+    "nccl_error": (("message",), "free text to the end of the line"),
+    "xla_compile_scratch_limit": (("message",), "the message quotes the compiler's words as far as they go"),
+    "torch_oom": (("processes",), "a process list cut short keeps the clauses printed whole: its start"),
+    "stack_dump_watchdog": (("reason",), "'... due to %s' ends with the reason"),
+    "launch_command": (
+        # whichever flag comes last: any value the cases read
+        tuple(
+            sorted({k for c in ALL_CASES if c.values[1] == "launch_command" for k in c.values[3]} - {"launch_command"})
+        ),
+        "a command ends with its last flag's value (or its model): cut inside it, a shorter value",
+    ),
+}
+#: Keys only a cut gives: they say what the cut left unknown.
+CUT_MARKS = {"processes_cut": "the OOM message ends inside its process list: other processes may follow"}
+#: Where a cut starts to fire, for patterns whose event needs more than their distinctive part
+#: (the shortest prefix of the line that this expression is found in), with the reason.
+CUT_START = {
+    "non_default_args": (
+        r"'(?:model|max_model_len|gpu_memory_utilization|tensor_parallel_size)': [^,}]+[,}]",
+        "the event is the config keys it reads: none is there before the first of them is whole",
+    ),
+    "args_namespace": (
+        r"\b(?:model|max_model_len|gpu_memory_utilization|tensor_parallel_size)=[^,)]+[,)]",
+        "the event is the config keys it reads: none is there before the first of them is whole",
+    ),
+}
+
+
+def _cut_cases():
+    return [pytest.param(*p.values, id=p.id) for p in ALL_CASES]
+
+
+def _distinctive_end(p, text):
+    """The shortest prefix of ``text`` that holds one of ``p``'s anchors and its distinctive
+    part (``cut_from``), as the catalog reads it (tuples of arguments joined)."""
+    import regex
+
+    from vllm_doctor.catalog.normalise import join_arg_tuples
+
+    extra = CUT_START.get(p.name, (p.cut_from, ""))[0]
+    for k in range(1, len(text) + 1):
+        t = join_arg_tuples(text[:k])
+        if any(a in t for a in p.anchors) and (extra is None or regex.search(extra, t)):
+            return k
+    return None
+
+
+#: Generic values a cut may give where the whole line is more specific, with the reason.
+GENERIC = {
+    ("backend", "'XLA'"): "the XLA allocator names the device (';(0x0x0_HBM0)') after the sizes: cut before it, "
+    "the device is not named",
+}
+
+
+def _short_of(value, whole, cut):
+    """A value a cut may give short: a prefix of the whole text, or a number the cut fell inside."""
+    if isinstance(whole, str):
+        return isinstance(value, str) and whole.startswith(value)
+    if isinstance(whole, list):
+        return isinstance(value, list) and len(value) <= len(whole) and same(value, whole[: len(value)])
+    printed = f"{value:g}" if isinstance(value, float) else str(value)
+    return cut.endswith(printed) and str(whole).startswith(printed)
+
+
+@pytest.mark.parametrize("line,pattern,kind,data", _cut_cases())
+def test_a_message_cut_after_its_distinctive_part_still_fires_with_the_values_before_the_cut(line, pattern, kind, data):
+    from dataclasses import replace
+
+    from vllm_doctor.catalog import NO_CUT
+
+    p = next(p for p in PATTERNS if p.name == pattern)
+    assert (p.cut_from == NO_CUT) == (pattern in NOT_CUTTABLE), pattern
+    if pattern in NOT_CUTTABLE:
+        return
+    rec = unwrap("t", 1, line)[0]
+    full = only(line, pattern).data
+    k0 = _distinctive_end(p, rec.text)
+    if k0 is None:  # the distinctive part ends the line: no cut after it
+        assert p.compiled().search(rec.text).end() == len(rec.text), (pattern, rec.text)
+        return
+    last = LAST_VALUE.get(pattern, ((), ""))[0]
+    for k in range(k0, len(rec.text)):
+        cut = rec.text[:k]
+        hits = [e for e in Catalog().recognise(replace(rec, text=cut)) if e.pattern == pattern]
+        assert len(hits) == 1, (k, cut[-60:], [e.pattern for e in hits])
+        got = hits[0].data
+        assert set(got) - set(CUT_MARKS) <= set(full), (k, cut[-60:], set(got) - set(full))
+        for key, value in got.items():
+            if key in CUT_MARKS or same(value, full[key]) or (key, repr(value)) in GENERIC:
+                continue
+            assert key in last and _short_of(value, full[key], cut), (k, cut[-60:], key, value, full[key])
+
+
+def test_every_cut_exception_names_a_pattern_and_its_values():
+    names = {p.name: p for p in PATTERNS}
+    for table in (NOT_CUTTABLE, LAST_VALUE, CUT_START):
+        assert set(table) <= set(names), set(table) - set(names)
+    for name, (keys, reason) in LAST_VALUE.items():
+        assert reason and keys
+        produced = {k for c in ALL_CASES if c.values[1] == name for k in c.values[3]}
+        assert set(keys) <= produced, (name, set(keys) - produced)
+
+
+# --- an exception raised with several arguments ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text,joined",
+    [
+        ("RuntimeError: ('a ', 'b 7.')", "RuntimeError: a b 7."),
+        ("RuntimeError('a ', 'b 7.')", "RuntimeError('a b 7.')"),  # the repr: one argument again
+        ("x.Err(\"it's \", 'a \\'q\\'')", "x.Err(\"it's a 'q'\")"),  # quotes and escapes as Python reads them
+        ("Error: ('line\\n', 'two')", "Error: line\ntwo"),
+        ("RuntimeError: ('a ', 'b 7", "RuntimeError: a b 7"),  # cut inside the last argument
+        ("RuntimeError: ('a ', ", "RuntimeError: a "),  # cut after the first
+        ("RuntimeError: ('a ', 'b\\", "RuntimeError: a b"),  # cut after a backslash
+        ("f('a') and g(x, 'b')", "f('a') and g(x, 'b')"),  # one string, or not only strings: left alone
+        ("shape=('a', 1)", "shape=('a', 1)"),
+        ("no tuple here", "no tuple here"),
+    ],
+)
+def test_a_tuple_of_string_arguments_is_joined_into_one_message(text, joined):
+    from vllm_doctor.catalog.normalise import join_arg_tuples
+
+    assert join_arg_tuples(text) == joined
+
+
+def test_a_cut_tuple_of_arguments_still_gives_what_was_printed():
+    line = "RuntimeError: ('Quantization scheme is not supported for ', 'the current GPU. Min capability: 75. ', 'Cur"
+    ev = only(line, "quantization_capability")
+    assert ev.data == {"min_capability": 75}
+    assert ev.record.text == line  # the evidence is the line as printed
+
+
+def test_the_tuple_form_passes_the_block_prefilter():
+    from vllm_doctor import prefilter
+
+    if not prefilter.available():
+        pytest.skip("ahocorasick_rs not installed")
+    assert prefilter.candidate_starts((fixture_line("h036", 1) + "\n").encode()) == [0]

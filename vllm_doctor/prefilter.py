@@ -82,6 +82,8 @@ PREFERRED_GATE: Tuple[str, ...] = (
     "Avg prompt", "ing: ", "Prefix cache hit", "KV ", "vLLM", "oading", "Chunked prefill", "Using max model len",
     "aximum", "To serve at least", "args:", "PreemptionMode", "MQLLMEngine", "oute", "Engine loop", "encountered",
     "LLM engine", "Processed prompts", "Actual usage", "█  version",
+    # TPU: tpu-inference's HBM lines, XLA's compile-time early abort
+    "total_hbm", "hbm=[(", "Aborting compilation",
     # lower-case phrases
     "died", "world size", "fail", "supported", "is too l", "num_seqs", "startup", "with config:", "graph", "blocks",
     "ested memory", "cache memory", "GPU memory", "Memory profiling", "ut of memory", "_memory", "killed due",

@@ -7,7 +7,11 @@ Reads the ``.py`` trees of several vLLM releases (fetched by ``fetch.py`` into
   old ``print_warning_once(...)``) -- the message is the first argument, ``%``-formatted
   with the others;
 * ``raise X(...)`` -- the message is the exception's first argument (any ``...Error(...)`` /
-  ``...Exception(...)`` built with a message, raised at once or kept and raised later);
+  ``...Exception(...)`` built with a message, raised at once or kept and raised later); an
+  exception built with several string arguments (``RuntimeError("a ", f"b {x}. ", "c")``, a
+  comma where implicit concatenation was meant) prints ``str(args)``, the tuple repr
+  ``('a ', 'b 7. ', 'c')``: its row holds the joined template and ``args``, the template of
+  each argument;
 * ``assert cond, msg`` -- vLLM's "Error in memory profiling" was an assertion for years;
 * ``return f"..."`` in a ``__repr__`` / ``__str__`` -- what ``logger.debug(result)`` prints
   (V1's ``MemoryProfilingResult``: "Memory profiling takes ... weights memory: X GiB.");
@@ -22,8 +26,10 @@ the catalog covers (:data:`FAMILIES`, matched on the message's fixed text), and 
   doubled), ``params`` (per placeholder: ``expr`` = the Python source of the value,
   ``spec`` = its format spec, ``style`` = ``f``/``%``/``format``, ``type`` = ``int``,
   ``float``, ``gib`` (a GiB figure, ``format_gib``/``GiB()``/``/ GiB_bytes``) or ``str``),
-  ``releases`` (the versions that print it, oldest first) and ``sites`` (``file``,
-  ``function``, ``releases`` of each place that prints it);
+  ``releases`` (the versions that print it, oldest first), ``sites`` (``file``,
+  ``function``, ``releases`` of each place that prints it) and, for an exception raised with
+  several arguments only, ``args`` (the template of each argument, in order; joined they are
+  ``template``, placeholders numbered as in it);
 * ``frames.json``: for each function that marks a startup or serving phase in a
   traceback (:data:`PHASE_FUNCS`, plus every kernel warm-up function found under
   ``model_executor/warmup/``), its ``phase`` tag (the tag names of
@@ -46,7 +52,7 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 MAX_VARIANTS = 8
 LOG_METHODS = {
@@ -248,10 +254,15 @@ class Template:
     def text(self) -> str:
         return "".join(p[1] for p in self.parts if p[0] == "lit")
 
-    def render(self) -> Tuple[str, List[Dict[str, str]], str]:
-        """``(format template, params, display text with {} for each placeholder)``."""
-        out, params, shown = [], [], []
+    def render(self) -> Tuple[str, List[Dict[str, str]], str, List[str]]:
+        """``(format template, params, display text with {} for each placeholder, argument
+        templates)``: the last is the template cut at each ``("sep",)`` part (one piece per
+        argument of an exception raised with several), empty when there is none."""
+        out, params, shown, cuts = [], [], [], []
         for p in self.parts:
+            if p[0] == "sep":
+                cuts.append(len("".join(out)))
+                continue
             if p[0] == "lit":
                 out.append(p[1].replace("{", "{{").replace("}", "}}"))
                 shown.append(p[1])
@@ -263,7 +274,10 @@ class Template:
                 params.append(
                     {"expr": expr, "spec": spec, "style": style, "type": _ptype(expr, spec, style), "before": before}
                 )
-        return "".join(out), params, "".join(shown)
+        template = "".join(out)
+        bounds = [0, *cuts, len(template)]
+        pieces = [template[a:b] for a, b in zip(bounds, bounds[1:])] if cuts else []
+        return template, params, "".join(shown), pieces
 
 
 def _lit(s: str) -> Template:
@@ -545,6 +559,16 @@ class Builder:
             out.pop()
         return out
 
+    def arguments(self, nodes: Sequence[ast.AST]) -> List[Template]:
+        """Templates of an exception's several arguments, one after the other, with a
+        ``("sep",)`` part between two arguments (see :meth:`Template.render`)."""
+        acc = [Template()]
+        for i, node in enumerate(nodes):
+            if i:
+                acc = self._product(acc, [Template([("sep",)])])
+            acc = self._product(acc, self.variants(node))
+        return acc
+
     @staticmethod
     def _product(a: List[Template], b: List[Template]) -> List[Template]:
         return [x + y for x in a for y in b][:MAX_VARIANTS]
@@ -569,8 +593,9 @@ def _exc_name(node: ast.AST) -> str:
     return _unparse(node).split(".")[-1]
 
 
-def messages(tree: ast.AST) -> Iterator[Tuple[str, str, ast.AST, List[ast.AST], Optional[_Scope]]]:
-    """Yield ``(level, function, message node, %-args, scope)`` for every message in a module."""
+def messages(tree: ast.AST) -> Iterator[Tuple[str, str, Any, List[ast.AST], Optional[_Scope]]]:
+    """Yield ``(level, function, message node, %-args, scope)`` for every message in a module;
+    the message node is a list of nodes for an exception built with several string arguments."""
     stack: List[Tuple[str, _Scope]] = []
 
     def visit(node: ast.AST) -> Iterator:
@@ -593,8 +618,10 @@ def messages(tree: ast.AST) -> Iterator[Tuple[str, str, ast.AST, List[ast.AST], 
                 yield "info", func, node.args[0], list(node.args[1:]), scope
             elif isinstance(f, (ast.Name, ast.Attribute)) and _EXC_NAME.search(_unparse(f)) and node.args:
                 # an exception built with its message: raised here, or kept and raised later
-                # (``e = Exception("WorkerProc initialization failed ..."); ...; raise e``)
-                yield f"raise:{_exc_name(f)}", func, node.args[0], [], scope
+                # (``e = Exception("WorkerProc initialization failed ..."); ...; raise e``);
+                # with several string arguments it prints their tuple repr: all of them
+                several = len(node.args) > 1 and all(_is_stringy(a) for a in node.args)
+                yield f"raise:{_exc_name(f)}", func, list(node.args) if several else node.args[0], [], scope
             elif _unparse(f).split(".")[-1] == "tqdm":
                 for kw in node.keywords:
                     if kw.arg == "desc":
@@ -669,26 +696,27 @@ def scan_file(rel: str, source: str) -> Tuple[List[dict], List[str], Dict[str, s
                 calls.setdefault(node.name, set()).update(_called_names(node))
     for level, func, msg, args, scope in messages(tree):
         builder = Builder(scope)
-        for t in builder.variants(msg):
+        for t in builder.arguments(msg) if isinstance(msg, list) else builder.variants(msg):
             if args and level != "tqdm" and not level.startswith(("raise", "assert")):
                 ts = _percent(t, args, builder)
             else:
                 ts = [t]
             for t2 in ts:
-                template, params, shown = t2.render()
+                template, params, shown, pieces = t2.render()
                 fam = family_of(shown)
                 if fam is None:
                     continue
-                rows.append(
-                    {
-                        "family": fam,
-                        "level": level,
-                        "template": template,
-                        "params": params,
-                        "file": rel,
-                        "function": func,
-                    }
-                )
+                row = {
+                    "family": fam,
+                    "level": level,
+                    "template": template,
+                    "params": params,
+                    "file": rel,
+                    "function": func,
+                }
+                if pieces:
+                    row["args"] = pieces
+                rows.append(row)
     _FILE_CACHE[key] = (rows, defs, calls)
     return rows, defs, calls
 
@@ -743,7 +771,8 @@ def build(cache: Path, versions: Sequence[str]) -> Tuple[List[dict], Dict[str, d
     for v in versions:
         rows, defs = scan_release(cache / v)
         for r in rows:
-            key = (r["family"], r["level"], r["template"])
+            # the same words raised as one argument and as several print differently
+            key = (r["family"], r["level"], r["template"], tuple(r.get("args", ())))
             row = table.setdefault(
                 key,
                 {
@@ -751,6 +780,7 @@ def build(cache: Path, versions: Sequence[str]) -> Tuple[List[dict], Dict[str, d
                     "level": r["level"],
                     "template": r["template"],
                     "params": r["params"],
+                    **({"args": r["args"]} if "args" in r else {}),
                     "releases": [],
                     "sites": {},
                 },
@@ -770,7 +800,7 @@ def build(cache: Path, versions: Sequence[str]) -> Tuple[List[dict], Dict[str, d
                 if f not in entry["files"]:
                     entry["files"].append(f)
     out = []
-    for row in sorted(table.values(), key=lambda r: (r["family"], r["template"], r["level"])):
+    for row in sorted(table.values(), key=lambda r: (r["family"], r["template"], r["level"], r.get("args", []))):
         row["sites"] = [{"file": f, "function": fn, "releases": rel} for (f, fn), rel in sorted(row["sites"].items())]
         out.append(row)
     for entry in frames.values():

@@ -9,7 +9,10 @@ message before its regular expression is tried, and how to turn a match into an
 
 :func:`recognise` finds the anchors present in a record with one scan, then runs
 only those patterns, each under a timeout (the ``regex`` module's), so no line can
-make matching hang. :data:`ANCHORS` is the full literal set: anything the tool can
+make matching hang. It reads the record as :func:`~vllm_doctor.catalog.normalise.join_arg_tuples`
+gives it (an exception raised with several arguments prints their tuple repr: joined back into
+one message), and a message the end of the record cut short still counts once its distinctive
+part is there (:meth:`Pattern.cut_match`), with the values printed before the cut. :data:`ANCHORS` is the full literal set: anything the tool can
 recognise contains one of them, which is what a block pre-filter may rely on.
 """
 
@@ -20,10 +23,12 @@ from typing import Dict, List, Sequence, Tuple
 from ..events import Event
 from ..record import Record
 from . import checks, config, errors, host_memory, kv_cache, oom, requests, scheduler, stalls, startup, timing
+from .normalise import join_arg_tuples
 from .pattern import (  # noqa: F401 - the catalog's public names
     FLOAT_FIELDS,
     FLOAT_RANGES,
     INT_FIELDS,
+    NO_CUT,
     TIMEOUT,
     Pattern,
     convert,
@@ -81,9 +86,12 @@ class Catalog:
         if "Received request " in text[:200]:
             # Request logging prints whole prompts: nothing inside them is a server message.
             return events
+        text = join_arg_tuples(text)  # an exception raised with several arguments: one message
         for _, p in _anchors_in(text):
             try:
                 m = p.compiled().search(text, timeout=TIMEOUT)
+                if m is None:
+                    m = p.cut_match(text)  # the message cut short by the end of the record
                 if m is None:
                     continue
                 data = p.build(m, rec)

@@ -40,8 +40,12 @@ from .pattern import Pattern, default_build
 
 
 def _profiling(m, rec) -> Dict[str, Any]:
+    if not m["kind"]:
+        return {}  # cut before "free" or "used": which memory it compared is not known
     data: Dict[str, Any] = {"variant": "free" if m["kind"] == "free" else "used"}
     for key in ("initial", "current"):
+        if not m[key] or (not m[key + "_unit"] and " GiB".startswith(m.string[m.end(key) : m.end(key) + 4])):
+            continue  # not printed before the cut, or the cut may have taken its unit ("72.25 Gi")
         raw = float(m[key])
         unit = m[key + "_unit"]
         # Old builds print raw bytes (no unit); new ones GiB.
@@ -156,6 +160,8 @@ PATTERNS = [
         "'Available memory ... is below required' from a ROCm TheRock build (fixtures/logs t003)",
         None,
         _free_memory,
+        # the startup summary opens with the same words ("Free memory on device (F/T GiB) on startup.")
+        cut_from=r"on startup\s*(?:is|falls)|is below required",
     ),
     Pattern(
         "external_weights_exceed_budget",
@@ -197,7 +203,7 @@ PATTERNS = [
         ("Error in memory profiling",),
         r"Error in memory profiling\.\s*Initial (?P<kind>free|used) memory (?P<initial>\d+(?:\.\d+)?)"
         r"(?P<initial_unit> ?GiB)?,\s*current(?:ly used)?(?: free)? memory (?P<current>\d+(?:\.\d+)?)"
-        r"(?P<current_unit> ?GiB)?",
+        r"(?P<current_unit> ?GiB)?\.\s",  # "... current free memory Y. This happens when ..."
         "vllm/v1/worker/gpu_worker.py determine_available_memory; vllm/worker/worker.py (V0)",
         None,
         _profiling,
@@ -205,18 +211,20 @@ PATTERNS = [
     Pattern(
         "quantization_capability",
         "quant_error",
-        ("is not supported for the current GPU",),
+        # the second anchor is whole in the tuple repr of 0.5.5-0.28 ("... supported for ', 'the current GPU")
+        ("is not supported for the current GPU", "Quantization scheme is not supported for"),
         r"(?:quantization method (?P<quantization>\S+(?: \+ \S+)?)|Quantization scheme) is not supported for the "
         r"current GPU\.\s*(?:Min(?:imum)?|Required) capability: (?P<min_capability>\d+)\.\s*Current capability: "
-        r"(?P<current_capability>\d+)",
-        "vllm/config/vllm.py _get_quantization_config; compressed_tensors.py _check_scheme_supported",
+        r"(?P<current_capability>\d+)\.",
+        "vllm/config/vllm.py _get_quantization_config; compressed_tensors.py _check_scheme_supported (0.5.5-0.28 "
+        "raise it with three arguments, printed as their tuple repr: catalog/normalise.py joins it)",
     ),
     Pattern(
         "bfloat16_capability",
         "quant_error",
         ("Bfloat16 is only supported on GPUs with compute capability",),
         r"Bfloat16 is only supported on GPUs with compute capability of at least 8\.0\. Your (?P<gpu_name>.+?) GPU "
-        r"(?:has compute capability (?P<current_capability_text>\d+(?:\.\d+)?)|does not have a compute capability)",
+        r"(?:has compute capability (?P<current_capability_text>\d+(?:\.\d+)?)(?=\.\s)|does not have a compute capability)",
         "vllm/worker/worker.py _check_if_gpu_supports_dtype; vllm/platforms/cuda.py",
     ),
     Pattern(
@@ -227,6 +235,8 @@ PATTERNS = [
         "vllm/config/model.py _get_and_verify_max_len (ValueError; pydantic 'Value error, ...' in newer builds)",
         None,
         _error_form,
+        # cut short, the error is told from the warning by the exception name or its own advice
+        cut_from=r"(?:Error:|[Vv]alue error,)\s*User-specified max_model_len|To allow overriding this maximum",
     ),
     Pattern(
         "max_model_len_above_derived_allowed",
@@ -236,6 +246,7 @@ PATTERNS = [
         "vllm/config/model.py _get_and_verify_max_len (warning when VLLM_ALLOW_LONG_MAX_MODEL_LEN=1)",
         Phase.CONFIG,
         _derived_warning,
+        cut_from=r"VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used|CUDA errors\.\s*Make sure",
     ),
     Pattern(
         "batched_tokens_below_max_model_len",

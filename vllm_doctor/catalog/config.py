@@ -66,9 +66,11 @@ CONFIG_KEYS = (
     "scheduler_reserve_full_isl",
 )
 _KEYS = "|".join(CONFIG_KEYS)
-_DICT_ITEM = regex.compile(r"'(?P<k>" + _KEYS + r")': (?P<v>'[^']*'|\"[^\"]*\"|[\w.+-]+)")
+# An unquoted value is whole once what follows it is there (", ", "}", ")"): these lines never end
+# with one, so a value the end of a cut line runs into is not read ("dtype=t" of "dtype=torch...").
+_DICT_ITEM = regex.compile(r"'(?P<k>" + _KEYS + r")': (?P<v>'[^']*'|\"[^\"]*\"|[\w.+-]+(?=[^\w.+-]))")
 # Values in the engine config line are unquoted for some keys (served_model_name=Qwen/Qwen3-8B).
-_KWARG_ITEM = regex.compile(r"(?<![\w.])(?P<k>" + _KEYS + r")=(?P<v>'[^']*'|\"[^\"]*\"|[\w.+/:-]+)")
+_KWARG_ITEM = regex.compile(r"(?<![\w.])(?P<k>" + _KEYS + r")=(?P<v>'[^']*'|\"[^\"]*\"|[\w.+/:-]+(?=[^\w.+/:-]))")
 
 
 #: Config keys that are switches; anything but True/False is dropped.
@@ -207,22 +209,20 @@ def _launch_command(m, rec) -> Optional[Dict[str, Any]]:
         serve = _SERVE_MODEL.search(text)
         if serve:
             data["model"] = serve["model"]
-    if not data:
-        return None
-    data["launch_command"] = True
+    data["launch_command"] = True  # the command is there, even with no flag read from it
     return data
 
 
 def _offline_llm(m, rec) -> Optional[Dict[str, Any]]:
     data = _items(_KWARG_ITEM, m.string[m.end() :])
-    if not data:
-        return None
-    data["launch_command"] = True
+    data["launch_command"] = True  # the call is there, even with no keyword read from it
     return data
 
 
 def _world(m, rec) -> Dict[str, Any]:
     # The parallel world is TP x PP of one engine: world size 1 means TP 1 and PP 1.
+    if not m["world_size"]:
+        return {}  # the line cut before its world size
     if m["world_size"] == "1":
         return {"world_size": 1, "tensor_parallel_size": 1, "pipeline_parallel_size": 1}
     return {"world_size": int(m["world_size"])}
@@ -292,7 +292,7 @@ PATTERNS = [
         "chunked_prefill_budget",
         "config",
         ("Chunked prefill is enabled with",),
-        r"Chunked prefill is enabled with max_num_batched_tokens=(?P<max_num_batched_tokens>\d+)",
+        r"Chunked prefill is enabled with max_num_batched_tokens=(?P<max_num_batched_tokens>\d+)\.",
         "vllm/config/scheduler.py SchedulerConfig.__post_init__",
         Phase.CONFIG,
     ),
@@ -322,12 +322,13 @@ PATTERNS = [
         "vllm/entrypoints/llm.py LLM.__init__ (the operator's offline call)",
         None,
         _offline_llm,
+        cut_from=r"(?<![\w.])LLM\([^)]*\b(?:model|gpu_memory_utilization|max_model_len)=",
     ),
     Pattern(
         "starting_to_load",
         "config",
         ("Starting to load model",),
-        r"Starting to load model (?P<model>\S+?)(?:\.\.\.)?$",
+        r"Starting to load model (?P<model>\S+?)\.\.\.",
         "vllm/worker/model_runner.py, vllm/v1/worker/gpu_model_runner.py load_model",
         Phase.LOADING_WEIGHTS,
     ),

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Optional
 
-from .pattern import Pattern
+from .pattern import NO_CUT, Pattern
 
 _STARTUP, _RUNTIME = "startup", "runtime"
 
@@ -51,7 +51,7 @@ CONSEQUENCE_EXCEPTIONS = frozenset(
 )
 
 
-def _exception(m, rec) -> Optional[Dict[str, Any]]:
+def _exception(m, rec) -> Optional[Dict[str, Any]]:  # never cut (NO_CUT): "(?P<msg>.*)$" takes a cut message
     name = m["exc"]
     msg = (m["msg"] or "").strip()
     if msg[:1] in "'\"" and msg.endswith((msg[:1] + ")", msg[:1] + ").")):  # Name('message') repr
@@ -75,15 +75,28 @@ def _dead(marker: str, phase: Optional[str]):
     return build
 
 
-def _frame(m, rec) -> Dict[str, Any]:
+def _frame(m, rec) -> Dict[str, Any]:  # never cut (NO_CUT): a frame cut before its function names nothing
     return {"path": m["path"], "line": int(m["line"]), "func": m["func"]}
 
 
+#: What follows "CUDA error: " in an out-of-memory (catalog/oom.py reads those).
+_OOM_WHAT = ("out of memory", "CUBLAS_STATUS_ALLOC_FAILED", "CUSOLVER_STATUS_ALLOC_FAILED", "CUDNN_STATUS_ALLOC_FAILED")
+
+
 def _cuda_error(m, rec) -> Optional[Dict[str, Any]]:
-    what = m["what"].strip().rstrip(".")
+    what = (m["what"] or "").strip().rstrip(".")
     if what.startswith("out of memory") or "_STATUS_ALLOC_FAILED" in what:
         return None  # an out-of-memory: catalog/oom.py
+    if m.end() == len(m.string) and any(oom.startswith(what) for oom in _OOM_WHAT):
+        return None  # cut short where it may still be an out-of-memory ("CUDA error: out of mem")
     return {"exception": "CUDA error", "message": what}
+
+
+def _nccl_error(m, rec) -> Dict[str, Any]:
+    what = (m["what"] or "").strip()
+    if m.end() == len(m.string) and " in: ".startswith(m.string[m.start() + len("NCCL error") :]):
+        what = ""  # cut inside " in: FILE:LINE," before the message
+    return {"exception": "NCCL error", "message": what[:300]}
 
 
 PATTERNS = [
@@ -102,6 +115,7 @@ PATTERNS = [
         "CPython traceback",
         None,
         _frame,
+        cut_from=NO_CUT,
     ),
     Pattern(
         "traceback_chain",
@@ -119,6 +133,7 @@ PATTERNS = [
         "CPython traceback (final line)",
         None,
         _exception,
+        cut_from=NO_CUT,
     ),
     Pattern(
         "cuda_error",
@@ -128,6 +143,8 @@ PATTERNS = [
         "torch CUDA runtime checks (c10/cuda/CUDAException)",
         None,
         _cuda_error,
+        # as long as the longest out-of-memory spelling: a shorter cut may still be one (catalog/oom.py)
+        cut_from=r"CUDA error: [^\n]{26}",
     ),
     Pattern(
         "nccl_error",
@@ -136,7 +153,7 @@ PATTERNS = [
         r"NCCL error(?: in: \S+)?[,:]? ?(?P<what>[^\n]*)",
         "vllm/distributed/device_communicators/pynccl_wrapper.py; torch c10d",
         None,
-        lambda m, rec: {"exception": "NCCL error", "message": m["what"].strip()[:300]},
+        _nccl_error,
     ),
     Pattern(
         "enginecore_failed_to_start",
@@ -260,13 +277,13 @@ PATTERNS = [
         "worker_method_error",
         "engine_dead",
         ("while processing method", "Error executing method"),
-        r"Exception in worker (?P<who>\S+) while processing method (?P<method>\w+)"
+        r"Exception in worker (?P<who>\S+) while processing method (?P<method>\w+)(?=\W)"
         r"|Error executing method '?(?P<method2>\w+)'?\. This might cause deadlock",
         "vllm/executor/multiproc_worker_utils.py _run_worker_process; vllm/worker/worker_base.py execute_method",
         None,
         lambda m, rec: {
             "marker": "worker_method_error",
-            "method": m["method"] or m["method2"],
+            **({"method": m["method"] or m["method2"]} if m["method"] or m["method2"] else {}),
             **({"who": m["who"]} if m["who"] else {}),
         },
     ),

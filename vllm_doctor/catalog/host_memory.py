@@ -56,13 +56,15 @@ def _ray_kill(m, rec) -> Dict[str, Any]:
 
 
 def _ray_node(m, rec) -> Dict[str, Any]:
-    data: Dict[str, Any] = {
-        "killer": "ray",
-        "host_used_gib": float(m["used"]),
-        "host_total_gib": float(m["total"]),
-        "host_usage_fraction": float(m["frac"]),
-        "threshold": float(m["thr"]),
-    }
+    data: Dict[str, Any] = {"killer": "ray"}
+    for key, group in (
+        ("host_used_gib", "used"),
+        ("host_total_gib", "total"),
+        ("host_usage_fraction", "frac"),
+        ("threshold", "thr"),
+    ):
+        if m[group]:
+            data[key] = float(m[group])
     for w in _WHO.finditer(m["who"] or ""):
         if w["pid"]:
             data["pid"] = int(w["pid"])
@@ -80,18 +82,20 @@ def _raylet_summary(m, rec) -> Dict[str, Any]:
 
 
 def _kernel(m, rec) -> Dict[str, Any]:
-    data: Dict[str, Any] = {
-        "killer": "cgroup" if m["scope"].startswith("Memory cgroup") else "kernel",
-        "pid": int(m["pid"]),
-        "process": m["comm"],
-    }
+    data: Dict[str, Any] = {"killer": "cgroup" if m["scope"].startswith("Memory cgroup") else "kernel"}
+    if m["pid"]:
+        data["pid"] = int(m["pid"])
+    if m["comm"] is not None:
+        data["process"] = m["comm"]
     if m["anon"]:
         data["anon_rss_gib"] = int(m["anon"]) / 2**20
     return data
 
 
 def _oom_kill_summary(m, rec) -> Dict[str, Any]:
-    data: Dict[str, Any] = {"killer": "cgroup" if "CONSTRAINT_MEMCG" in m.string else "kernel"}
+    data: Dict[str, Any] = {}
+    if m["constraint"]:  # which limit was hit; unknown when the text ends inside its name
+        data["killer"] = "cgroup" if m["constraint"] == "CONSTRAINT_MEMCG" else "kernel"
     if m["comm"]:
         data["process"] = m["comm"]
     if m["pid"]:
@@ -116,7 +120,7 @@ PATTERNS = [
         r"Memory on the node(?: \((?:IP: (?P<ip>[^,)\s]+))?[^)]*\))?"
         r"(?: where the (?:task|lease|actor)(?: \((?P<who>[^)]*)\))? was running)? was "
         r"(?P<used>\d+(?:\.\d+)?) ?GB / (?P<total>\d+(?:\.\d+)?) ?GB \((?P<frac>\d+(?:\.\d+)?)\),? which exceeds "
-        r"the memory usage threshold of (?P<thr>\d+(?:\.\d+)?)",
+        r"the memory usage threshold of (?P<thr>\d+(?:\.\d+)?)(?=\.\s)",  # ". Ray killed this worker ..."
         "ray raylet node_manager.cc memory monitor (kill message detail)",
         None,
         _ray_node,
@@ -153,7 +157,7 @@ PATTERNS = [
         "kernel_oom_kill_summary",
         "host_oom",
         ("oom-kill:constraint=",),
-        r"oom-kill:constraint=\w+(?:[^\n]*?,task=(?P<comm>[^,\s]+),pid=(?P<pid>\d+))?",
+        r"oom-kill:constraint=(?P<constraint>\w+)(?=[,\s])(?:[^\n]*?,task=(?P<comm>[^,\s]+),pid=(?P<pid>\d+)(?=\D))?",
         "linux mm/oom_kill.c dump_oom_summary",
         None,
         _oom_kill_summary,
@@ -174,7 +178,11 @@ PATTERNS = [
         r"DefaultCPUAllocator: (?:not enough memory|can't allocate memory): you tried to allocate (?P<bytes>\d+) bytes",
         "pytorch c10/core/impl/alloc_cpu.cpp alloc_cpu",
         None,
-        lambda m, rec: {"killer": "torch-cpu-allocator", "tried_to_allocate_gib": int(m["bytes"]) / 2**30},
+        lambda m, rec: (
+            {"killer": "torch-cpu-allocator", "tried_to_allocate_gib": int(m["bytes"]) / 2**30}
+            if m["bytes"]
+            else {"killer": "torch-cpu-allocator"}
+        ),
     ),
     Pattern(
         "kubernetes_oomkilled",

@@ -16,7 +16,7 @@ Sources:
 
 from __future__ import annotations
 
-from .pattern import Pattern
+from .pattern import Pattern, default_build
 
 # Tolerance: a paste or a hand re-wrap may drop or double spaces and drop the "(" before
 # the GiB figure (``max seq len (1048576),\n22.5 GiB KV cache is needed``); the numbers and
@@ -62,7 +62,7 @@ PATTERNS = [
         + _S
         + r"\)?\.?"
         r"(?:\s*Based on the available memory,\s*the estimated maximum model length is"
-        r"\s*(?P<estimated_max_model_len>[\d,]+))?",
+        r"\s*(?P<estimated_max_model_len>[\d,]+)\.)?",
         "vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory / _check_enough_kv_cache_memory; "
         "vllm/v1/core/kv_cache_planning.py (v0.33)",
     ),
@@ -72,6 +72,20 @@ PATTERNS = [
         ("No available memory for the cache blocks",),
         r"No available memory for the cache blocks",
         "vllm/worker/worker.py raise_if_cache_size_invalid; vllm/v1/core/kv_cache_utils.py",
+    ),
+    # TPU (tpu-inference determine_available_memory): what the model holds after profiling is
+    # above gpu_memory_utilization of the HBM: no room is left for the KV cache (sums over the
+    # worker's devices).
+    Pattern(
+        "kv_tpu_hbm_budget",
+        "kv_error",
+        ("exceeds total_hbm_limit_cap_gb=",),
+        r"total_hbm_used_gb=(?P<hbm_used_gib>\d+(?:\.\d+)?)GiB exceeds total_hbm_limit_cap_gb="
+        r"(?P<hbm_budget_gib>\d+(?:\.\d+)?)GiB by -?\d+(?:\.\d+)?GiB\.\s*Please consider increasing "
+        r"--gpu-memory-utilization from (?P<gpu_memory_utilization>\d+(?:\.\d+)?) to a larger value",
+        "tpu-inference tpu_inference/worker/tpu_worker_jax.py (tpu_worker.py) determine_available_memory (ValueError)",
+        None,
+        lambda m, rec: {**default_build(m, rec), "variant": "no_blocks"},
     ),
     Pattern(
         "kv_cannot_auto_fit",

@@ -50,7 +50,8 @@ killed for host RAM (Ray's memory monitor, the kernel OOM killer, Kubernetes ``O
 as ``host_oom``, which is never a GPU out-of-memory.
 
 The ``processes`` list of the current form is kept in order as ``(pid, GiB)`` pairs, with
-``pid`` None for the "this process" clause; who is a co-tenant is decided later, with what
+``pid`` None for the "this process" clause (``processes_cut`` True when the text ends before
+the list does: the clauses printed whole are kept, others may follow); who is a co-tenant is decided later, with what
 the whole log says about vLLM's own PIDs (:mod:`vllm_doctor.memory`).
 """
 
@@ -102,31 +103,59 @@ def size_to_gib(text: str) -> float:
 _BACKEND = regex.compile(r"\b(?P<b>CUDA|HIP|XPU|MUSA|MLU|NPU) out of memory")
 
 
+def _cut_search(rx: "regex.Pattern", text: str, pos: int) -> "Optional[regex.Match]":
+    """``rx`` searched in ``text`` from ``pos``, or, when the end of the text cut its message
+    short, its partial match (the values printed whole; one the end cut into is left out)."""
+    m = rx.search(text, pos)
+    if m is not None:
+        return m
+    end = len(text)
+    while True:
+        m = rx.search(text, pos, end, partial=True)
+        if m is None or m.start() == end:
+            return None
+        reaching = [m.start(g) for g in rx.groupindex if 0 <= m.start(g) < end == m.end(g)]
+        if not reaching:
+            return m
+        end = min(reaching)
+
+
 def _torch_oom(m, rec) -> Optional[Dict[str, Any]]:
     text = m.string
-    data: Dict[str, Any] = {"form": "torch"}
+    data: Dict[str, Any] = {}
     b = _BACKEND.search(text)
     if b:
         data["backend"] = b["b"]
     t = _TRIED.search(text, m.start())
-    if t:
+    if t:  # the size ends with its unit: a size the end of the text cut into does not match
         data["tried_to_allocate_gib"] = size_to_gib(t["v"])
-    g = _NEW_GPU.search(text, m.start())
-    if g:
+    g = _cut_search(_NEW_GPU, text, m.start())
+    o = None if g else _cut_search(_OLD_GPU, text, m.start())
+    if g and g["gpu"]:
+        data["form"] = "torch"
         data["gpu_index"] = int(g["gpu"])
-        data["gpu_total_gib"] = size_to_gib(g["total"])
-        data["gpu_free_gib"] = size_to_gib(g["free"])
+        if g["total"]:
+            data["gpu_total_gib"] = size_to_gib(g["total"])
+        if g["free"]:
+            data["gpu_free_gib"] = size_to_gib(g["free"])
+    if g and not g.partial:
+        # The processes come next, up to "Of the allocated memory". A message cut before that
+        # keeps the clauses printed whole (the list's start) and says so: "processes_cut".
+        a = _ALLOCATED.search(text, g.end())
+        stop = a.start() if a else text.find("Of the allocated memory", g.end())
         procs = []
         seen = set()
-        for p in _PROC.finditer(text, g.end()):
+        for p in _PROC.finditer(text, g.end(), stop if stop >= 0 else len(text)):
             pid = int(p["pid"]) if p["pid"] else None
             if pid in seen:  # a damaged or repeated paste lists a PID twice: count it once
                 continue
             seen.add(pid)
             procs.append((pid, size_to_gib(p["mem"])))
         data["processes"] = procs
-        data["processes_listed"] = bool(procs) or "memory in use" in text
-        a = _ALLOCATED.search(text, g.end())
+        if stop < 0:
+            data["processes_cut"] = True
+        if procs or stop >= 0:  # whether torch listed any is not known from a list cut before its first
+            data["processes_listed"] = bool(procs) or "memory in use" in text
         if a:
             data["pytorch_allocated_gib"] = size_to_gib(a["v"])
         p = _PRIVATE.search(text, g.end())
@@ -135,32 +164,30 @@ def _torch_oom(m, rec) -> Optional[Dict[str, Any]]:
         u = _UNALLOCATED.search(text, g.end())
         if u:
             data["reserved_unallocated_gib"] = size_to_gib(u["v"])
-    else:
-        o = _OLD_GPU.search(text, m.start())
-        if o:
-            data["form"] = "torch-old"
-            data["gpu_index"] = int(o["gpu"])
-            data["gpu_total_gib"] = size_to_gib(o["total"])
-            if o["free"]:
-                data["gpu_free_gib"] = size_to_gib(o["free"])
-            data["pytorch_allocated_gib"] = size_to_gib(o["alloc"])
-            if o["resv"]:
-                data["pytorch_reserved_gib"] = size_to_gib(o["resv"])
+    elif o and o["gpu"]:
+        data["form"] = "torch-old"
+        data["gpu_index"] = int(o["gpu"])
+        for key, group in (
+            ("gpu_total_gib", "total"),
+            ("gpu_free_gib", "free"),
+            ("pytorch_allocated_gib", "alloc"),
+            ("pytorch_reserved_gib", "resv"),
+        ):
+            if o[group]:
+                data[key] = size_to_gib(o[group])
     if "Error in model execution" in text:
         data["in_model_execution"] = True
     return data
 
 
 def _alloc_warning(m, rec) -> Dict[str, Any]:
-    return {
-        "form": "allocator-warning",
-        "backend": "CUDA",
-        "gpu_index": int(m["gpu"]),
-        "tried_to_allocate_gib": int(m["req"]) / 2**30,
-        "gpu_free_gib": int(m["free"]) / 2**30,
-        "gpu_total_gib": int(m["total"]) / 2**30,
-        "warning_only": True,
-    }
+    data: Dict[str, Any] = {"form": "allocator-warning", "backend": "CUDA", "warning_only": True}
+    if m["gpu"]:
+        data["gpu_index"] = int(m["gpu"])
+    for key, group in (("tried_to_allocate_gib", "req"), ("gpu_free_gib", "free"), ("gpu_total_gib", "total")):
+        if m[group]:
+            data[key] = int(m[group]) / 2**30
+    return data
 
 
 def _short(form: str, backend: str = "CUDA"):
@@ -179,17 +206,21 @@ def _runtime_error(m, rec) -> Dict[str, Any]:
 
 
 def _triton(m, rec) -> Dict[str, Any]:
-    return {"form": "triton", "backend": m["api"].upper()}
+    data = {"form": "triton"}
+    if m["api"]:
+        data["backend"] = m["api"].upper()
+    return data
 
 
 def _csrc(m, rec) -> Dict[str, Any]:
+    data: Dict[str, Any] = {"backend": "CUDA"}
     path = m["path"]
-    return {
-        "form": "cumem" if "cumem" in path else "csrc",
-        "backend": "CUDA",
-        "source_file": path.rsplit("/", 1)[-1],
-        "source_line": int(m["line"]),
-    }
+    if path:
+        data["form"] = "cumem" if "cumem" in path else "csrc"
+        data["source_file"] = path.rsplit("/", 1)[-1]
+    if m["line"]:
+        data["source_line"] = int(m["line"])
+    return data
 
 
 def _nccl(m, rec) -> Dict[str, Any]:
@@ -214,26 +245,59 @@ def _xla_gib(text: str) -> float:
 
 
 def _xla(m, rec) -> Dict[str, Any]:
+    # "XLA": the device is not named (in what the record holds: its name follows the sizes)
     data: Dict[str, Any] = {"form": "xla", "backend": "TPU" if "HBM" in m.string or "TPU" in m.string else "XLA"}
-    data["tried_to_allocate_gib"] = _xla_gib(m["req"])
-    data["gpu_free_gib"] = _xla_gib(m["free"])
+    if m["req"]:
+        data["tried_to_allocate_gib"] = _xla_gib(m["req"])
+    if m["free"]:
+        data["gpu_free_gib"] = _xla_gib(m["free"])
     if m["verb"] == "reserve":
         data["reserve"] = True
     return data
 
 
+def _xla_sizes(m, keys: Dict[str, str]) -> Dict[str, Any]:
+    """The XLA sizes of ``m`` (``group -> data key``) that were printed whole, in GiB."""
+    out: Dict[str, Any] = {}
+    for group, key in keys.items():
+        for g in (group, group + "2"):
+            value = m.groupdict().get(g)
+            if value:
+                out[key] = _xla_gib(value)
+    return out
+
+
 def _xla_compile(m, rec) -> Dict[str, Any]:
-    return {
+    """HBM, the device memory, ran out when XLA compiled the program (E1000)."""
+    data: Dict[str, Any] = {"form": "xla-compile", "backend": "TPU", "memory_space": "hbm"}
+    sizes = {"used": "required_gib", "total": "gpu_total_gib", "over": "exceeded_by_gib", "total_free": "gpu_free_gib"}
+    data.update(_xla_sizes(m, sizes))
+    if m["early"]:
+        data["early_abort"] = True
+    return data
+
+
+def _xla_scratch(m, rec) -> Dict[str, Any]:
+    """An on-chip scratch memory (smem, vmem, sflag ...) ran out when XLA compiled the program:
+    a compile-time limit of the TPU core, not the device memory (HBM) the KV cache lives in."""
+    data: Dict[str, Any] = {
+        "exception": "XLA:TPU compile error",
+        "message": m.group(0).strip()[:300],
         "form": "xla-compile",
         "backend": "TPU",
-        "required_gib": _xla_gib(m["used"]),
-        "gpu_total_gib": _xla_gib(m["total"]),
-        "exceeded_by_gib": _xla_gib(m["over"]),
+        "memory_space": m["space"],
     }
+    data.update(_xla_sizes(m, {"used": "space_used_gib", "total": "space_capacity_gib", "over": "exceeded_by_gib"}))
+    if m["scoped"]:
+        data["scoped"] = True
+    return data
 
 
 def _xla_bytes(m, rec) -> Dict[str, Any]:
-    return {"form": "xla", "backend": "XLA", "tried_to_allocate_gib": int(m["bytes"]) / 2**30}
+    data: Dict[str, Any] = {"form": "xla", "backend": "XLA"}
+    if m["bytes"]:
+        data["tried_to_allocate_gib"] = int(m["bytes"]) / 2**30
+    return data
 
 
 def _hpu(m, rec) -> Dict[str, Any]:
@@ -244,6 +308,15 @@ def _hpu(m, rec) -> Dict[str, Any]:
 
 
 _SP = r"[ \t]*"  # a space a hard wrap or a paste may have dropped or doubled
+#: After "Ran out of memory in memory space S": "Used X of Y S. Exceeded S capacity by Z." (each
+#: part optional, so that a message cut inside it keeps what came before).
+_XLA_USED = (
+    r"(?:\."
+    + _SP
+    + r"Used (?P<used>[\d.]+[BKMGT])(?: of (?P<total>[\d.]+[BKMGT]) {space}\b(?:\."
+    + _SP
+    + r"Exceeded {space} capacity by (?P<over>[\d.]+[BKMGT]))?)?)?"
+)
 
 PATTERNS = [
     Pattern(
@@ -343,18 +416,41 @@ PATTERNS = [
         None,
         _xla,
     ),
+    # XLA:TPU compile-time out of memory (openxla/xla docs/errors/error_1000.md, error_1001.md): in
+    # "memory space hbm" the device memory (E1000; also its early abort "Requires X, has Y
+    # available"); in any other space (vmem E1001, smem, sflag ...) an on-chip scratch memory
+    # of the TPU core: a compile-time limit of the shapes compiled, not a device OOM.
     Pattern(
         "xla_compile_hbm_oom",
         "oom",
-        ("Ran out of memory in memory space",),
-        r"Ran out of memory in memory space hbm\."
+        ("Ran out of memory in memory space", "Aborting compilation early"),
+        r"(?:Ran out of memory in memory space hbm\b"
+        + _XLA_USED.format(space="hbm")
+        + r"|(?P<early>Aborting compilation early because it's unlikely to have enough memory)\."
         + _SP
-        + r"Used (?P<used>[\d.]+[BKMGT]) of (?P<total>[\d.]+[BKMGT]) hbm\."
-        + _SP
-        + r"Exceeded hbm capacity by (?P<over>[\d.]+[BKMGT])",
-        "XLA:TPU compiler ('XLA:TPU compile permanent error', RESOURCE_EXHAUSTED)",
+        + r"(?:Requires (?P<used>[\d.]+[BKMGT])(?:, has (?P<total_free>[\d.]+[BKMGT]) available)?)?)",
+        "XLA:TPU compiler (RESOURCE_EXHAUSTED: 'XLA:TPU compile permanent error. Ran out of memory in memory space "
+        "hbm. Used X of Y hbm. Exceeded hbm capacity by Z.'; openxla/xla docs/errors/error_1000.md)",
         None,
         _xla_compile,
+        cut_from=r"memory space hbm(?!\w)|Aborting compilation early",
+    ),
+    Pattern(
+        "xla_compile_scratch_limit",
+        "cuda_error",
+        ("Ran out of memory in memory space",),
+        r"Ran out of memory in memory space (?!hbm\b)(?P<space>[a-z]\w*)\b"
+        + _XLA_USED.format(space=r"(?P=space)")
+        + r"(?:"
+        + _SP
+        + r"while allocating on stack for\b.*?(?P<scoped>Scoped allocation) with size (?P<used2>[\d.]+[BKMGT])"
+        r"(?: and limit (?P<total2>[\d.]+[BKMGT])(?: exceeded scoped (?P=space) limit by (?P<over2>[\d.]+[BKMGT]))?)?)?",
+        "XLA:TPU compiler ('Ran out of memory in memory space smem. Used 1.00M of 1.00M smem. Exceeded smem "
+        "capacity by 1.7K.'; vmem: '... while allocating on stack for %op ... Scoped allocation with size X and limit "
+        "Y exceeded scoped vmem limit by Z.', openxla/xla docs/errors/error_1001.md)",
+        None,
+        _xla_scratch,
+        cut_from=r"memory space (?!hbm\b)[a-z]\w*(?=\W)",
     ),
     Pattern(
         "xla_out_of_memory_bytes",

@@ -118,6 +118,10 @@ def default_build(m: "regex.Match", rec: Record) -> Dict[str, Any]:
     return {k: convert(k, v) for k, v in m.groupdict().items() if v is not None}
 
 
+#: ``Pattern.cut_from`` for a message that says nothing certain until it is whole.
+NO_CUT = r"(?!)"
+
+
 @dataclass(frozen=True)
 class Pattern:
     """One recognisable message.
@@ -127,7 +131,13 @@ class Pattern:
     ``regex`` pattern string, compiled once); ``source``: the vLLM/PyTorch file (and
     function) that prints it; ``phase``: the phase the message proves; ``build``:
     ``(match, record) -> data dict`` or None to reject the match (default: named
-    groups converted by :func:`convert`).
+    groups converted by :func:`convert`; a group the match did not reach is None).
+
+    ``cut_from``: a message cut short by the end of its record (a hard wrap that was not
+    joined back, a log store's line cap, a paste cut) still counts once the text from where
+    the match starts holds this expression, the message's distinctive part; it then gives
+    the values printed before the cut (:meth:`cut_match`). None: one of ``anchors``;
+    :data:`NO_CUT`: never (words shared with another message up to the end).
     """
 
     name: str
@@ -137,9 +147,36 @@ class Pattern:
     source: str
     phase: Optional[Phase] = None
     build: Callable[[Any, Record], Optional[Dict[str, Any]]] = default_build
+    cut_from: Optional[str] = None
 
     def compiled(self) -> "regex.Pattern":
         return _compiled(self.rx)
+
+    def cut_match(self, text: str, timeout: float = TIMEOUT) -> "Optional[regex.Match]":
+        """The match of the message cut short at the end of ``text``: a partial match of
+        :attr:`rx` (the ``regex`` module's ``partial=True``: the text ended before the
+        expression did) whose text holds the distinctive part (:attr:`cut_from`), or None.
+
+        Its groups are the values printed whole: a value the end of the text may have cut
+        into (a group that reaches it) is left out, the match searched again up to where that
+        value began, so a number cut mid-digits is never read as a smaller one. The match's
+        ``string`` is the whole text. Raises the ``regex`` module's TimeoutError past
+        ``timeout`` seconds."""
+        if self.cut_from == NO_CUT:
+            return None
+        rx = self.compiled()
+        end = len(text)
+        while True:
+            m = rx.search(text, 0, end, partial=True, timeout=timeout)
+            if m is None or not m.partial:
+                return None
+            reaching = [m.start(g) for g in rx.groupindex if m.start(g) >= 0 and m.start(g) < end == m.end(g)]
+            if not reaching:
+                break
+            end = min(reaching)
+        if self.cut_from is None:  # an anchor the match reached into (it may open with the anchor's end)
+            return m if any(text.find(a, max(0, m.start() - len(a) + 1)) >= 0 for a in self.anchors) else None
+        return m if _compiled(self.cut_from).search(text, max(0, m.start() - 200), timeout=timeout) else None
 
 
 _CACHE: Dict[str, "regex.Pattern"] = {}

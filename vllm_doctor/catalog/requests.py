@@ -124,7 +124,7 @@ PATTERNS = [
         ("is longer than the maximum model length",),
         r"(?:The (?:\w+ )?prompt \(length (?P<prompt_tokens>\d+)\)(?: plus the number of requested output tokens "
         r"\(at least 1\))?|Prompt length of (?P<prompt_len>\d+)) is longer than the maximum model length of "
-        r"(?P<max_model_len>\d+)",
+        r"(?P<max_model_len>\d+)\.",
         "vllm/v1/engine/processor.py _validate_model_input ('The decoder prompt', v0.11+ 'The {type} prompt ... plus "
         "the number of requested output tokens'); v0.7 'Prompt length of %d'",
         None,

@@ -55,6 +55,7 @@ PATTERNS = [
         "vllm/engine/metrics.py LoggingStatLogger.log (V0)",
         None,
         _stats("v0"),
+        cut_from=r"reqs, Swapped: ",  # where V0's line parts from V1's
     ),
     Pattern(
         "v1_stats",
@@ -71,6 +72,7 @@ PATTERNS = [
         "vllm/v1/metrics/loggers.py LoggingStatLogger.log (V1; v0.30+ names the KV cache device: 'GPU', 'CPU', 'XPU')",
         None,
         _stats("v1"),
+        cut_from=r"reqs, Waiting: ",
     ),
     Pattern(
         "v0_prefix_hit",

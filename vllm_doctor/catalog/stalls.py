@@ -107,6 +107,7 @@ PATTERNS = [
         "(0.8+; 0.11+ adds 'This typically happens when some processes are hanging ...')",
         None,
         _shm(old=False),
+        cut_from=r"found ?in \d{1,6} seconds?[^a-z]",  # the interval whole, and 'second' or 'seconds'
     ),
     Pattern(
         "shm_block_wait_old",
@@ -117,6 +118,7 @@ PATTERNS = [
         "(0.5.5-0.7.3; printed by idle workers too)",
         None,
         _shm(old=True),
+        cut_from=r"found in \d{1,6} seconds?[^a-z]",
     ),
     Pattern(
         "rpc_call_timed_out",
@@ -142,7 +144,7 @@ PATTERNS = [
         ("Barrier timed out after", "Barrier departure timed out after"),
         # 0.9.2-0.10.2 raise it with the timeout as a second argument: the tuple's repr is printed
         r"Barrier (?:departure )?timed out after (?:(?P<timeout_s>\d{1,9}(?:\.\d+)?) s"
-        r"|%f s(?:econds)?['\"], (?P<timeout_s>\d{1,9}(?:\.\d+)?))",
+        r"|%f s(?:econds)?['\"], (?P<timeout_s>\d{1,9}(?:\.\d+)?)\))",
         "vllm/distributed/utils.py StatelessProcessGroup.barrier (0.9.2+)",
         None,
         _signal("barrier_timeout", True, ints=("timeout_s",)),
@@ -161,8 +163,8 @@ PATTERNS = [
         "stall",
         ("Watchdog caught collective operation timeout",),
         r"(?:\[Rank (?P<rank>\d{1,6})\] )?Watchdog caught collective operation timeout: "
-        r"Work(?P<backend>[A-Z]{2,6})\(SeqNum=(?P<seq>\d{1,12}), OpType=(?P<op>\w{1,40})"
-        r"(?:[^)]{0,200}?Timeout\(ms\)=(?P<timeout_ms>\d{1,12}))?"
+        r"Work(?P<backend>[A-Z]{2,6})\(SeqNum=(?P<seq>\d{1,12}), OpType=(?P<op>\w{1,40})(?=[,)])"
+        r"(?:[^)]{0,200}?Timeout\(ms\)=(?P<timeout_ms>\d{1,12})(?=\)))?"
         r"(?:\)\s*ran for (?P<ran_ms>\d{1,12}) milliseconds)?",
         "PyTorch torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp watchdog (HCCL/XCCL process groups alike)",
         None,

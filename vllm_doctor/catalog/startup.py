@@ -27,10 +27,71 @@ Sources (``shared/vllm-messages.md`` sections 3, 4, 5, 9):
 
 from __future__ import annotations
 
+from typing import Any, Dict
+
+import regex
+
 from ..events import Phase
-from .pattern import Pattern
+from .pattern import NO_CUT, Pattern, default_build
 
 _N = r"(?:-?[\d.]+)"
+
+
+_HBM_PAIR = regex.compile(r"\(\s*(?P<used>\d+(?:\.\d+)?),\s*(?P<limit>\d+(?:\.\d+)?)\s*\)")
+_HBM_FIELD = regex.compile(r"(?P<key>\w+)=(?P<value>-?\d+(?:\.\d+)?)GiB")
+#: tpu-inference's "Memory statistics" fields (sums over the worker's devices, GiB) -> data keys.
+HBM_STATISTICS = {
+    "total_hbm_limit_gb": "hbm_total_gib",
+    "total_hbm_limit_cap_gb": "hbm_budget_gib",
+    "total_hbm_used_gb": "hbm_used_gib",
+    "kv_cache_headroom_gb": "hbm_kv_headroom_gib",
+    "total_hbm_avail_gb": "hbm_available_gib",
+}
+
+
+def _tpu_hbm(m, rec) -> Dict[str, Any]:
+    """``hbm=[(used, limit), ...]GiB``: one ``(used, limit)`` pair per device of the worker
+    (``utils.hbm_usage_gb``: JAX ``memory_stats()`` ``bytes_in_use`` / ``bytes_limit``). The
+    device total is the limit (the smallest, should devices differ); before the weights load
+    ("Init worker", ``init_device``) what is free is the limit less what is in use, the fact
+    CUDA's "Free memory on device (F/T GiB) on startup" gives; after them ("Init model") it is
+    not a startup figure and is left out."""
+    pairs = [(float(p["used"]), float(p["limit"])) for p in _HBM_PAIR.finditer(m["pairs"])]
+    if not pairs or not m["close"]:
+        return {}  # cut inside the list: a device may be missing
+    data: Dict[str, Any] = {"gpu_total_gib": min(limit for _, limit in pairs), "tpu_devices": len(pairs)}
+    if m["when"] == "worker":
+        data["gpu_free_gib"] = round(min(limit - used for used, limit in pairs), 2)
+    return data
+
+
+def _tpu_statistics(m, rec) -> Dict[str, Any]:
+    """tpu-inference's "Memory statistics | total_hbm_limit_gb=XGiB | ...": sums over the
+    worker's devices (all of its TP shards), so kept apart from the per-device facts
+    (``hbm_*_gib``, :data:`HBM_STATISTICS`); their ratio is the ``gpu_memory_utilization`` in
+    force (``total_hbm_limit_cap = total_hbm_limit * gpu_memory_utilization``)."""
+    data: Dict[str, Any] = {}
+    for f in _HBM_FIELD.finditer(m.string, m.end()):
+        key = HBM_STATISTICS.get(f["key"])
+        if key and key not in data:
+            data[key] = float(f["value"])
+    total, cap = data.get("hbm_total_gib"), data.get("hbm_budget_gib")
+    if total and cap and 0 < cap <= total:
+        data["gpu_memory_utilization"] = round(cap / total, 2)
+    return data
+
+
+def _usage(m, rec) -> Dict[str, Any]:
+    data = default_build(m, rec)
+    first = data.pop("first", None)
+    data.pop("weight", None)
+    data.pop("consumed", None)
+    if first is not None and m["weight"]:
+        data["weights_gib"] = float(first)
+    elif first is not None and m["consumed"]:
+        data["consumed_gib"] = float(first)
+    return data
+
 
 PATTERNS = [
     # --- weights -------------------------------------------------------------------------
@@ -88,7 +149,8 @@ PATTERNS = [
         r"(?: memory_usage_post_profile=[\d.]+GiB)?"
         r"(?: non_torch_memory=(?P<non_torch_gib>-?[\d.]+)GiB)?"
         r"(?: kv_cache_size=(?P<kv_available_gib>-?[\d.]+)GiB)?"
-        r"(?: gpu_memory_utilization=(?P<gpu_memory_utilization>[\d.]+))?",
+        # a fraction in (0, 1]: "0" or "0." cut from "0.90" is no value (and must not cost the line)
+        r"(?: gpu_memory_utilization=(?P<gpu_memory_utilization>0?\.\d+|1(?:\.0+)?))?",
         "vllm/worker/worker.py determine_num_available_blocks (V0 0.6.4-0.6.6)",
         Phase.KV_SIZING,
     ),
@@ -150,6 +212,30 @@ PATTERNS = [
         "vllm/v1/worker/gpu_worker.py init_device (DEBUG)",
         Phase.CONFIG,
     ),
+    # TPU (tpu-inference, the JAX worker): vllm-project/tpu-inference tpu_inference/worker/
+    # tpu_worker_jax.py (later tpu_worker.py) init_device "Init worker | ... | hbm=[(U, L)]GiB",
+    # runner/tpu_jax_runner.py load_model "Init model | hbm=[(U, L)]GiB", determine_available_memory
+    # "Memory statistics | total_hbm_limit_gb=XGiB | total_hbm_limit_cap_gb=YGiB |
+    # total_hbm_used_gb=ZGiB | [kv_cache_headroom_gb=HGiB | ]total_hbm_avail_gb=WGiB".
+    Pattern(
+        "tpu_hbm_usage",
+        "facts",
+        ("hbm=[(",),
+        r"Init (?P<when>worker|model)\b[^\n]*?\|\s*hbm=\[(?P<pairs>[^\]]*)(?P<close>\]GiB)?",
+        "tpu-inference tpu_inference/worker/tpu_worker_jax.py (tpu_worker.py) init_device; "
+        "runner/tpu_jax_runner.py load_model (utils.hbm_usage_gb)",
+        None,
+        _tpu_hbm,
+    ),
+    Pattern(
+        "tpu_memory_statistics",
+        "facts",
+        ("Memory statistics | total_hbm",),
+        r"Memory statistics \|(?= total_hbm)",
+        "tpu-inference tpu_inference/worker/tpu_worker_jax.py (tpu_worker.py) determine_available_memory",
+        Phase.KV_SIZING,
+        _tpu_statistics,
+    ),
     Pattern(
         "available_kv_memory",
         "facts",
@@ -160,6 +246,8 @@ PATTERNS = [
     ),
     # The post-warm-up summary is one message of several sentences, often pasted one
     # sentence a line: each sentence is recognised on its own (its numbers and their roles).
+    # NO_CUT: cut before "on startup." it may be the free-memory failure (catalog/checks.py), which
+    # opens with the same words and proves no warm-up.
     Pattern(
         "startup_memory_summary_free",
         "facts",
@@ -168,6 +256,7 @@ PATTERNS = [
         r"(?P<gpu_total_gib>\d+(?:\.\d+)?)\s*GiB\)\s*on startup\s*\.",
         "vllm/v1/worker/gpu_worker.py compile_or_warm_up_model (DEBUG v0.11-v0.25, INFO v0.10, v0.26+)",
         Phase.WARMUP,
+        cut_from=NO_CUT,
     ),
     Pattern(
         "startup_memory_summary_desired",
@@ -182,14 +271,16 @@ PATTERNS = [
         "startup_memory_summary_usage",
         "facts",
         ("Actual usage is",),
-        r"Actual usage is\s*(?:(?P<weights_gib>\d+(?:\.\d+)?)\s*GiB for weight,|"
-        r"(?P<consumed_gib>\d+(?:\.\d+)?)\s*GiB for consumed memory \(weights \+ non-torch\),)\s*"
+        # the first figure is named after it: "GiB for weight," (v0.10-v0.26) or "GiB for consumed memory"
+        r"Actual usage is\s*(?P<first>\d+(?:\.\d+)?)\s*GiB for (?:(?P<weight>weight),|"
+        r"(?P<consumed>consumed) memory \(weights \+ non-torch\),)\s*"
         r"(?P<activation_peak_gib>\d+(?:\.\d+)?)\s*GiB for peak activation,\s*"
         r"(?:(?P<non_torch_gib>-?\d+(?:\.\d+)?)\s*GiB for non-torch memory,\s*)?and\s*"
         r"(?P<cuda_graph_gib>-?\d+(?:\.\d+)?)\s*GiB for CUDAGraph memory",
         "vllm/v1/worker/gpu_worker.py compile_or_warm_up_model ('for weight' v0.10-v0.26, "
         "'for consumed memory (weights + non-torch)' v0.27+)",
         Phase.WARMUP,
+        _usage,
     ),
     Pattern(
         "startup_memory_summary_kv",
@@ -198,7 +289,9 @@ PATTERNS = [
         r"Current kv cache memory in use is\s*(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>GiB|bytes)",
         "vllm/v1/worker/gpu_worker.py compile_or_warm_up_model (v0.10 prints bytes, later GiB)",
         Phase.WARMUP,
-        lambda m, rec: {"kv_available_gib": float(m["value"]) / (2**30 if m["unit"] == "bytes" else 1)},
+        lambda m, rec: (
+            {"kv_available_gib": float(m["value"]) / (2**30 if m["unit"] == "bytes" else 1)} if m["unit"] else {}
+        ),
     ),
     Pattern(
         "kv_cache_memory_bytes",

@@ -55,19 +55,21 @@ _S = r"(\d+(?:\.\d+)?)"
 
 def _seconds(key: str):
     def build(m, rec) -> Dict[str, Any]:
-        return {key: to_float(m[1])}
+        return {key: to_float(m[1])} if m[1] else {}  # none when the line is cut before the number
 
     return build
 
 
 def _init_engine(m, rec) -> Dict[str, Any]:
-    data: Dict[str, Any] = {"init_engine_s": to_float(m["total"])}
+    data: Dict[str, Any] = {"init_engine_s": to_float(m["total"])} if m["total"] else {}
     if m["compile"]:
         data["compile_s"] = to_float(m["compile"])
     return data
 
 
 def _capture_bar(m, rec) -> Optional[Dict[str, Any]]:
+    if not m["total"]:
+        return {}  # the bar cut before its total
     total = to_int(m["total"])
     return {"cuda_graph_sizes": total} if total > 0 else None
 
@@ -114,7 +116,7 @@ PATTERNS = [
         "capture_bar_sizes",
         "facts",
         ("Capturing CUDA graph",),
-        r"Capturing CUDA graph(?: shapes|s)(?: \([^)]{0,60}\))?:\s+\d{1,3}%\|[^|]{0,80}\|\s*\d+/(?P<total>\d+)",
+        r"Capturing CUDA graph(?: shapes|s)(?: \([^)]{0,60}\))?:\s+\d{1,3}%\|[^|]{0,80}\|\s*\d+/(?P<total>\d+)(?=\s)",
         "vllm/v1/worker/gpu_model_runner.py capture_model (tqdm); vllm/v1/worker/gpu/cudagraph_utils.py; "
         "vllm/worker/model_runner.py (V0)",
         Phase.GRAPH_CAPTURE,
@@ -124,10 +126,10 @@ PATTERNS = [
         "max_capture_size",
         "facts",
         ("max_capture_size", "max_cudagraph_capture_size"),
-        r"""["']max_(?:cudagraph_)?capture_size["']:\s*(?P<size>\d+)""",
+        r"""["']max_(?:cudagraph_)?capture_size["']:\s*(?P<size>\d+)(?=[,}\s])""",
         "vllm/config/compilation.py CompilationConfig (in VllmConfig.__str__, the engine config line)",
         Phase.CONFIG,
-        lambda m, rec: {"max_cudagraph_capture_size": to_int(m["size"])},
+        lambda m, rec: {"max_cudagraph_capture_size": to_int(m["size"])} if m["size"] else {},
     ),
     Pattern(
         "compile_cache_hit",

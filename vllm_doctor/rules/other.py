@@ -5,6 +5,11 @@ What it means:
     classes: a CUDA error such as "an illegal memory access was encountered", an NCCL error,
     a missing module, a bad argument. The finding names the exception and quotes it.
 
+    An on-chip scratch memory of a TPU core running out while XLA compiles the model ("Ran out
+    of memory in memory space smem", vmem, sflag: not the device memory, hbm) is here too: the
+    compiled shapes are too large for the core; shorter sequences (``max_model_len``) and fewer
+    tokens per step (``max_num_batched_tokens``) fit it, ``gpu_memory_utilization`` does not.
+
     Host RAM running out is here too, as a finding of its own: Ray's memory monitor, the
     kernel's OOM killer or the container runtime killing a worker for host memory ("Task was
     killed due to the node running low on memory", "Out of memory: Killed process N",
@@ -125,12 +130,61 @@ def _host_memory(run: Run, failures: Sequence[Failure], phase: str) -> Finding:
     )
 
 
+def _compile_limit(run: Run, failures: Sequence[Failure], phase: str) -> Finding:
+    """An on-chip scratch memory of the accelerator core (XLA:TPU ``smem``, ``vmem``, ``sflag``)
+    ran out while XLA compiled the model for its shapes (catalog/oom.py
+    ``xla_compile_scratch_limit``; openxla/xla docs/errors/error_1001.md). Its capacity is fixed
+    by the chip: smaller shapes fit it (shorter sequences, fewer tokens per step), the device
+    memory settings do not change it."""
+    d = merged_data(failures)
+    space = d.get("memory_space", "scratch")
+    facts = {k: d[k] for k in ("memory_space", "space_used_gib", "space_capacity_gib", "exceeded_by_gib") if k in d}
+    c = constraints(run)
+    mml, tokens = c.in_force("max_model_len"), c.in_force("max_num_batched_tokens")
+    rem = [
+        c.lower(
+            "max_model_len",
+            int(mml.value) // 2 if mml.known and mml.value else None,
+            "Compile for shorter sequences: lower max_model_len",
+            f"the compiled shapes grow with the sequence length: half of {mml.why}"
+            if mml.known and mml.value
+            else "the compiled shapes grow with the sequence length; the value in force is not in the log",
+        ),
+        # only from a printed value: a guessed default may be below max_model_len, which V0
+        # without chunked prefill refuses
+        c.lower(
+            "max_num_batched_tokens",
+            int(tokens.value) // 2 if tokens.known and tokens.value else None,
+            "Compile smaller steps: lower max_num_batched_tokens",
+            f"fewer tokens per step, smaller shapes: half of {tokens.why}"
+            if tokens.known and tokens.value
+            else "fewer tokens per step, smaller shapes; the value in force is not in the log",
+        ),
+    ]
+    why = f"it sizes the device memory (HBM), not the core's {space}"
+    title = f"{phase.capitalize()} failure: XLA ran out of {space} (on-chip scratch memory) compiling the model"
+    return finding(
+        RULE,
+        run,
+        phase,
+        title,
+        facts,
+        failure_evidence(failures, "the error") + consequence_evidence(run, 2),
+        rem,
+        [f"gpu_memory_utilization: {why}"],
+        forbids=[("gpu_memory_utilization", "lower", why), ("gpu_memory_utilization", "raise", why)],
+    )
+
+
 def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List[Finding]:
     if not failures:
         return []
     host = [f for f in failures if f.kind == "host_oom"]
     if host:
         return [_host_memory(run, host, phase)]
+    scratch = [f for f in failures if f.data.get("form") == "xla-compile" and f.data.get("memory_space")]
+    if scratch:
+        return [_compile_limit(run, scratch, phase)]
     f = failures[0]
     name = f.data.get("exception") or f.exception or "error"
     msg = f.data.get("message", "")
