@@ -423,8 +423,9 @@ def _run_summary(run, findings: List[Finding]) -> RunSummary:
         if s.max_swapped is not None:
             facts["max_swapped"] = s.max_swapped
     if run.preemption.warnings:
-        facts["max_preemptions"] = run.preemption.max_cumulative
-        facts["preemption_mode"] = "SWAP" if "SWAP" in run.preemption.modes else "RECOMPUTE"
+        from .rules.preemption_storm import warning_facts
+
+        facts.update(warning_facts(run))
     if run.engine:
         facts["engine"] = run.engine
     if run.http.by_bucket:

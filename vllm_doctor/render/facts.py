@@ -112,7 +112,8 @@ def _preemptions(p: Dict[str, Any]) -> Optional[str]:
     if n is None:
         return None
     mode = p.get("preemption_mode")
-    return f"{n} (cumulative)" + (f", mode {mode}" if mode else "")
+    count = f"at least {n} (the warning's count is cut off)" if p.get("preemption_count_cut") else f"{n} (cumulative)"
+    return count + (f", mode {mode}" if mode else "")
 
 
 def _exception(p: Dict[str, Any]) -> Optional[str]:

@@ -28,7 +28,7 @@ from typing import Any, Dict, List, Sequence
 from .. import thresholds
 from ..run import Failure, Run
 from ..verdict import Finding
-from .preemption_storm import episode_of, is_storm
+from .preemption_storm import episode_of, is_storm, warning_facts
 from .rule import Rule, ev, finding, remedy
 
 
@@ -40,7 +40,7 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List
         return []
     facts: Dict[str, Any] = {}
     if p.warnings:
-        facts.update(max_preemptions=p.max_cumulative, preemption_mode="SWAP" if "SWAP" in p.modes else "RECOMPUTE")
+        facts.update(warning_facts(run))
     if ep:
         facts["saturated_intervals"] = ep.intervals
     evidence = [ev(p.first, "preemption warning"), ev(ep.first if ep else None, "saturated interval")]

@@ -131,6 +131,20 @@ def v0_storm(run: Run) -> bool:
     return run.preemption.max_cumulative > V0_PREEMPTION_LOG_EVERY * (thresholds.V0_STORM_WARNINGS - 1)
 
 
+def warning_facts(run: Run) -> Dict[str, Any]:
+    """``max_preemptions`` and ``preemption_mode`` from V0's warnings. A warning cut before its
+    ``total_num_cumulative_preemption=N`` still proves one preemption: ``max_preemptions`` is
+    then at least 1 and ``preemption_count_cut`` says the count is not known."""
+    p = run.preemption
+    facts: Dict[str, Any] = {
+        "max_preemptions": max(p.max_cumulative, 1),
+        "preemption_mode": "SWAP" if "SWAP" in p.modes else "RECOMPUTE",
+    }
+    if not p.max_cumulative:
+        facts["preemption_count_cut"] = True
+    return facts
+
+
 def is_storm(run: Run) -> bool:
     """A sustained capacity problem: V0's cumulative count, a saturation episode, or V1
     preemption counts in several intervals."""
@@ -146,8 +160,7 @@ def _facts(run: Run, ep: Optional[Episode]) -> Dict[str, Any]:
     p, s = run.preemption, run.stats
     facts: Dict[str, Any] = {}
     if p.warnings:
-        facts["max_preemptions"] = p.max_cumulative
-        facts["preemption_mode"] = "SWAP" if "SWAP" in p.modes else "RECOMPUTE"
+        facts.update(warning_facts(run))
         facts["preemption_warnings"] = p.warnings
     if s.preemptions_total:
         facts["preemptions_in_stats"] = s.preemptions_total
