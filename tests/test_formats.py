@@ -303,6 +303,29 @@ def test_wrapped_log_gets_the_bare_verdict(case, wrap):
     assert essence(verdict_of(wrapped(path, wrap))) == essence(verdict_of(path.read_bytes()))
 
 
+#: Blank lines under a wrapper keep only the wrapper, and a paste or a log store trims the
+#: separator after it: k029's blank line after the exception must still end the message.
+_BLANK_AFTER_MESSAGE = (
+    "ValueError: Total number of attention heads (32) must be divisible by tensor parallel size (3).",
+    "",
+    "```",
+)
+
+
+@pytest.mark.parametrize("wrap", WRAPPERS, ids=[w.__name__ for w in WRAPPERS])
+@pytest.mark.parametrize("trim", [False, True], ids=["as-written", "trailing-space-trimmed"])
+def test_a_blank_line_under_a_wrapper_ends_the_message_before_it(wrap, trim):
+    path = fixture_path("k029-ilab-podman-traceback-attention-heads-32-not-divisible-by-tp-3.log")
+    lines = log_lines(path)
+    assert tuple(lines[-3:]) == _BLANK_AFTER_MESSAGE
+    out = [wrap(i, line) for i, line in enumerate(lines)]
+    data = ("\n".join(s.rstrip() if trim else s for s in out) + "\n").encode()
+    v = verdict_of(data)
+    (f,) = v.findings
+    assert f.class_id == "config_limit_error"
+    assert [e.text for e in f.evidence] == [_BLANK_AFTER_MESSAGE[0]]
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c["file"] for c in CASES])
 def test_cloudwatch_pretty_json_gets_the_bare_verdict(case):
     path = fixture_path(case["file"])

@@ -758,6 +758,10 @@ def _peel(source: str, lineno: int, s: str, env: Envelopes, outer: bool = True) 
     1-6); ``line_len`` is the length of ``s``."""
     rec = Record(source=source, lineno=lineno, text="", raw=s, line_len=len(s))
     app = False
+    # A blank record under a wrapper leaves only the wrapper, and trailing white space is
+    # trimmed (by us, a log store, a paste): the separator each wrapper and prefix ends with
+    # is put back until they are peeled, so the record is read as the blank line it is.
+    s += " "
     if outer:
         s = _outer_stage(rec, s, env)
         app = rec.wrapper == "app-log"
@@ -765,7 +769,7 @@ def _peel(source: str, lineno: int, s: str, env: Envelopes, outer: bool = True) 
         if env.allowed is None and (env.sigs or rec.wrapper not in (None, "quote", "frame")):
             s, beneath = _known_layers(rec, s, env, learned=True)
             app = app or beneath
-    s = _inner(rec, s)
+    s = _inner(rec, s).rstrip()
     own = False
     if rec.proc is not None and not rec.vllm_header and s[:1] in _TIME_FIRST and s:
         s, inside, own = _time_inside(rec, s)
