@@ -673,6 +673,42 @@ STARTUP = [
 ]
 
 CHECKS = [
+    # vllm/config/vllm.py _get_quantization_config: the model's dtype is not an activation dtype
+    # of the method (pydantic's "Value error, " in 0.10+; plain ValueError before)
+    case(
+        "quantization_dtype",
+        "quant_error",
+        "Value error, torch.bfloat16 is not supported for quantization method awq. Supported dtypes: "
+        "[torch.float16] [type=value_error, input_value=ArgsKwargs((), {'model_co...'}), input_type=ArgsKwargs]",
+        dtype="bfloat16",
+        quantization="awq",
+        supported_dtypes=["float16"],
+    ),
+    case(
+        "quantization_dtype",
+        "quant_error",
+        "ValueError: torch.float32 is not supported for quantization method gptq. Supported dtypes: "
+        "[torch.float16, torch.bfloat16]",
+        dtype="float32",
+        quantization="gptq",
+        supported_dtypes=["float16", "bfloat16"],
+    ),
+    case(
+        "tp_not_divisor_of_heads",
+        "config_error",
+        "ValueError: Total number of attention heads (32) must be divisible by tensor parallel size (3).",
+        num_attention_heads=32,
+        tensor_parallel_size=3,
+        variant="tp_not_divisor_of_heads",
+    ),
+    case(
+        "model_dtype_refused",
+        "quant_error",
+        "Value error, The model type 'gemma3' does not support float16. Reason: Numerical instability. Please use "
+        "bfloat16 or float32 instead. [type=value_error, input_value=ArgsKwargs((), {'model': ...}), input_type=ArgsKwargs",
+        model_type="gemma3",
+        refused_dtype="float16",
+    ),
     case(
         "free_memory_below_utilization",
         "free_memory",

@@ -114,6 +114,18 @@ _DERIVED = (
     r"\((?P<derived_key>\w+)=(?P<derived_max_model_len>\d+(?:\.\d+)?)[^)]*\)\.?"
 )
 
+
+def _quant_dtype(m, rec) -> Dict[str, Any]:
+    """The dtype refused and the dtypes the method takes, without ``torch.`` (no list when
+    the message was cut before it)."""
+    data = {k: m[k] for k in ("dtype", "quantization") if m[k]}
+    if m["supported_dtypes"]:
+        data["supported_dtypes"] = [
+            d.strip().removeprefix("torch.") for d in m["supported_dtypes"].split(",") if d.strip()
+        ]
+    return data
+
+
 PATTERNS = [
     Pattern(
         "free_memory_below_utilization",
@@ -220,6 +232,24 @@ PATTERNS = [
         "raise it with three arguments, printed as their tuple repr: catalog/normalise.py joins it)",
     ),
     Pattern(
+        "quantization_dtype",
+        "quant_error",
+        ("is not supported for quantization method",),
+        r"(?:torch\.)?(?P<dtype>\w+) is not supported for quantization method (?P<quantization>[\w-]+)\.\s*"
+        r"Supported dtypes: \[(?P<supported_dtypes>[\w., ]{1,200})\]",
+        "vllm/config/vllm.py _get_quantization_config (vllm/config.py 0.6-0.9; model_loader/loader.py 0.5): "
+        "the model's dtype is not among the quantization method's get_supported_act_dtypes()",
+        None,
+        _quant_dtype,
+    ),
+    Pattern(
+        "model_dtype_refused",
+        "quant_error",
+        ("does not support float16",),
+        r"The model type '(?P<model_type>[\w.-]+)' does not support (?P<refused_dtype>float16)\.",
+        "vllm/config/model.py _check_valid_dtype (0.9+; vllm/config.py 0.9): _FLOAT16_NOT_SUPPORTED_MODELS",
+    ),
+    Pattern(
         "bfloat16_capability",
         "quant_error",
         ("Bfloat16 is only supported on GPUs with compute capability",),
@@ -267,5 +297,15 @@ PATTERNS = [
         "vllm/config/scheduler.py SchedulerConfig._verify_args",
         None,
         _batched("batched_tokens_below_max_num_seqs"),
+    ),
+    Pattern(
+        "tp_not_divisor_of_heads",
+        "config_error",
+        ("must be divisible by tensor parallel size",),
+        r"Total number of attention heads \((?P<num_attention_heads>\d+)\)\s*must be divisible by tensor parallel "
+        r"size \((?P<tensor_parallel_size>\d+)\)",
+        "vllm/config/model.py ModelConfig.verify_with_parallel_config (vllm/config.py before v0.10; every release)",
+        None,
+        _batched("tp_not_divisor_of_heads"),
     ),
 ]

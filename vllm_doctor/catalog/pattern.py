@@ -31,6 +31,7 @@ def regex_timed_out(exc: BaseException) -> bool:
 
 INT_FIELDS = {
     "max_model_len",
+    "num_attention_heads",
     "kv_tokens",
     "gpu_blocks",
     "cpu_blocks",

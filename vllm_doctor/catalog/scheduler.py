@@ -33,6 +33,13 @@ def _stats(gen: str):
     return build
 
 
+#: Fields a build of vLLM (a fork, a release between two we cached) prints between the ones
+#: read, each ``Name: number unit`` (``Max iteration time: 386.7 ms, Avg time/tok:149.4 ms``,
+#: early-2024 V0 builds): skipped, so the line's known fields are still read.
+EXTRA_FIELDS = (
+    r"(?:, (?!Running: |Swapped: |Pending: |Waiting: |GPU KV )[A-Z][\w /.()-]{0,40}: ?[\d.]+ ?[A-Za-z/%]{0,8})*"
+)
+
 PATTERNS = [
     Pattern(
         "v0_preemption",
@@ -49,8 +56,9 @@ PATTERNS = [
         "stats",
         ("Avg prompt throughput", "Pending: "),
         r"Avg prompt throughput: (?P<prompt_tps>[\d.]+) tokens/s, Avg generation throughput: "
-        r"(?P<generation_tps>[\d.]+) tokens/s, Running: (?P<running>\d+) reqs, Swapped: (?P<swapped>\d+) reqs, "
-        r"Pending: (?P<waiting>\d+) reqs, GPU KV cache usage: (?P<kv_usage_pct>[\d.]+)%"
+        r"(?P<generation_tps>[\d.]+) tokens/s" + EXTRA_FIELDS + r", Running: (?P<running>\d+) reqs, "
+        r"Swapped: (?P<swapped>\d+) reqs, Pending: (?P<waiting>\d+) reqs" + EXTRA_FIELDS + r", GPU KV cache usage: "
+        r"(?P<kv_usage_pct>[\d.]+)%"
         r"(?:, CPU KV cache usage: (?P<cpu_kv_usage_pct>[\d.]+)%)?",
         "vllm/engine/metrics.py LoggingStatLogger.log (V0)",
         None,
@@ -63,7 +71,8 @@ PATTERNS = [
         ("Avg prompt throughput", "Waiting: "),
         r"(?:Engine (?P<engine_index>\d+): |\d+ Engines Aggregated: )?"
         r"Avg prompt throughput: (?P<prompt_tps>[\d.]+) tokens/s, Avg generation throughput: "
-        r"(?P<generation_tps>[\d.]+) tokens/s, Running: (?P<running>\d+) reqs, Waiting: (?P<waiting>\d+) reqs"
+        r"(?P<generation_tps>[\d.]+) tokens/s" + EXTRA_FIELDS + r", Running: (?P<running>\d+) reqs, "
+        r"Waiting: (?P<waiting>\d+) reqs"
         # optional fields between Waiting and the KV usage, known or not (v0.32 adds "KV fetch: ...")
         r"(?:, (?:Deferred: (?P<deferred>\d+) reqs|Preemptions: (?P<preemptions>\d+)"
         r"|(?!(?:GPU|[A-Z]{2,5}) KV cache usage)[^,%]{1,60}))*"

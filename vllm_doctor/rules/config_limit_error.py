@@ -5,38 +5,55 @@ What it means:
     what the model supports ("User-specified max_model_len (131072) is greater than the
     derived max_model_len (max_position_embeddings=32768 ...)"), or
     ``max_num_batched_tokens`` below ``max_model_len`` with chunked prefill off, or below
-    ``max_num_seqs``. Newer versions wrap these in a pydantic "Value error, ...".
+    ``max_num_seqs``; or a ``--tensor-parallel-size`` that does not divide the model's
+    attention heads ("Total number of attention heads (32) must be divisible by tensor
+    parallel size (3)."). Newer versions wrap these in a pydantic "Value error, ...".
 
 Why it happens:
     A length copied from another model or from the model card's extended-context recipe
-    (RoPE scaling) without the matching config; batch limits set by hand.
+    (RoPE scaling) without the matching config; batch limits set by hand; a tensor-parallel
+    size set to the number of GPUs on a host whose count (3, 6) divides no head count.
 
 Remedies, in order:
     1. Set ``--max-model-len`` at or below the model's derived limit (or configure the
        model's RoPE scaling if it supports a longer context).
     2. Make ``--max-num-batched-tokens`` at least ``max_model_len`` (or enable chunked
        prefill), and at least ``max_num_seqs``.
+    3. For the head count: keep every GPU with the largest tensor-parallel size that divides
+       both the heads and the GPU count, times a pipeline-parallel size (``--tensor-parallel-
+       size 1 --pipeline-parallel-size 3`` for 32 heads on 3 GPUs), or use fewer GPUs with
+       the largest divisor of the heads below the size in force.
 
 What does not help:
     Memory settings; ``VLLM_ALLOW_LONG_MAX_MODEL_LEN=1`` (positions beyond the model's limit
     give NaNs or out-of-bounds errors).
 
 Sources:
-    vllm/config/model.py _get_and_verify_max_len; vllm/config/scheduler.py
-    SchedulerConfig._verify_args; docs.vllm.ai "Engine Arguments" (configuration/engine_args:
+    vllm/config/model.py _get_and_verify_max_len and ModelConfig.verify_with_parallel_config;
+    vllm/config/scheduler.py SchedulerConfig._verify_args; docs.vllm.ai "Parallelism and
+    Scaling" (serving/parallelism_scaling: pipeline parallelism when TP cannot split a model); "Engine Arguments" (configuration/engine_args:
     --max-model-len, --max-num-batched-tokens).
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..run import Failure, Run
-from ..verdict import Finding
+from ..verdict import Finding, Remedy
 from .plan import Constraints, constraints
 from .rule import Rule, failure_evidence, finding, merged_data, remedy
 
-_KEYS = ("max_model_len", "derived_max_model_len", "derived_key", "max_num_batched_tokens", "max_num_seqs", "variant")
+_KEYS = (
+    "max_model_len",
+    "derived_max_model_len",
+    "derived_key",
+    "max_num_batched_tokens",
+    "max_num_seqs",
+    "num_attention_heads",
+    "tensor_parallel_size",
+    "variant",
+)
 
 
 def _above_derived(c: Constraints, d: Dict[str, Any]) -> Tuple[str, list]:
@@ -91,9 +108,56 @@ def _below_max_num_seqs(c: Constraints, d: Dict[str, Any]) -> Tuple[str, list]:
     ]
 
 
+def _count(v: Any) -> Optional[int]:
+    """A positive count, or None."""
+    return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else None
+
+
+def _largest_divisor(n: int, limit: int) -> int:
+    """The largest divisor of ``n`` at or below ``limit`` (1 at least)."""
+    return max(d for d in range(1, max(1, min(n, limit)) + 1) if n % d == 0)
+
+
+def _tp_not_divisor(c: Constraints, d: Dict[str, Any]) -> Tuple[str, list]:
+    heads, tp = _count(d.get("num_attention_heads")), _count(d.get("tensor_parallel_size"))
+    title = f"tensor_parallel_size {tp} does not divide the model's {heads} attention heads"
+    if heads is None or tp is None or tp < 2:
+        return title, [remedy(f"Use a tensor_parallel_size that divides the model's {heads} attention heads")]
+    # Every GPU kept: TP a divisor of both the heads and the GPU count, PP the rest of it.
+    keep = _largest_divisor(heads, tp)
+    while tp % keep:
+        keep = _largest_divisor(heads, keep - 1)
+    fewer = _largest_divisor(heads, tp - 1)
+    pp = tp // keep
+    tp_flag, pp_flag = c.flag("tensor_parallel_size", keep), c.flag("pipeline_parallel_size", pp)
+    split = "the layers split" if keep == 1 else f"the heads split {keep} ways and the layers"
+    rem = [
+        # One remedy sets both sizes; the plan tracks it by the new one (the other is an
+        # alternative to the lower tensor_parallel_size below, not a second step).
+        Remedy(
+            order=0,
+            action=f"Keep all {tp} GPUs with pipeline parallelism: {split} {pp} ways",
+            flag=f"{tp_flag} {pp_flag}",
+            why="pipeline parallelism needs a model that supports it (vLLM says so at startup when it does not)",
+            setting="pipeline_parallel_size",
+            value=pp,
+            direction="raise",
+        ),
+        c.lower(
+            "tensor_parallel_size",
+            fewer,
+            f"Or use {fewer} GPU{'s' if fewer > 1 else ''}, the largest tensor_parallel_size below {tp} "
+            f"that divides {heads}",
+            "the weights and KV cache must then fit on fewer GPUs",
+        ),
+    ]
+    return title, rem
+
+
 _VARIANTS = {
     "max_model_len_above_derived": _above_derived,
     "batched_tokens_below_max_model_len": _below_max_model_len,
+    "tp_not_divisor_of_heads": _tp_not_divisor,
 }
 
 
@@ -103,10 +167,9 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List
     d = merged_data(failures)
     facts = {k: d[k] for k in _KEYS if k in d}
     title, rem = _VARIANTS.get(d.get("variant"), _below_max_num_seqs)(constraints(run), d)
-    dont = [
-        "Memory settings: this is a configuration contradiction",
-        "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1: positions past the model's limit give NaNs or CUDA errors",
-    ]
+    dont = ["Memory settings: this is a configuration contradiction"]
+    if d.get("variant") != "tp_not_divisor_of_heads":
+        dont.append("VLLM_ALLOW_LONG_MAX_MODEL_LEN=1: positions past the model's limit give NaNs or CUDA errors")
     return [finding(RULE, run, "startup", title, facts, failure_evidence(failures, "config check"), rem, dont)]
 
 
@@ -114,7 +177,7 @@ RULE = Rule(
     code="VD106",
     name="config_limit_error",
     severity="critical",
-    summary="Startup failed: max_model_len / max_num_batched_tokens contradict each other or the model.",
+    summary="Startup failed: max_model_len, max_num_batched_tokens or tensor_parallel_size contradict the model.",
     doc=__doc__,
     check=check,
 )

@@ -99,6 +99,11 @@ class Constraints:
             line = self.run.line_for(setting)
             where = f"line {line.lineno}" if line else "the log"
             return InForce(setting, value, value, True, f"{fmt(setting, value)} {said} ({where})", line)
+        stated = self._stated(setting)
+        if stated is not None:
+            value, line = stated
+            where = f"line {line.lineno}" if line else "the log"
+            return InForce(setting, value, value, True, f"{fmt(setting, value)} as the error prints it ({where})", line)
         d = self._default(setting)
         floor = self._at_least(setting)
         if d is None and floor is None:
@@ -108,6 +113,17 @@ class Constraints:
         low = max(d.low, floor) if floor is not None else d.low
         shown = fmt(setting, low) if low == d.high else f"{fmt(setting, low)}-{fmt(setting, d.high)}"
         return InForce(setting, low, d.high, False, f"{shown}, {d.why}; not printed in the log")
+
+    def _stated(self, setting: str) -> Optional[Tuple[float, Optional[Line]]]:
+        """The value of ``setting`` an error message prints as the one it checked ("Total
+        number of attention heads (32) must be divisible by tensor parallel size (3)",
+        "max_num_batched_tokens (2048) is smaller than max_model_len (8192)"): the value
+        that ran, when no other line prints it. ``(value, the message's first line)``."""
+        for f in self.run.failures:
+            v = f.data.get(setting)
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                return v, f.lines[0] if f.lines else None
+        return None
 
     _floor_why = "the sampler warm-up used that many dummy requests, min(max_num_seqs, max_num_batched_tokens)"
 
