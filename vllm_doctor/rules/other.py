@@ -140,25 +140,20 @@ def _compile_limit(run: Run, failures: Sequence[Failure], phase: str) -> Finding
     space = d.get("memory_space", "scratch")
     facts = {k: d[k] for k in ("memory_space", "space_used_gib", "space_capacity_gib", "exceeded_by_gib") if k in d}
     c = constraints(run)
-    mml, tokens = c.in_force("max_model_len"), c.in_force("max_num_batched_tokens")
     rem = [
-        c.lower(
+        c.halve(
             "max_model_len",
-            int(mml.value) // 2 if mml.known and mml.value else None,
             "Compile for shorter sequences: lower max_model_len",
-            f"the compiled shapes grow with the sequence length: half of {mml.why}"
-            if mml.known and mml.value
-            else "the compiled shapes grow with the sequence length; the value in force is not in the log",
+            "the compiled shapes grow with the sequence length",
+            printed_only=True,
         ),
         # only from a printed value: a guessed default may be below max_model_len, which V0
         # without chunked prefill refuses
-        c.lower(
+        c.halve(
             "max_num_batched_tokens",
-            int(tokens.value) // 2 if tokens.known and tokens.value else None,
             "Compile smaller steps: lower max_num_batched_tokens",
-            f"fewer tokens per step, smaller shapes: half of {tokens.why}"
-            if tokens.known and tokens.value
-            else "fewer tokens per step, smaller shapes; the value in force is not in the log",
+            "fewer tokens per step, smaller shapes",
+            printed_only=True,
         ),
     ]
     why = f"it sizes the device memory (HBM), not the core's {space}"

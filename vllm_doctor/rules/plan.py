@@ -204,12 +204,14 @@ class Constraints:
         reason: str,
         floor: int = 1,
         unknown: str = "the value in force is not in the log",
+        printed_only: bool = False,
     ) -> Remedy:
         """A remedy lowering a count ``setting`` to half the value in force (at least ``floor``),
         ``why`` = ``reason`` and the arithmetic; without a value in force, ``reason`` and
-        ``unknown`` (and no number)."""
+        ``unknown`` (and no number). ``printed_only``: halve only a value the log prints, never
+        a version's default (where a guessed default could break another limit)."""
         now = self.in_force(setting)
-        if not now.low:
+        if not now.low or (printed_only and not now.known):
             return self.lower(setting, None, action, f"{reason}; {unknown}")
         return self.lower(setting, max(floor, int(now.low) // 2), action, f"{reason}: half of {now.why}")
 
