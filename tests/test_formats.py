@@ -6,6 +6,7 @@ bare log.
 """
 
 import gzip
+import html
 import io
 import json
 import re
@@ -324,6 +325,26 @@ def test_a_blank_line_under_a_wrapper_ends_the_message_before_it(wrap, trim):
     (f,) = v.findings
     assert f.class_id == "config_limit_error"
     assert [e.text for e in f.evidence] == [_BLANK_AFTER_MESSAGE[0]]
+
+
+def markdown_escaped(line):
+    """A line as an HTML-to-Markdown editor saves it (Turndown's escapes, Discourse's
+    composer: k025): a backslash before each character Markdown would read."""
+    out = re.sub(r"([\\`*_\[\]])", r"\\\1", line)
+    return re.sub(r"^(\s*)([>#+-])", r"\1\\\2", out)
+
+
+def html_escaped(line):
+    """A line copied from a page's HTML source or a ``<pre>`` block (k020)."""
+    return html.escape(line, quote=True)
+
+
+@pytest.mark.parametrize("escape", [markdown_escaped, html_escaped], ids=["markdown", "html"])
+@pytest.mark.parametrize("case", CASES, ids=[c["file"] for c in CASES])
+def test_an_escaped_paste_gets_the_bare_verdict(case, escape):
+    path = fixture_path(case["file"])
+    data = ("\n".join(escape(line) for line in log_lines(path)) + "\n").encode()
+    assert essence(verdict_of(data)) == essence(verdict_of(path.read_bytes()))
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["file"] for c in CASES])

@@ -69,6 +69,7 @@ from typing import Dict, FrozenSet, List, Optional, Tuple
 import regex
 
 from . import fleet
+from .escapes import has_markdown_escape, unescape
 from .fleet import MAX_DIGITS
 from .processes import is_vllm_process
 from .record import Record
@@ -276,6 +277,7 @@ class Envelopes:
         self._votes = self._shaped = self._lines = 0
         self.sigs: List[Signature] = []  # what the learner has learned so far
         self._after_frame = False  # logcli's text output: the last line was a traceback frame
+        self.markdown = False  # a first line held a Markdown escape (vllm_doctor.escapes)
 
     def signatures(self) -> List[Signature]:
         """The prefixes learned so far (see :mod:`vllm_doctor.signatures`)."""
@@ -284,7 +286,9 @@ class Envelopes:
     def sniff(self, text: str) -> Optional[str]:
         """Learn from one of the input's first lines; return the wrapper it carries (for
         format detection, :func:`vllm_doctor.formats.detect`)."""
-        s = _clean(text.rstrip("\r\n"))
+        if not self.markdown and has_markdown_escape(text):
+            self.markdown = True  # a Markdown editor's paste: every line is unescaped
+        s = _clean(text.rstrip("\r\n"), self.markdown)
         stripped = s.strip()
         if not stripped:
             return None
@@ -420,8 +424,10 @@ def _stateless(allowed: Optional[FrozenSet[str]]) -> Envelopes:
 _FREE = _stateless(None)
 
 
-def _clean(s: str) -> str:
-    """Paste damage that hides a line's first characters: BOM, ANSI (real and caret), ``^M``."""
+def _clean(s: str, markdown: bool = False) -> str:
+    """Paste damage that hides a line's first characters: BOM, ANSI (real and caret), ``^M``;
+    and a Markdown editor's or an HTML page's escapes (:func:`vllm_doctor.escapes.unescape`;
+    ``markdown``: the input is known to be Markdown-escaped)."""
     if s[:1] == "\ufeff":
         s = s[1:]
     if "\x1b" in s:
@@ -431,6 +437,8 @@ def _clean(s: str) -> str:
             s = _CARET_ANSI.sub("", s)
         while s.endswith("^M"):
             s = s[:-2]
+    if "\\" in s or "&" in s:
+        s = unescape(s, markdown)
     return s
 
 
@@ -842,8 +850,8 @@ def _unwrap(source: str, lineno: int, line: str, env: Envelopes, outer: bool, de
             return recs
     if len(s) > MAX_RECORD_CHARS:
         s = s[:MAX_RECORD_CHARS]
-    if "\x1b" in s or "^" in s:
-        s = _clean(s)
+    if "\x1b" in s or "^" in s or "\\" in s or "&" in s:
+        s = _clean(s, env.markdown)
     if "\r" in s:
         # Carriage returns separate progress-bar updates, a record written after a bar, or
         # whole lines (old CR-only line endings): each piece is read as a line of its own.

@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Dict, FrozenSet, Iterable, Optional
 
+from .escapes import looks_escaped
+
 #: Format name -> the outer wrappers it allows (None: all). Markdown quotes and TUI pane
 #: borders (paste damage) are always peeled.
 FORMATS: Dict[str, Optional[FrozenSet[str]]] = {
@@ -95,9 +97,14 @@ def reads_every_line(head: bytes) -> bool:
     """True when an input's first bytes hold JSON envelopes (journald ``-o json``, Loki
     ``-o jsonl``, CloudWatch, vLLM JSON logging, Docker ``json-file``): their messages are
     JSON-escaped, so the input is read line by line instead of through the pre-filter.
+    So is a log pasted through a Markdown editor or an HTML page
+    (:func:`vllm_doctor.escapes.looks_escaped`): the pre-filter's literals are not in its
+    escaped bytes.
 
     Looked for per line among the first :data:`HEAD_LINES` lines, so a byte-order mark or
     a header line (a shell prompt, ``-- Logs begin at ...``) in front does not hide them."""
+    if looks_escaped(head[:65536]):
+        return True
     for line in head[:65536].split(b"\n")[:HEAD_LINES]:
         s = line.lstrip(b"\xef\xbb\xbf \t\r")
         if s.startswith((b'"events": [', b'"logStreamName": "')):
