@@ -1261,3 +1261,85 @@ def test_a_pasted_elision_continues_nothing(elision):
         [cmd, elision, "INFO 01-30 03:18:12 gpu_model_runner.py:848] Loading model weights took 67.7 GB"]
     )
     assert recs[0].text == cmd and recs[0].continued == 0
+
+
+# -- A terminal's copy, hard-wrapped at its width (Envelopes.wrap_width) -----------------------
+
+
+def _read(lines):
+    """Records of ``lines`` as the pipeline reads them: sniffed first, then unwrapped and joined."""
+    from vllm_doctor.envelopes import Envelopes
+
+    env = Envelopes()
+    for line in lines:
+        env.sniff(line)
+    r = Reassembler()
+    out = []
+    for n, line in enumerate(lines, 1):
+        out += r.feed(env.unwrap("x", n, line))
+    return env, out + r.flush()
+
+
+_FREE_MEMORY = (
+    "ValueError: Free memory on device cuda:0 (111.99/139.8 GiB) on startup is less than desired GPU memory "
+    "utilization (0.95, 132.81 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes."
+)
+
+
+def _cut(text, width):
+    return [text[i : i + width] for i in range(0, len(text), width)]
+
+
+def test_a_wrap_width_is_learned_and_a_cut_before_a_space_keeps_the_space():
+    lines = ["INFO 03-12 08:22:20 [core.py:1] starting"] + _cut(_FREE_MEMORY, 40) + _cut(_FREE_MEMORY, 40)
+    # cut at 40 columns, the second piece starts with the space after "cuda:0"
+    assert lines[1].endswith("cuda:0") and lines[2].startswith(" (111.99")
+    from vllm_doctor.envelopes import WRAP_COLUMNS
+
+    assert WRAP_COLUMNS[0] > 40  # 40 columns is no terminal: nothing learned
+    env, recs = _read(lines)
+    assert env.wrap_width is None
+    lines = ["INFO 03-12 08:22:20 [core.py:1] starting"] + _cut(_FREE_MEMORY, 60) * 2
+    env, recs = _read(lines)
+    assert env.wrap_width == 60
+    assert [r.text for r in recs[1:]] == [_FREE_MEMORY, _FREE_MEMORY]
+
+
+def test_a_trimmed_space_at_the_cut_is_put_back():
+    pieces = [p.rstrip() for p in _cut(_FREE_MEMORY, 63)]
+    assert len(pieces[0]) == 62  # a piece that ended with a space, trimmed
+    env, recs = _read(pieces * 2)
+    assert env.wrap_width == 63
+    assert [r.text for r in recs] == [_FREE_MEMORY, _FREE_MEMORY]
+
+
+def test_one_long_line_followed_by_a_bare_line_is_no_wrap_width():
+    from vllm_doctor.envelopes import WRAP_PAIRS_MIN
+
+    assert WRAP_PAIRS_MIN == 2
+    lines = _cut(_FREE_MEMORY, 100)[:2] + ["INFO 03-12 08:22:20 [core.py:1] x"]
+    env, _ = _read(lines)
+    assert env.wrap_width is None
+    env, _ = _read(lines + lines)  # twice: learned
+    assert env.wrap_width == 100
+
+
+def test_a_log_store_line_cap_is_no_terminal_width():
+    from vllm_doctor.envelopes import WRAP_COLUMNS
+
+    long = "x" * (WRAP_COLUMNS[1] + 1)
+    env, _ = _read([long, "rest of it", long, "rest again"])
+    assert env.wrap_width is None
+    fits = "x" * WRAP_COLUMNS[1]
+    env, _ = _read([fits, "rest of it", fits, "rest again"])
+    assert env.wrap_width == WRAP_COLUMNS[1]
+
+
+def test_a_traceback_source_line_after_a_line_at_the_width_is_not_joined():
+    frame = '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/worker/gpu_model_runner.py", line 2200, in x'
+    width = len(frame)
+    lines = ["Traceback (most recent call last):", frame, "    self.fn()", frame, "    self.fn()"]
+    lines += _cut(_FREE_MEMORY, width) * 2
+    env, recs = _read(lines)
+    assert env.wrap_width == width
+    assert "    self.fn()" in [r.text for r in recs]

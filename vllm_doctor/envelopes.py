@@ -278,6 +278,12 @@ class Envelopes:
         self.sigs: List[Signature] = []  # what the learner has learned so far
         self._after_frame = False  # logcli's text output: the last line was a traceback frame
         self.markdown = False  # a first line held a Markdown escape (vllm_doctor.escapes)
+        #: The column the input was hard-wrapped at (a terminal's copy), when its first lines
+        #: show one (:meth:`_learn_width`); None otherwise.
+        self.wrap_width: Optional[int] = None
+        self._max_len = 0
+        self._prev_len: Optional[int] = None
+        self._bare_after: Dict[int, int] = {}
 
     def signatures(self) -> List[Signature]:
         """The prefixes learned so far (see :mod:`vllm_doctor.signatures`)."""
@@ -291,6 +297,7 @@ class Envelopes:
         s = _clean(text.rstrip("\r\n"), self.markdown)
         stripped = s.strip()
         if not stripped:
+            self._prev_len = None
             return None
         if self.allowed is None and self.pretty is None and stripped.startswith(('"events": [', '"logStreamName": "')):
             self.pretty = fleet.CloudWatchPretty()
@@ -311,7 +318,22 @@ class Envelopes:
         if self.learning and s[:2] != '{"':
             self._observe(s)
         recs = _unwrap("", 0, text, self, True, 0)  # not self.unwrap: sniffing keeps no reading state
+        if recs:
+            self._learn_width(recs[0], recs[-1].line_len)
         return recs[0].wrapper if recs else None
+
+    def _learn_width(self, rec: Record, line_len: int) -> None:
+        """Learn the width a terminal's copy was hard-wrapped at: the longest of the first
+        lines (between :data:`WRAP_COLUMNS`), when at least :data:`WRAP_PAIRS_MIN` lines that
+        long (or one shorter: the space at the cut trimmed) are followed by a line that starts
+        no record (no process or record prefix): the rest of the line the terminal cut."""
+        if self._prev_len is not None and rec.inner_bare and rec.text.strip():
+            self._bare_after[self._prev_len] = self._bare_after.get(self._prev_len, 0) + 1
+        self._prev_len = line_len
+        self._max_len = max(self._max_len, line_len)
+        w = self._max_len
+        pairs = self._bare_after.get(w, 0) + self._bare_after.get(w - 1, 0)
+        self.wrap_width = w if WRAP_COLUMNS[0] <= w <= WRAP_COLUMNS[1] and pairs >= WRAP_PAIRS_MIN else None
 
     def _observe(self, s: str) -> None:
         """Offer one cleaned line to the learners, layer by layer: layer 0 gets it after its
@@ -866,6 +888,10 @@ def _unwrap(source: str, lineno: int, line: str, env: Envelopes, outer: bool, de
     s = stripped
     first = _peel(source, lineno, s, env, outer=outer)
     first.trailing_space = trailing
+    if env.wrap_width is not None and first.line_len >= env.wrap_width - 1:
+        first.at_width = True  # read by vllm_doctor.reassemble: the rest follows on the next line
+        if first.line_len < env.wrap_width:
+            first.trailing_space = True  # one short: the cut fell after a space, trimmed since
     text = first.text
     if first.proc is not None and text[:2] == '{"' and depth < fleet.MAX_NESTING:
         # vLLM's JSON logging still gets the process prefix ((EngineCore pid=N) {...}).
@@ -903,12 +929,19 @@ def _unwrap(source: str, lineno: int, line: str, env: Envelopes, outer: bool, de
         rec = _peel(source, lineno, body, env, outer=False)
         # Glued records share the outer wrapper of their physical line.
         rec.wrapper, rec.host, rec.unit = first.wrapper, first.host, first.unit
-        rec.line_len = first.line_len
+        rec.line_len, rec.at_width = first.line_len, first.at_width and last
         rec.trailing_space = trailing if last else len(body) != len(piece)
         rec.pids = [p for p in first.pids if p != first.pid] + rec.pids
         out.append(rec)
     return out
 
+
+#: Terminal widths a hard wrap is looked for at (columns): narrower is no terminal, wider is a
+#: log store's line cap, whose next line is a record of its own.
+WRAP_COLUMNS = (60, 400)
+#: Lines at that width followed by a line that starts no record, in the first lines, that
+#: make a hard-wrapped input (one could be a coincidence of lengths).
+WRAP_PAIRS_MIN = 2
 
 #: Spaces that pad a record to a terminal's width where its newline was lost (a terminal
 #: copy, h003): after a run this long, the start of another record starts a record.

@@ -99,7 +99,8 @@ def reads_every_line(head: bytes) -> bool:
     JSON-escaped, so the input is read line by line instead of through the pre-filter.
     So is a log pasted through a Markdown editor or an HTML page
     (:func:`vllm_doctor.escapes.looks_escaped`): the pre-filter's literals are not in its
-    escaped bytes.
+    escaped bytes. So is a terminal's copy hard-wrapped at its width (:func:`hard_wrapped`):
+    a literal cut in two by the wrap is on neither line.
 
     Looked for per line among the first :data:`HEAD_LINES` lines, so a byte-order mark or
     a header line (a shell prompt, ``-- Logs begin at ...``) in front does not hide them."""
@@ -115,4 +116,16 @@ def reads_every_line(head: bytes) -> bool:
                 continue
         if any(k in s for k in _ENVELOPE_KEYS):
             return True
-    return False
+    return hard_wrapped(head)
+
+
+def hard_wrapped(head: bytes, lines: int = 200) -> bool:
+    """True when the first ``lines`` lines of ``head`` show a hard wrap at a terminal's width,
+    as :class:`vllm_doctor.envelopes.Envelopes` learns it (``wrap_width``) from the same lines
+    when it reads them."""
+    from .envelopes import Envelopes
+
+    env = Envelopes()
+    for line in head.split(b"\n")[:lines]:
+        env.sniff(line.decode("utf-8", "replace"))
+    return env.wrap_width is not None

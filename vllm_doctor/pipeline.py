@@ -165,7 +165,13 @@ class _SourceReader:
             self._error(f"line {lineno}", exc)
             return
         held = self.reasm._held
-        if held is not None and self.reasm.would_join(records) and _literal(text) and not _literal(held.raw):
+        if (
+            held is not None
+            and self.env.wrap_width is None  # a hard-wrapped input is read line by line only
+            and self.reasm.would_join(records)
+            and _literal(text)
+            and not _literal(held.raw)
+        ):
             # The pre-filtered path never holds a record that started on a line without a catalog
             # literal, so it cannot join this line onto one: neither does this path (the same
             # verdict either way; the known limit of vllm_doctor.prefilter, read alike by both).

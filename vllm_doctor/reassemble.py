@@ -134,6 +134,15 @@ def _continues(prev: Record, cur: Record) -> Optional[str]:
         return None  # a paste's '...' says lines were left out: it continues nothing
     if shell_continued(prev.text) and text.strip():
         return " "
+    if prev.at_width and text and not _NEW_THING.match(text.lstrip()) and not _same_lead(prev.text, text):
+        # The line filled the width the input was wrapped at: this is its rest, cut at that
+        # column exactly. A cut before a space keeps the space ("cuda:0" + " (111.99/..."); a
+        # line one short lost the space it ended with to a trim (envelopes marks it trailing).
+        # Deeper indentation is a traceback's source line, not a cut.
+        if text[0] != " ":
+            return " " if prev.trailing_space else ""
+        if text[1:2].strip():
+            return ""
     if not text or text[0].isspace() or _NEW_THING.match(text) or _same_lead(prev.text, text):
         return None
     mid_word = text[0] in _MID_WORD_START
@@ -177,7 +186,7 @@ class Reassembler:
                 if sep is not None:
                     held.text = (held.text + sep + rec.text)[:MAX_RECORD_CHARS]
                     held.continued += 1
-                    held.line_len, held.trailing_space = rec.line_len, rec.trailing_space
+                    held.line_len, held.trailing_space, held.at_width = rec.line_len, rec.trailing_space, rec.at_width
                     continue
                 out.append(held)
             self._held = rec

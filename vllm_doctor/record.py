@@ -43,6 +43,7 @@ class Record:
     continued: int = 0  # physical lines joined onto this record (hard-wrapped pastes)
     line_len: int = 0  # length of the (last) physical line, for spotting hard wraps
     trailing_space: bool = False  # that physical line ended in white space
+    at_width: bool = False  # that physical line filled the width the input was wrapped at
 
     @property
     def inner_bare(self) -> bool:
