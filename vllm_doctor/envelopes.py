@@ -326,8 +326,9 @@ class Envelopes:
         """Learn the width a terminal's copy was hard-wrapped at: the longest of the first
         lines (between :data:`WRAP_COLUMNS`), when at least :data:`WRAP_PAIRS_MIN` lines that
         long (or one shorter: the space at the cut trimmed) are followed by a line that starts
-        no record (no process or record prefix): the rest of the line the terminal cut."""
-        if self._prev_len is not None and rec.inner_bare and rec.text.strip():
+        no record (no process or record prefix) and may be the rest of the line the terminal
+        cut (:func:`vllm_doctor.reassemble.could_be_rest`)."""
+        if self._prev_len is not None and rec.inner_bare and could_be_rest(rec.text):
             self._bare_after[self._prev_len] = self._bare_after.get(self._prev_len, 0) + 1
         self._prev_len = line_len
         self._max_len = max(self._max_len, line_len)
@@ -934,6 +935,24 @@ def _unwrap(source: str, lineno: int, line: str, env: Envelopes, outer: bool, de
         rec.pids = [p for p in first.pids if p != first.pid] + rec.pids
         out.append(rec)
     return out
+
+
+#: What starts a new thing on a bare line (never the rest of a cut line): a traceback, a
+#: frame, a chained header, an exception line (read by vllm_doctor.reassemble too).
+NEW_THING = regex.compile(
+    r"(?:Traceback \(|File \"|During handling|The above exception|Process [A-Za-z][\w-]*:$"
+    r"|(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Warning|Interrupt|Exit)(?::|$))"
+)
+
+
+def could_be_rest(text: str) -> bool:
+    """True when ``text`` (a bare line) may be the rest of a line a terminal cut at its width:
+    it starts with a character, or one space and a character (a cut before a space); never a
+    new thing (a traceback, a frame, an exception line) or deeper indentation (a frame's
+    source line)."""
+    if not text or (text[0] == " " and not text[1:2].strip()):
+        return False
+    return NEW_THING.match(text.lstrip()) is None
 
 
 #: Terminal widths a hard wrap is looked for at (columns): narrower is no terminal, wider is a

@@ -41,17 +41,13 @@ from typing import Iterable, Iterator, List, Optional
 
 import regex
 
-from .envelopes import MAX_RECORD_CHARS, source_key
+from .envelopes import MAX_RECORD_CHARS, NEW_THING, could_be_rest, source_key
 from .record import Record
 
 WRAP_MIN_WIDTH = 60
 MAX_JOINED = 16
 
 _MID_WORD_START = set("abcdefghijklmnopqrstuvwxyz)]},.;:%/'\"-_")
-_NEW_THING = regex.compile(
-    r"(?:Traceback \(|File \"|During handling|The above exception|Process [A-Za-z][\w-]*:$"
-    r"|(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Warning|Interrupt|Exit)(?::|$))"
-)
 _OOM_TERMINATORS = ("unallocated", "reserved in total by PyTorch", "PYTORCH_", "max_split_size_mb")
 
 #: vLLM's multi-sentence error and check messages, each printed on one line by vLLM:
@@ -134,16 +130,12 @@ def _continues(prev: Record, cur: Record) -> Optional[str]:
         return None  # a paste's '...' says lines were left out: it continues nothing
     if shell_continued(prev.text) and text.strip():
         return " "
-    if prev.at_width and text and not _NEW_THING.match(text.lstrip()) and not _same_lead(prev.text, text):
+    if prev.at_width and could_be_rest(text) and not _same_lead(prev.text, text):
         # The line filled the width the input was wrapped at: this is its rest, cut at that
         # column exactly. A cut before a space keeps the space ("cuda:0" + " (111.99/..."); a
         # line one short lost the space it ended with to a trim (envelopes marks it trailing).
-        # Deeper indentation is a traceback's source line, not a cut.
-        if text[0] != " ":
-            return " " if prev.trailing_space else ""
-        if text[1:2].strip():
-            return ""
-    if not text or text[0].isspace() or _NEW_THING.match(text) or _same_lead(prev.text, text):
+        return " " if prev.trailing_space and text[0] != " " else ""
+    if not text or text[0].isspace() or NEW_THING.match(text) or _same_lead(prev.text, text):
         return None
     mid_word = text[0] in _MID_WORD_START
     last = prev.text[-1:]
