@@ -215,3 +215,25 @@ def test_an_unreadable_input_is_listed_with_its_error_and_the_rest_diagnosed():
     d = json.loads(p.stdout)
     assert d["primary_class"] == "kv_cache_capacity"
     assert d["sources"][-1]["name"] == "/nonexistent/b.log" and "no such file" in d["sources"][-1]["error"]
+
+
+@pytest.mark.parametrize("prefilter", [True, False], ids=["pre-filtered", "every-line"])
+def test_vllm_records_with_an_unknown_error_are_vllm_output_exit_1_not_3(prefilter):
+    """hunt4 h12: every line in vLLM's record format, the one ERROR a message no pattern
+    knows. It is vLLM output (exit 1, an unexplained error), never "not a vLLM log" (3)."""
+    import io
+
+    from vllm_doctor.pipeline import build_verdict, diagnose_input
+    from vllm_doctor.sources import Source
+
+    log = (
+        "(Worker_TP1 pid=530) INFO 10-06 18:54:20 [parallel_state.py:1165] rank 1 in world size 2 is assigned as TP rank 1\n"
+        "(Worker_TP1 pid=530) ERROR 10-06 18:54:30 [multiproc_executor.py:597] WorkerProc failed to start.\n"
+    )
+    v = build_verdict(diagnose_input(Source("x.log", io.BytesIO(log.encode())), prefilter=prefilter))
+    assert v.primary_class == "unknown" and v.exit_code == 1
+    only_error = b"ERROR 10-06 18:54:30 [multiproc_executor.py:597] WorkerProc failed to start.\n"
+    v = build_verdict(diagnose_input(Source("x.log", io.BytesIO(only_error)), prefilter=prefilter))
+    assert v.exit_code == 1
+    not_vllm = b"ERROR something else failed\n"
+    assert build_verdict(diagnose_input(Source("x.log", io.BytesIO(not_vllm)), prefilter=prefilter)).exit_code == 3

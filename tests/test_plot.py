@@ -8,6 +8,8 @@ import xml.etree.ElementTree as ET
 import pytest
 from conftest import fixture_path
 
+from vllm_doctor.render.plot import INSTALL_HINT
+
 pytest.importorskip("matplotlib")  # in the test extra: this runs wherever `pip install -e '.[test]'` did
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -117,7 +119,8 @@ def test_missing_matplotlib_is_one_line_with_the_install_hint(tmp_path):
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert p.returncode == 2 and not out.exists()
     assert p.stdout.startswith("VD200 runtime_oom")  # the verdict is still printed
-    assert p.stderr == "vllm-doctor: error: --plot needs matplotlib: pip install 'vllm-log-doctor[plot]'\n"
+    assert p.stderr == f"vllm-doctor: error: --plot needs matplotlib: {INSTALL_HINT}\n"
+    assert "'.[plot]'" in INSTALL_HINT
 
 
 def test_plot_wants_svg_or_png(tmp_path):

@@ -125,7 +125,26 @@ def test_a_long_output_ends_with_a_one_line_recap_and_a_short_one_does_not():
     assert recap(long) == (
         "VD101 kv_cache_capacity (critical) · do this first: --max-model-len 23552 · s001-llama31-8b-3090-kv-29k.log"
     )
-    assert recap(long, 40) == "VD101 kv_cache_capacity · do this …"  # clipped at a word, never wider
+    # a flag is never cut (a cut flag is another command): the class gives way, then width
+    assert recap(long, 50) == "VD101 · do this first: --max-model-len 23552"
+    assert recap(long, 40) == "VD101 · do this first: --max-model-len 23552"
+    both = verdict_of("k029-ilab-podman-traceback-attention-heads-32-not-divisible-by-tp-3.log")
+    assert recap(both, 60).endswith("do this first: --tensor-parallel-size 1 --pipeline-parallel-size 3")
+    # a remedy in words is clipped at a word, never wider
+    words_first = verdict_of("x014-omni-ci-startup-oom-lists-other-stage-pids.log")
+    assert not words_first.primary.remedies[0].flag
+    line = recap(words_first, 40)
+    assert len(line) <= 40 and line.endswith(" …") and line.startswith("VD102 ")
+
+
+def test_the_follow_summary_never_cuts_a_flag():
+    from vllm_doctor.render.text import render_follow_summary
+
+    v = verdict_of("k029-ilab-podman-traceback-attention-heads-32-not-divisible-by-tp-3.log")
+    out = render_follow_summary(v, width=80, lines=29).splitlines()
+    # the row's flag does not fit beside the other columns: it goes on a line of its own
+    assert "      --tensor-parallel-size 1 --pipeline-parallel-size 3" in out
+    assert all(len(x) <= 80 for x in out)
 
 
 def test_a_healthy_startup_shows_what_it_runs_with():
@@ -393,3 +412,11 @@ def test_readme_names_the_schema_version_and_how_to_install():
     assert "vllm-log-doctor X.Y.Z" in readme
     assert "## How it works" not in readme  # contributor material lives in CONTRIBUTING.md
     assert "## How it works" in (Path(__file__).resolve().parent.parent / "CONTRIBUTING.md").read_text()
+
+
+def test_a_note_made_a_sentence_keeps_its_units_and_names():
+    """The note's first letter is raised; "GiB" and "GPU" are not lowered (str.capitalize)."""
+    v = verdict_of("s007-qwen25-72b-fp8-h20-v013-load-oom.log")
+    notes = " ".join(v.primary.notes)
+    assert notes.startswith("Only 1 of 37 checkpoint shards")
+    assert "139.72 GiB: the weights read so far cannot fill the GPU" in notes

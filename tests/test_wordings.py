@@ -136,7 +136,7 @@ _TOO_LONG_ROLES = (
     R(r"Prompt length of $", "prompt_tokens", 4100),
     R(r"maximum model length of $", "max_model_len", 4096),
     R(r"Input prompt \($", "prompt_tokens", 4100),
-    R(r"exceeds limit of $", "max_model_len", 4096),
+    R(r"exceeds limit of $", "prompt_limit", 4096),  # V0: min(max_model_len, max_num_batched_tokens)
     R(r"more than $", None, 786432),
     R(r"upper bound for $", "prompt_tokens_at_least", 31744),
     R(r"input for $", None, "embedding"),

@@ -137,7 +137,7 @@ def cli() -> None:
     metavar="FILE.svg|FILE.png",
     help="Also write a chart of the stats lines (KV cache usage, requests running and waiting, tokens/s) "
     "of the primary finding's run, to attach to a ticket. Needs the plot extra: "
-    "pip install 'vllm-log-doctor[plot]'.",
+    "pip install '.[plot]' in the checkout.",
 )
 def diagnose(
     files: Tuple[str, ...],

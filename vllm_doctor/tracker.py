@@ -350,6 +350,10 @@ class SourceTracker:
                 run.unexplained_errors += 1
                 if run.first_unexplained_error is None:
                     run.first_unexplained_error = Line.of(rec)
+                if rec.vllm_header:
+                    # vLLM's own record prefix at ERROR: vLLM output, though no pattern knows
+                    # the message (ERROR records reach here on the pre-filtered path too)
+                    self.vllm_seen = True
             return
         run = self._run_for(rec, events)
         if self.budget is not None:

@@ -32,6 +32,7 @@ def regex_timed_out(exc: BaseException) -> bool:
 INT_FIELDS = {
     "max_model_len",
     "num_attention_heads",
+    "prompt_limit",
     "kv_tokens",
     "gpu_blocks",
     "cpu_blocks",

@@ -134,8 +134,9 @@ PATTERNS = [
         "too_long_v0_scheduler",
         "too_long",
         ("is too long and exceeds limit of",),
-        r"Input prompt \((?P<prompt_tokens>\d+) tokens\) is too long and exceeds limit of (?P<max_model_len>\d+)",
-        "vllm/core/scheduler.py (V0)",
+        r"Input prompt \((?P<prompt_tokens>\d+) tokens\) is too long and exceeds limit of (?P<prompt_limit>\d+)",
+        "vllm/core/scheduler.py (V0) Scheduler._schedule_*: the limit is _get_prompt_limit, min(max_model_len, "
+        "max_num_batched_tokens) without chunked prefill (0.7.3 scheduler.py:924-932)",
         None,
         _too_long("v0-scheduler"),
     ),

@@ -8,7 +8,7 @@ title, the footer names the source (as the ticket does) and the tool.
 
 The run plotted is the primary finding's, or, when it has no stats lines, the first run that
 has (a healthy server: its load). Matplotlib (the optional extra ``pip install
-'vllm-log-doctor[plot]'``) draws it through its object API (no global pyplot state, no
+'.[plot]'`` in the checkout) draws it through its object API (no global pyplot state, no
 display needed); SVG keeps its text as text (``svg.fonttype: none``), so the labels can be
 searched and read by a screen reader, and carries no date, so one verdict gives one file.
 """
@@ -30,7 +30,7 @@ FORMATS = {".svg": "svg", ".png": "png"}
 #: Figure size in inches, and the PNG resolution (a ticket attachment: about 1200 x 780 px).
 FIGSIZE = (10.0, 6.5)
 DPI = 120
-INSTALL_HINT = "pip install 'vllm-log-doctor[plot]'"
+INSTALL_HINT = "pip install '.[plot]' in the vllm-doctor checkout (the package is not on the index yet)"
 
 
 class PlotError(Exception):

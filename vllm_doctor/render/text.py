@@ -390,10 +390,15 @@ def _sources(v: _View, verdict, clipped: bool) -> None:
         )
 
 
+#: How a remedy's flag starts (``--max-model-len 8192``, ``LLM(max_model_len=8192)``).
+_FLAG_STARTS = ("--", "LLM(")
+
+
 def recap(verdict, width: int = 0) -> str:
     """The verdict in one line of at most ``width`` characters (0: no limit): code, class,
-    severity, the first thing to do, the source; the source, then the severity give way
-    first, then the remedy is clipped."""
+    severity, the first thing to do, the source; the source, then the severity, then the
+    class give way first, then a remedy in words is clipped. A flag is never clipped (a cut
+    flag is another command): the line is then longer than ``width``."""
     p = verdict.primary
     head = f"{verdict.primary_code} {verdict.primary_class}"
     todo = ""
@@ -405,10 +410,13 @@ def recap(verdict, width: int = 0) -> str:
         [f"{head} ({verdict.severity})", todo, source],
         [f"{head} ({verdict.severity})", todo],
         [head, todo],
+        [verdict.primary_code, todo],
     ):
         line = " \u00b7 ".join(x for x in parts if x)
         if not width or len(line) <= width:
             return line
+    if p is not None and p.remedies and p.remedies[0].flag:
+        return line
     cut = line.rfind(" ", 0, width - 1)
     return line[: cut if cut > width // 2 else width - 2].rstrip() + " " + CLIP
 
@@ -472,15 +480,21 @@ def render_live(finding, color: bool = False, width: int = 0) -> str:
 
 
 def _table(v: _View, header: List[str], rows: List[List[str]], indent: int = 2) -> None:
-    """Columns padded to their widest cell; the last column takes what is left (clipped)."""
+    """Columns padded to their widest cell; the last column takes what is left. A last cell
+    that holds a flag is never clipped (a cut flag is a different command): when it does not
+    fit, it goes on a line of its own below the row."""
     from rich.text import Text
 
     widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
     for n, r in enumerate([header] + rows):
         line = " " * indent + "  ".join(c.ljust(w) for c, w in zip(r[:-1], widths[:-1])) + "  " + r[-1]
+        style = "dim" if n == 0 else ""
+        if len(line) > v.width and n and r[-1].startswith(_FLAG_STARTS):
+            v.add_line(Text(line[: len(line) - len(r[-1])].rstrip(), style=style))
+            line = " " * (indent + 4) + r[-1]
         if len(line) > v.width:
             line = line[: v.width - 2].rstrip() + " " + CLIP
-        v.add_line(Text(line, style="dim" if n == 0 else ""))
+        v.add_line(Text(line, style=style))
 
 
 def render_follow_summary(verdict, color: bool = False, width: int = 0, lines: int = 0) -> str:

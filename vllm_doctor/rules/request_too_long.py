@@ -53,12 +53,62 @@ def _raise_length(run: Run, d, kv_tokens) -> Remedy:
     return constraints(run).raise_to("max_model_len", target, action, why)
 
 
+def _prompt_limit(run: Run, d, facts, failures) -> Finding:
+    """V0's scheduler refused a prompt over its prompt limit, min(max_model_len,
+    max_num_batched_tokens) without chunked prefill (vllm/core/scheduler.py
+    _get_prompt_limit): the prompt alone is too long, so no max_tokens cap helps; when
+    max_model_len is above the limit, the limit is max_num_batched_tokens."""
+    limit, prompt = d["prompt_limit"], d.get("prompt_tokens")
+    c = constraints(run)
+    mml = c.in_force("max_model_len")
+    title = f"Prompts over the scheduler's {limit}-token prompt limit ignored"
+    if prompt:
+        title += f" ({prompt} tokens)"
+    by_batch = mml.known and mml.value is not None and mml.value > limit
+    need = -(-max(prompt or 0, limit + 1) // 1024) * 1024  # the next multiple of 1024 above both
+    if mml.known and mml.value is not None:
+        need = min(need, int(mml.value))
+    rem = [
+        # set, not raise_to: the limit the message prints is the value in force when it is the
+        # batch budget, whatever a version's default says
+        c.set_to(
+            "max_num_batched_tokens",
+            need,
+            "Set max_num_batched_tokens to at least the prompt (or enable chunked prefill)",
+            f"the limit is min(max_model_len, max_num_batched_tokens); max_model_len is {mml.why}, so the limit is "
+            "max_num_batched_tokens"
+            if by_batch
+            else "the limit is min(max_model_len, max_num_batched_tokens) without chunked prefill",
+        ),
+        remedy(
+            f"If max_model_len is what limits (it is at least {limit}), raise it only as far as the model supports "
+            "and the KV cache holds",
+            None,
+            "the model's own context limit and the KV cache capacity are not in the log",
+        )
+        if not by_batch
+        else None,
+        remedy(
+            "Or shorten the prompts in the client: the prompt alone is over the limit, so capping max_tokens "
+            "does not help",
+            None,
+            f"{prompt} prompt tokens > {limit}" if prompt else None,
+            "client",
+        ),
+    ]
+    dont = ["Memory settings: nothing ran out of memory", "Capping max_tokens: the prompt alone is over the limit"]
+    return finding(RULE, run, "runtime", title, facts, failure_evidence(failures, "ignored prompt"), rem, dont)
+
+
 def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List[Finding]:
     if not failures:
         return []
     d = merged_data(failures)
-    facts = {k: d[k] for k in ("max_model_len", "requested_tokens", "prompt_tokens", "max_tokens") if k in d}
+    keys = ("max_model_len", "prompt_limit", "requested_tokens", "prompt_tokens", "max_tokens")
+    facts = {k: d[k] for k in keys if k in d}
     facts["rejected_requests"] = sum(f.repeats for f in failures)
+    if "prompt_limit" in d:
+        return [_prompt_limit(run, d, facts, failures)]
     L, P = d.get("max_model_len"), d.get("prompt_tokens")
     if L and P is not None:
         facts["max_tokens_that_fit"] = max(0, L - P)
@@ -69,8 +119,17 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List
     else:
         title = "Requests rejected by the length check (_validate_input; the error text is not in the log)"
     kv_tokens = run.value("kv_tokens")
+    over = bool(L and P is not None and P >= L)  # the prompt alone: no max_tokens fits
     rem = [
         remedy(
+            f"Shorten the prompt in the client: it alone ({P} tokens) is over the {L}-token context, so no "
+            "max_tokens cap helps",
+            None,
+            None,
+            "client",
+        )
+        if over
+        else remedy(
             "Cap max_tokens in the client at max_model_len minus the prompt length",
             None,
             f"this request could ask for at most {L - P} output tokens ({L} - {P})" if L and P is not None else None,

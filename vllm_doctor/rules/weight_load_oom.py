@@ -68,6 +68,12 @@ QUANTIZED_WORDS = (
 )
 
 
+def _sentence(text: str) -> str:
+    """``text`` with its first letter in capitals, the rest as written (str.capitalize would
+    lower "GiB" and "GPU")."""
+    return text[:1].upper() + text[1:]
+
+
 def quantized(run: Run, failures: Sequence[Failure]) -> Optional[str]:
     """How the log shows the checkpoint is already quantized (the method or the evidence),
     or None: the run's quantization config, the model's name, or frames that only run for
@@ -185,7 +191,7 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List
         facts["already_quantized"] = q
     if suspects:
         notes.append(
-            "; ".join(suspects).capitalize() + ": the OOM points at something else (a fallback implementation, a "
+            _sentence("; ".join(suspects)) + ": the OOM points at something else (a fallback implementation, a "
             "quantized path materialising full-precision weights, a version regression)."
         )
     title = f"Out of {device_memory(facts)} while building the model / loading weights"
