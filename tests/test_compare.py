@@ -680,3 +680,27 @@ def test_an_engine_change_quotes_the_lines_that_show_each_engine():
     c = pair("r023-bracket-ts-wrapper-v0-stats-healthy.log", "r019-v1-serving-one-request-healthy.log")
     d = next(x for x in c.differences if x.key == "engine")
     assert (d.old, d.new) == ("v0", "v1") and sides(d) == {"old", "new"}
+
+
+def test_a_secret_flag_that_differs_is_redacted_in_every_format(tmp_path):
+    """break-it: api_key / hf_token values changed between the runs were printed in the
+    differences and the table (the evidence lines were redacted, the diff values not)."""
+    base = fixture_path("r022-v1-startup-sm120-healthy.log").read_text(encoding="utf-8")
+    args = "(APIServer pid=1) INFO 06-19 15:35:00 [api_utils.py:273] non-default args: {{'port': 3456, {}}}\n"
+    old, new = tmp_path / "old.log", tmp_path / "new.log"
+    old.write_text(args.format("'api_key': 'OLD_SECRET_KEY', 'hf_token': ['PLAINOLD']") + base, encoding="utf-8")
+    new.write_text(args.format("'api_key': 'NEW_SECRET_KEY', 'hf_token': ['PLAINNEW']") + base, encoding="utf-8")
+    for fmt in ("text", "markdown", "json"):
+        out = run(str(old), str(new), "-f", fmt).output
+        assert "api_key" in out and "<redacted>" in out
+        for secret in ("OLD_SECRET_KEY", "NEW_SECRET_KEY", "PLAINOLD", "PLAINNEW"):
+            assert secret not in out, (fmt, secret)
+    raw = run(str(old), str(new), "-f", "json", "--no-redact").output
+    assert "OLD_SECRET_KEY" in raw  # --no-redact keeps them, as diagnose does
+
+
+def test_names_secret_reads_key_names_alone():
+    from vllm_doctor.redact import names_secret
+
+    assert all(names_secret(k) for k in ("api_key", "hf_token", "--api-key", "ssl_keyfile_password", "API-KEY"))
+    assert not any(names_secret(k) for k in ("max_model_len", "tokenizer", "max_num_batched_tokens", "port"))

@@ -531,3 +531,51 @@ def test_fixture_sequences_are_what_the_builder_makes(tmp_path):
     changed = [(a, b) for a, b in zip(base.splitlines(), first.splitlines()) if a != b]
     assert changed and all(a.rpartition(" ")[0] == b.rpartition(" ")[0] for a, b in changed)
     shutil.rmtree(tmp_path)
+
+
+@pytest.mark.parametrize("bad", ["+Inf", "NaN", "-Inf"])
+def test_a_non_finite_sample_is_skipped_and_counted(bad):
+    """break-it: one +Inf counter in one scrape ended the whole diagnosis (int(inf))."""
+    text = (
+        "# TYPE vllm:num_preemptions_total counter\n"
+        f'vllm:num_preemptions_total{{model_name="m"}} {bad}\n'
+        "# TYPE vllm:num_requests_running gauge\n"
+        'vllm:num_requests_running{model_name="m"} 3\n'
+    )
+    samples, bad_lines = parse_text(text)
+    assert [s.name for s in samples] == ["vllm:num_requests_running"]
+    assert bad_lines == 1
+
+
+def test_a_timestamp_out_of_range_is_dropped_not_the_sample():
+    text = '# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name="m"} 3 99999999999999999999\n'
+    samples, bad_lines = parse_text(text)
+    assert [(s.value, s.timestamp) for s in samples] == [(3.0, None)] and bad_lines == 0
+
+
+def test_a_scrape_directory_with_an_infinite_counter_still_gets_a_verdict(tmp_path):
+    """The storm sequence with one scrape's preemption counter at +Inf: the storm is still
+    read from the other scrapes, and nothing fails inside."""
+    from pathlib import Path
+
+    seq = sorted(Path(FIX, "seq", "storm-v1").glob("*.prom"))
+    for i, path in enumerate(seq):
+        text = path.read_text(encoding="utf-8")
+        if i == 2:
+            lines = [
+                ln.rsplit(" ", 1)[0] + " +Inf" if ln.startswith("vllm:num_preemptions_total") else ln
+                for ln in text.splitlines()
+            ]
+            assert lines != text.splitlines()
+            text = "\n".join(lines) + "\n"
+        (tmp_path / path.name).write_text(text, encoding="utf-8")
+    from click.testing import CliRunner
+
+    from vllm_doctor.cli import cli
+
+    def verdict(d):
+        return json.loads(CliRunner().invoke(cli, ["diagnose", str(d), "-f", "json"]).output)
+
+    v = verdict(tmp_path)
+    assert v["primary_class"] == verdict(Path(FIX, "seq", "storm-v1"))["primary_class"] == "preemption_storm"
+    assert not v["sources"][0]["internal_errors"]

@@ -130,6 +130,20 @@ _SECRET_KEY = regex.compile(
     r"|secret[_-]?key|session[_-]?key|client[_-]?secret|cookie|signature|x-auth-token)(?![A-Za-z0-9])"
     r"(?:\\{0,2}['\"])?\s*(?:=>|[:=]|%3[Dd])\s*"
 )
+#: A configuration key that names a secret, alone (``api_key``, ``hf_token``): the value of
+#: such a key is a secret wherever it is shown without its key (a diff, a table cell).
+_SECRET_NAME = regex.compile(
+    r"(?i)(?:[a-z0-9]+[_-])*(?:api[_-]?key|apikey|token|secret|password|passwd|credentials?|private[_-]?key"
+    r"|access[_-]?key|secret[_-]?key|session[_-]?key|client[_-]?secret|cookie|signature|auth[_-]?token)"
+)
+
+
+def names_secret(key: str) -> bool:
+    """True when the configuration key ``key`` names a secret (``api_key``, ``hf_token``,
+    ``--api-key``, ``ssl_keyfile_password``); its value is then redacted wherever it is shown."""
+    return _SECRET_NAME.fullmatch(key.lstrip("-")) is not None
+
+
 _SECRET_FLAG = regex.compile(
     r"(?i)(?<![A-Za-z0-9-])--[a-z0-9-]{0,30}?(?:api-key|token|password|secret)(?![a-z0-9-])\s+"
 )
@@ -314,6 +328,12 @@ class Redactor:
         for rx, repl in _NETWORK:
             text = rx.sub(repl, text, timeout=TIMEOUT)
         return _HOME.sub(lambda m: m[1] + self._pseudonym(self.users, "user", m[2]), text, timeout=TIMEOUT)
+
+    def secret(self, value: str) -> None:
+        """Remember ``value`` as a secret (the value of a key that names one, shown apart from
+        its key): :meth:`scrub` then replaces it, and its cut copies, everywhere."""
+        if len(value) >= 4 and len(self._tokens) < MAX_TOKENS:
+            self._tokens.setdefault(value, ("", "<redacted>"))
 
     def scrub(self, text: str) -> str:
         """Replace every token this redactor has seen, and every cut copy of one (a title or

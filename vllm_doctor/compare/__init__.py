@@ -56,12 +56,37 @@ def redact_comparison(comparison: Comparison) -> Comparison:
     """A redacted, inert copy of ``comparison`` (see :mod:`vllm_doctor.redact`): secrets and
     personal data replaced in every field, hosts and pods of the source names pseudonymised
     the same way everywhere; the original is not changed."""
-    from ..redact import Redactor
+    import copy
+
+    from ..redact import Redactor, names_secret
     from ..render.inert import map_strings
 
     r = Redactor()
+    comparison = copy.deepcopy(comparison)
+    # A secret flag's value shown without its key (a table cell, a difference's values and
+    # title): masked where it stands, and remembered so that every copy is scrubbed.
+    for row in comparison.rows:
+        if names_secret(row.key):
+            for cell in (row.old, row.new):
+                if cell is not None:
+                    _forget(r, cell, "value")
+    for d in comparison.differences:
+        if names_secret(d.key):
+            _forget(r, d, "old")
+            _forget(r, d, "new")
     names = {s.name: r.source_name(s.name, s.input) for s in comparison.sources}
     return map_strings(map_strings(comparison, lambda t: names.get(t) or r.text(t)), r.scrub)
+
+
+def _forget(r, obj, attr: str) -> None:
+    """Replace ``obj.attr`` (a secret, or a list of them) by the placeholder, remembering each
+    string in redactor ``r``."""
+    value = getattr(obj, attr)
+    if value is None:
+        return
+    for v in value if isinstance(value, (list, tuple)) else [value]:
+        r.secret(str(v))
+    setattr(obj, attr, "<redacted>")
 
 
 def compare_logs(

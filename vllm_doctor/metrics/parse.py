@@ -91,6 +91,21 @@ def sniff(head: str) -> Optional[str]:
     return PROMETHEUS
 
 
+#: Exposition timestamps (seconds since the epoch) read as such: 0 to the year 5138. A sample
+#: outside keeps its value and loses its time stamp (the scrape's time is used instead).
+MAX_TIMESTAMP_S = 1e11
+
+
+def usable(value: float) -> bool:
+    """True for a sample value the series can use: finite (``NaN`` says "no value", and a
+    counter or gauge at ``+Inf`` is no reading; both are skipped and counted)."""
+    return math.isfinite(value)
+
+
+def _time(ts: Optional[float]) -> Optional[float]:
+    return ts if ts is not None and math.isfinite(ts) and 0 <= ts <= MAX_TIMESTAMP_S else None
+
+
 def _from_families(families, scale: float = 1.0) -> Iterator[Sample]:
     for fam in families:
         for s in fam.samples:
@@ -98,7 +113,7 @@ def _from_families(families, scale: float = 1.0) -> Iterator[Sample]:
             if ts is not None:
                 # OpenMetrics timestamps are seconds; prometheus_client may give a Timestamp.
                 ts = float(ts) * scale if not hasattr(ts, "sec") else ts.sec + ts.nsec / 1e9
-            yield Sample(s.name, dict(s.labels), float(s.value), ts)
+            yield Sample(s.name, dict(s.labels), float(s.value), _time(ts))
 
 
 def _chunks(lines: List[str]) -> Iterator[List[str]]:
@@ -127,9 +142,9 @@ def parse_text(text: str, fmt: str = PROMETHEUS) -> Tuple[List[Sample], int]:
     text = text.lstrip("\ufeff")
     try:
         if fmt == OPENMETRICS:
-            return list(_from_families(om_parse(text if text.endswith("\n") else text + "\n"))), 0
-        return list(_from_families(prom_parse(text))), 0
-    except (ValueError, TypeError, IndexError, KeyError):
+            return _finite(list(_from_families(om_parse(text if text.endswith("\n") else text + "\n"))), 0)
+        return _finite(list(_from_families(prom_parse(text))), 0)
+    except (ValueError, TypeError, IndexError, KeyError, OverflowError):
         pass
     # Fallback: the lenient 0.0.4 parser, one family, then one line, at a time. Its
     # timestamps are read as milliseconds: an OpenMetrics input's seconds are scaled back.
@@ -141,7 +156,7 @@ def parse_text(text: str, fmt: str = PROMETHEUS) -> Tuple[List[Sample], int]:
         try:
             out.extend(_from_families(prom_parse("\n".join(chunk) + "\n"), scale))
             continue
-        except (ValueError, TypeError, IndexError, KeyError):
+        except (ValueError, TypeError, IndexError, KeyError, OverflowError):
             pass
         header = [ln for ln in chunk if ln.startswith("# TYPE")][:1]
         for ln in chunk:
@@ -149,9 +164,15 @@ def parse_text(text: str, fmt: str = PROMETHEUS) -> Tuple[List[Sample], int]:
                 continue
             try:
                 out.extend(_from_families(prom_parse("\n".join(header + [ln]) + "\n"), scale))
-            except (ValueError, TypeError, IndexError, KeyError):
+            except (ValueError, TypeError, IndexError, KeyError, OverflowError):
                 bad += 1
-    return out, bad
+    return _finite(out, bad)
+
+
+def _finite(samples: List[Sample], bad: int) -> Tuple[List[Sample], int]:
+    """``samples`` without the unusable ones (:func:`usable`), which are counted as bad."""
+    kept = [s for s in samples if usable(s.value)]
+    return kept, bad + len(samples) - len(kept)
 
 
 def _value(v) -> float:
@@ -190,7 +211,7 @@ def parse_query(text: str, name: str) -> Iterator[Tuple[float, Sample]]:
             for point in points or ():
                 if not isinstance(point, (list, tuple)) or len(point) != 2:
                     continue
-                t, v = _value(point[0]), _value(point[1])
-                if math.isnan(t):
+                t, v = _time(_value(point[0])), _value(point[1])
+                if t is None or not usable(v):
                     continue
                 yield t, Sample(metric, labels, v, t)
