@@ -3,6 +3,8 @@
 import ast
 from pathlib import Path
 
+import pytest
+
 from vllm_doctor.catalog import Catalog
 from vllm_doctor.envelopes import unwrap
 from vllm_doctor.events import Phase
@@ -233,3 +235,67 @@ def test_what_the_stall_log_keeps_is_bounded():
     assert log.signals["shm_wait"].count == 500 and log.episode.warnings == 500
     assert len(log.signals["shm_wait"].by_stream) == 64 and len(log.episode.by_stream) == 64
     assert set(log.signals) == {"shm_wait"}
+
+
+# -- a traceback printed after the failure it explains (hunt4 h01, h06) -------------------------
+
+_OOM = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 22.00 MiB. GPU 0 has a total capacity of "
+    "79.00 GiB of which 10.00 MiB is free. Including non-PyTorch memory, this process has 78.90 GiB memory in use."
+)
+_P = "(EngineCore_DP0 pid=270) ERROR 11-19 12:16:36 [v1/engine/core.py:842] "
+_STEPS = [
+    ("load_model", "vllm/v1/worker/gpu_model_runner.py", "weight_load_oom"),
+    ("capture_model", "vllm/v1/worker/gpu_model_runner.py", "cuda_graph_capture_oom"),
+    ("_dummy_sampler_run", "vllm/v1/worker/gpu_model_runner.py", "sampler_warmup_oom"),
+]
+
+
+def _message_first(func, path):
+    """V0's engine (logger.exception(e)): the message, then the traceback under it."""
+    return [
+        _P + _OOM,
+        _P + "Traceback (most recent call last):",
+        _P + f'  File "/usr/lib/python3.12/site-packages/{path}", line 10, in {func}',
+        _P + "    x = torch.empty(n)",
+    ]
+
+
+def _no_header(func, path):
+    """A chained traceback pasted without its "The above exception ..." header."""
+    return [_P + _OOM, _P + f'  File "/usr/lib/python3.12/site-packages/{path}", line 10, in {func}']
+
+
+def _unindented_code(func, path):
+    """GKE's export strips the indentation of the source lines (h01)."""
+    return [
+        _P + _OOM,
+        _P
+        + 'File "/usr/lib/python3.12/site-packages/vllm/v1/worker/gpu_worker.py", line 507, in compile_or_warm_up_model',
+        _P + f"self.model_runner.{func}(hidden_states=last_hidden_states)",
+    ]
+
+
+@pytest.mark.parametrize("shape", [_message_first, _no_header, _unindented_code], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("func,path,cls", _STEPS, ids=[s[0] for s in _STEPS])
+def test_a_traceback_after_the_failure_places_it(shape, func, path, cls):
+    from vllm_doctor import diagnose
+
+    assert diagnose(shape(func, path)).primary_class == cls
+
+
+def test_an_unplaced_failure_stays_unplaced_without_a_traceback_after_it():
+    from vllm_doctor import diagnose
+
+    assert diagnose([_P + _OOM]).primary_class == "runtime_oom"
+
+
+def test_compile_or_warm_up_model_alone_is_after_the_kv_cache():
+    from vllm_doctor import diagnose
+
+    lines = [
+        _P + _OOM,
+        _P
+        + 'File "/usr/lib/python3.12/site-packages/vllm/v1/worker/gpu_worker.py", line 507, in compile_or_warm_up_model',
+    ]
+    assert diagnose(lines).primary_class == "cuda_graph_capture_oom"

@@ -65,6 +65,10 @@ TAG_FUNCS = {
         "load_weights_and_postprocess",
     },
     "profile": {"profile_run", "_profile_run", "determine_available_memory", "determine_num_available_blocks"},
+    # vllm/v1/worker/gpu_worker.py compile_or_warm_up_model (V0: worker.py): kernel warm-up,
+    # CUDA graph capture and the sampler warm-up, all after the KV cache is allocated; which
+    # one, only a deeper frame says (hunt4 h01: its own frame printed, the step's cut)
+    "post_kv": {"compile_or_warm_up_model", "_warm_up_model"},
     # vllm/model_executor/warmup/* and vllm/v1/worker/gpu/warmup.py, reached from kernel_warmup /
     # warmup_kernels (fixtures/wordings/frames.json lists each with its releases)
     "kernel_warmup": {
@@ -290,6 +294,9 @@ TAG_PHASE = (
     ("too_long", Phase.SERVING),
     ("wake_up", Phase.SERVING),
     ("runtime", Phase.SERVING),
+    # Weaker than every step it runs (kernel warm-up, capture, sampler warm-up): only the
+    # KV cache allocated before it is certain; graph capture is its first step that allocates.
+    ("post_kv", Phase.GRAPH_CAPTURE),
     # Weakest: only where no other frame says more. vLLM builds the model under
     # `with target_device:` (vllm/model_executor/model_loader/base_loader.py load_model), so a
     # tensor created there passes through torch's device-context hook.
@@ -322,6 +329,18 @@ def frame_tags(func: str, path: str) -> Set[str]:
     elif func == "__init__" and ("/v1/engine/core.py" in path or "/executor/" in path):
         tags.add("startup")
     return tags
+
+
+#: A traceback's source line whose indentation a log shipper stripped (GKE's export, hunt4
+#: h01): a Python statement, a call at its start (``self.model_runner._dummy_sampler_run(``,
+#: ``return func(*args)``, ``a, b = x.sort(``).
+_STATEMENT = regex.compile(r"(?:[\w.]+(?:, *[\w.]+)* = |return |await |yield )?[A-Za-z_][\w.]*\(")
+
+
+def looks_like_code(text: str) -> bool:
+    """True when ``text`` may be a traceback's source line: indented, or a statement that
+    starts with a call (:data:`_STATEMENT`) where a shipper stripped the indentation."""
+    return text[:1].isspace() or _STATEMENT.match(text) is not None
 
 
 def code_tags(code: str) -> Set[str]:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Tuple
 from ._version import __version__
 from .catalog import Catalog
 from .envelopes import _PROC, MAX_RECORD_CHARS, Envelopes, source_key, unwrap
-from .frames import code_tags
+from .frames import code_tags, looks_like_code
 from .reassemble import MAX_JOINED, WRAP_MIN_WIDTH, Reassembler, _open_oom, shell_continued
 from .rules import BY_NAME, diagnose_run, new_observers
 from .sources import ARCHIVE_ERRORS
@@ -136,7 +136,7 @@ class _SourceReader:
                 events = self.catalog.recognise(rec)
                 # Only records that can change a tracker choose (or open) a sub-source, so the
                 # pre-filtered path opens the same sub-sources as the plain one.
-                tags = code_tags(rec.text) if not events and rec.text[:1].isspace() else None
+                tags = code_tags(rec.text) if not events and looks_like_code(rec.text) else None
                 if not events and not tags and not unexplained_error(rec):
                     if self.current is not None:
                         summary = self.summaries[self.current.source]

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Deque, Dict, List, Optional, Set, Tuple
 
 from .events import Event, Phase
-from .frames import code_tags, frame_tags
+from .frames import code_tags, frame_tags, looks_like_code
 from .processes import engine_of_process, is_vllm_process
 from .record import Record
 from .run import Consequence, Failure, Line, Run, StatsSample
@@ -107,6 +107,11 @@ class _Stream:
     open: bool = False
     chained: bool = False
     last_failure: Optional[Failure] = None
+    #: The stream's last record (with an event) was a failure's message: a traceback that
+    #: starts right after it is that failure's (vLLM's V0 engine logs the message first, then
+    #: the traceback: logger.exception(e) in engine/multiprocessing/engine.py run_mp_engine;
+    #: a chained traceback pasted without its "The above exception ..." header).
+    fresh: bool = False
 
     def tags(self) -> Set[str]:
         out: Set[str] = set()
@@ -341,7 +346,7 @@ class SourceTracker:
         already computed them. So skipping records without anchors gives the same state.
         """
         self.records += 1
-        if code_line_tags is None and not events and rec.text[:1].isspace():
+        if code_line_tags is None and not events and looks_like_code(rec.text):
             code_line_tags = code_tags(rec.text)  # not computed by the caller
         if not events and not code_line_tags:
             run = self.run
@@ -418,6 +423,13 @@ class SourceTracker:
         """Traceback bookkeeping (frames belong to the process that printed them). Returns
         True when a frame names a file of vLLM itself."""
         kinds = {ev.kind for ev in events}
+        fresh, st.fresh = st.fresh, False
+        if fresh and st.last_failure is not None and kinds & {"tb_start", "tb_frame"}:
+            # a traceback right after a failure's message, its header printed or not: its
+            # frames tell where the failure just logged happened
+            self._end_traceback(st)
+            st.open = st.chained = True
+            kinds.discard("tb_start")
         if "tb_start" in kinds:
             self._end_traceback(st)
             st.open = True
@@ -462,6 +474,7 @@ class SourceTracker:
         st.last_failure = f
         st.chained = False
         st.reset()
+        st.fresh = True
         return True
 
     # -- event handlers (kinds that are not failures) ------------------------------------

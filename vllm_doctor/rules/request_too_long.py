@@ -53,6 +53,13 @@ def _raise_length(run: Run, d, kv_tokens) -> Remedy:
     return constraints(run).raise_to("max_model_len", target, action, why)
 
 
+#: Message variants (vllm_doctor.catalog.requests) that compare the prompt alone with
+#: max_model_len: "... your prompt contains N input tokens, which exceeds this limit even without
+#: any output tokens" (v0.32+), "The decoder prompt (length N) ... is longer than the maximum
+#: model length of M".
+PROMPT_ALONE_VARIANTS = frozenset({"prompt-alone", "decoder-prompt"})
+
+
 def _prompt_limit(run: Run, d, facts, failures) -> Finding:
     """V0's scheduler refused a prompt over its prompt limit, min(max_model_len,
     max_num_batched_tokens) without chunked prefill (vllm/core/scheduler.py
@@ -119,7 +126,10 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List
     else:
         title = "Requests rejected by the length check (_validate_input; the error text is not in the log)"
     kv_tokens = run.value("kv_tokens")
-    over = bool(L and P is not None and P >= L)  # the prompt alone: no max_tokens fits
+    # The prompt alone over the context, where the message measures it against max_model_len
+    # itself: no max_tokens fits. (vLLM 0.15's "context length is 3 tokens ... your request has
+    # 8 input tokens" printed max_model_len - max_tokens as the context: u011.)
+    over = d.get("variant") in PROMPT_ALONE_VARIANTS and bool(L and P is not None and P >= L)
     rem = [
         remedy(
             f"Shorten the prompt in the client: it alone ({P} tokens) is over the {L}-token context, so no "
