@@ -1868,6 +1868,28 @@ ERRORS = [
         phase_hint="startup",
     ),
     case(
+        "workerproc_failed_to_start",
+        "engine_dead",
+        "(Worker_TP1 pid=530) ERROR 10-06 18:54:30 [multiproc_executor.py:597] WorkerProc failed to start.",
+        marker="workerproc_failed_to_start",
+        phase_hint="startup",
+    ),
+    case(
+        "utility_method_failed",
+        "engine_dead",
+        "Call to wake_up method failed: CUDA Error: out of memory at /workspace/csrc/cumem_allocator.cpp:163",
+        marker="utility_method_failed",
+        method="wake_up",
+    ),
+    case(
+        "dump_input",
+        "engine_dead",
+        "(EngineCore_DP0 pid=12) ERROR 11-04 10:11:12 [dump_input.py:72] Dumping input data for V1 LLM engine "
+        "(v0.11.1) with config: model='Qwen/Qwen3-8B', speculative_config=None, ",
+        marker="dump_input",
+        phase_hint="runtime",
+    ),
+    case(
         "worker_failed_with_error",
         "engine_dead",
         # vllm 0.8+ v1/executor/multiproc_executor.py get_response

@@ -28,6 +28,9 @@ KNOWN_WRONG_CLASS: set = {
     # the shared corpus labels r037, r038, t008, t009 and t015 want for logs that end
     # mid-startup; this label wants unknown. One convention must win; the corpus's is kept.
     "k025-discourse-escaped-brackets-v1-5090-mtp-load-18gib-compile-profiling.log",
+    # The same convention: startup ends after KV sizing and torch.compile, nothing follows
+    # (the report is of a hang there); the label wants unknown (or engine_stall).
+    "n14-docker-v1-tp4-startup-torch-compile-kv-233936-tokens-then-silent.log",
     # One stats line (99 % KV, 115 pending): VD301's "passing peak". A storm needs three
     # saturated intervals in a row (thresholds.MIN_SATURATED_INTERVALS), never one line.
     "k030-v0-2024-stats-max-iteration-time-fields-pending-115-kv-99pct.log",

@@ -98,6 +98,9 @@ _ANSI = regex.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)
 _CARET_ANSI = regex.compile(r"\^\[\[[0-9;?]*[A-Za-z]|\^\[\][^\x07^]*(?:\x07|\^G|\^\[\\)?")
 # Vertical borders of a TUI pane (k9s, lazydocker, tmux copy of a boxed pane).
 _FRAME_CHARS = frozenset("│┃║")
+#: What a quoted paste starts each line with: Markdown's ``>``, or the bar a rendered quote
+#: is copied with (U+258E, U+258F, U+258D, U+258C left blocks).
+_QUOTE_MARKS = frozenset(">▎▏▍▌")
 
 # Outer wrappers: at most one applies; each is tried only if its first-character test holds.
 _JOURNALD_SHORT = regex.compile(
@@ -693,9 +696,11 @@ def _outer_stage(rec: Record, s: str, env: Envelopes) -> str:
         s = inner
         rec.wrapper = "frame"
         c = s[:1]
-    if c == ">":
-        while s.startswith(">"):
-            s = s[2:] if s.startswith("> ") else s[1:]
+    if c in _QUOTE_MARKS:
+        # Markdown's quote, or the bar a rendered quote is copied with (Slack, GitHub, chat
+        # clients: hunt4 h17)
+        while s[:1] in _QUOTE_MARKS and s:
+            s = s[2:] if s[1:2] == " " else s[1:]
             rec.wrapper = "quote"
     allowed = env.allowed
     before, kept = s, rec.wrapper

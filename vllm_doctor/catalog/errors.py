@@ -222,6 +222,26 @@ PATTERNS = [
         _dead("workerproc_init_failed", _STARTUP),
     ),
     Pattern(
+        "workerproc_failed_to_start",
+        "engine_dead",
+        ("WorkerProc failed to start",),
+        r"WorkerProc failed to start\.",
+        "vllm/v1/executor/multiproc_executor.py worker_main (logger.exception, v0.8+: the worker's traceback "
+        "under it holds the root cause)",
+        None,
+        _dead("workerproc_failed_to_start", _STARTUP),
+    ),
+    Pattern(
+        "dump_input",
+        "engine_dead",
+        ("Dumping input data for V1 LLM engine",),
+        r"Dumping input data for V1 LLM engine",
+        "vllm/logging_utils/dump_input.py dump_engine_exception (v0.10+), called by EngineCore.log_error_detail "
+        "around execute_model only: the engine crashed while serving",
+        None,
+        _dead("dump_input", _RUNTIME),
+    ),
+    Pattern(
         "worker_failed_with_error",
         "engine_dead",
         ("please check the stack trace above for the root cause",),
@@ -286,6 +306,16 @@ PATTERNS = [
             **({"method": m["method"] or m["method2"]} if m["method"] or m["method2"] else {}),
             **({"who": m["who"]} if m["who"] else {}),
         },
+    ),
+    Pattern(
+        "utility_method_failed",
+        "engine_dead",
+        ("method failed: ",),
+        r"Call to (?P<method>\w+) method failed: ",
+        "vllm/v1/engine/core.py EngineCore utility calls (v0.10+: collective_rpc, sleep, wake_up, "
+        "add_lora ...; 0.11.2 core.py:920, 0.33.0 core.py:1850): the method names the step",
+        None,
+        lambda m, rec: {"marker": "utility_method_failed", "method": m["method"]},
     ),
     Pattern(
         "executor_failed",

@@ -21,6 +21,10 @@ Remedies, in order:
        cap prompt logprobs / multimodal input sizes (``--limit-mm-per-prompt``).
     4. Against fragmentation (large "reserved but unallocated"): set
        ``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True``.
+    Waking from sleep mode (``wake_up`` re-maps the weights and KV cache sleep released:
+    the memory is wanted back whole, not for a request): free what another process took
+    meanwhile, wake in stages (``/wake_up?tags=weights`` then ``?tags=kv_cache``), or lower
+    this instance's or the neighbour's ``gpu_memory_utilization`` so both fit.
 
 What does not help:
     Lowering ``max_model_len`` or raising ``gpu_memory_utilization`` (more KV cache leaves
@@ -30,7 +34,8 @@ What does not help:
 Sources:
     pytorch c10/cuda/CUDACachingAllocator.cpp (message, process list); PyTorch docs "CUDA
     semantics", memory management (notes/cuda: expandable_segments); docs.vllm.ai
-    "Conserving Memory" (configuration/conserving_memory).
+    "Conserving Memory" (configuration/conserving_memory); docs.vllm.ai "Sleep Mode"
+    (features/sleep_mode) and vllm/entrypoints/openai/api_server.py wake_up (``tags``, v0.8.5+).
 """
 
 from __future__ import annotations
@@ -116,6 +121,49 @@ def _batch_remedy(c: Constraints, oversized: bool, input_kind: Optional[str]) ->
     )
 
 
+def _waking(run: Run, failures: Sequence[Failure], facts: Dict[str, Any], co: List[int], c: Constraints) -> Finding:
+    """Out of memory waking up from sleep mode: the memory sleep released is wanted back
+    whole (weights, KV cache), so per-request bounds do not help (hunt4 h03)."""
+    rem = [
+        remedy(
+            f"Move the co-tenant process(es) {', '.join(map(str, co))} off this GPU, or put them to sleep, before "
+            "waking this one",
+            None,
+            f"they hold {facts.get('co_tenant_total_gib', 0):.2f} GiB",
+            "host",
+        )
+        if co
+        else remedy(
+            "Free what another process took while this one slept before waking it (a second instance, the "
+            "trainer of an RL loop: nvidia-smi shows it), or put that one to sleep first",
+            None,
+            None,
+            "host",
+        ),
+        remedy(
+            "Wake in stages: POST /wake_up?tags=weights, then /wake_up?tags=kv_cache once the neighbour has "
+            "released its share",
+            None,
+            "vLLM 0.8.5+ wakes the weights and the KV cache separately",
+        ),
+        c.lower(
+            "gpu_memory_utilization",
+            None,
+            "Or lower gpu_memory_utilization of this instance or of its neighbour so both fit on the GPU",
+            "what the neighbour holds at wake-up is not in the log",
+        ),
+    ]
+    evidence = failure_evidence(failures, "out of memory at wake-up") + consequence_evidence(run, 2)
+    dont = [
+        "Bounding requests (max_num_batched_tokens, max_num_seqs): no request was running; the memory is the "
+        "weights and KV cache sleep mode released",
+        "Raising gpu_memory_utilization: it asks for more at wake-up",
+    ]
+    forbids = [("gpu_memory_utilization", "raise", "it asks for more at wake-up")]
+    title = f"Out of {device_memory(facts)} waking up from sleep mode: the memory it released is taken"
+    return finding(RULE, run, "runtime", title, facts, evidence, rem, dont, [], forbids=forbids)
+
+
 def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List[Finding]:
     if not failures:
         return []
@@ -140,6 +188,8 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List
     if why_u is None and tried is not None and free is not None and G:
         why_u = f"the failed allocation was {tried:.2f} GiB with {free:.3f} GiB free of {G:.2f} GiB"
     fragmented = bool(frag and frag >= thresholds.FRAGMENTATION_GIB)
+    if any("wake_up" in f.all_tags for f in failures) or "wake_up" in run.sibling_tags:
+        return [_waking(run, failures, facts, co, c)]
     rem = [
         remedy(
             f"Move the co-tenant process(es) {', '.join(map(str, co))} off this GPU (check with nvidia-smi)",
