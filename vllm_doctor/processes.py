@@ -44,6 +44,17 @@ def is_engine_process(name: Optional[str]) -> bool:
     return bool(name) and name.startswith(ENGINE_PROCESS_NAMES)
 
 
+#: Local multiprocessing workers, which pick their GPU as cuda:<local rank> (Ray's workers
+#: each see one GPU, as index 0, so they are not among them).
+LOCAL_WORKER_NAMES = ("VllmWorker", "Worker_TP", "Worker")
+
+
+def is_worker_process(name: Optional[str]) -> bool:
+    """True for a local multiprocessing worker (``VllmWorkerProcess``, ``VllmWorker rank=N``,
+    ``Worker_TP1``): its GPU index is its local rank."""
+    return bool(name) and name.startswith(LOCAL_WORKER_NAMES)
+
+
 def engine_of_process(name: Optional[str], rank: Optional[int]) -> Optional[str]:
     """``v1`` / ``v0`` when the process name alone tells which engine printed it, else None.
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .. import defaults, thresholds
+from ..processes import is_worker_process
 from ..run import Line, Run
 from ..verdict import Finding, Remedy
 from .oom import co_tenants_of
@@ -145,10 +146,30 @@ class Constraints:
             return defaults.max_num_batched_tokens(self.version, self.engine, self.gpu_total_gib, self.offline)
         if setting == "tensor_parallel_size":
             tp = self._world_tp()
+            ranks = self._ranks_at_least()
+            pp = self.run.value("pipeline_parallel_size") or 1
+            if ranks and -(-ranks // pp) > tp:
+                low = -(-ranks // pp)
+                return defaults.Default(
+                    low,
+                    low,
+                    f"at least {low}: the OOM is on GPU {ranks - 1}, and vLLM's workers use cuda:<local rank>",
+                )
             return defaults.Default(tp, tp, "the world size" if tp > 1 else "vLLM's default, 1")
         if setting == "kv_cache_dtype":
             return None
         return None
+
+    def _ranks_at_least(self) -> int:
+        """Ranks on this node the log proves: a failure on GPU N printed by a vLLM worker
+        process means N + 1 of them (each worker sets cuda:<local rank>: vllm/worker/worker.py,
+        vllm/v1/worker/gpu_worker.py init_device; Ray workers see one GPU each, index 0)."""
+        idx = [
+            f.data["gpu_index"]
+            for f in self.run.failures
+            if isinstance(f.data.get("gpu_index"), int) and f.lines and is_worker_process(f.lines[0].proc)
+        ]
+        return max(idx) + 1 if idx else 0
 
     def _world_tp(self) -> int:
         world = self.run.value("world_size")

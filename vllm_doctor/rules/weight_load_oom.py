@@ -113,6 +113,13 @@ def _regression(run: Run, facts: Dict[str, Any], G: Optional[float]) -> Optional
     )
 
 
+def _span_why(c: Constraints, tp: int) -> str:
+    """What shows the run's GPUs: the printed world size, or the GPU index a worker failed on."""
+    if c.run.value("world_size"):
+        return "world size"
+    return f"at least that many: a worker failed on GPU {tp - 1}, and vLLM's workers use cuda:<local rank>"
+
+
 def _tp_remedy(c: Constraints, est: Optional[Dict[str, Any]], facts: Dict[str, Any], G: Optional[float]) -> Remedy:
     """Tensor parallelism: the smallest split that fits, from the weights' size when the log
     tells it (the model name), else at least the memory already allocated when loading failed."""
@@ -123,7 +130,8 @@ def _tp_remedy(c: Constraints, est: Optional[Dict[str, Any]], facts: Dict[str, A
         return remedy(
             action + " only if the node has more GPUs",
             None,
-            f"the run already spans {tp} GPUs (world size); add nodes (pipeline parallelism) or use a smaller model",
+            f"the run already spans {tp} GPUs ({_span_why(c, tp)}); add nodes (pipeline parallelism) or use a "
+            "smaller model",
         )
     if est and G:
         need = _smallest_tp(est["weights_gib_estimate"], G)
