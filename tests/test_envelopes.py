@@ -1343,3 +1343,22 @@ def test_a_traceback_source_line_after_a_line_at_the_width_is_not_joined():
     env, recs = _read(lines)
     assert env.wrap_width == width
     assert "    self.fn()" in [r.text for r in recs]
+
+
+def test_a_shared_indent_is_taken_off_but_a_traceback_keeps_its_own():
+    from vllm_doctor.envelopes import INDENT_MIN, Envelopes
+
+    assert INDENT_MIN == 4
+    env = Envelopes()
+    block = ["    INFO 05-02 10:00:01 [core.py:1] x", '      File "/x/vllm/a.py", line 1, in f', "        f()"]
+    for line in block:
+        env.sniff(line)
+    assert env.indent == 4
+    assert [env.unwrap("x", 1, line)[0].text for line in block[1:]] == [
+        '  File "/x/vllm/a.py", line 1, in f',
+        "    f()",
+    ]
+    frames = Envelopes()
+    for line in ['  File "/x/vllm/a.py", line 1, in f', "    f()"]:
+        frames.sniff(line)
+    assert frames.indent == 0  # frames alone share 2 spaces: theirs

@@ -343,7 +343,12 @@ def html_escaped(line):
     return html.escape(line, quote=True)
 
 
-@pytest.mark.parametrize("escape", [markdown_escaped, html_escaped], ids=["markdown", "html"])
+def indented(line):
+    """A line of a Markdown code block by indentation (or a quoted mail): four spaces first."""
+    return "    " + line if line else line
+
+
+@pytest.mark.parametrize("escape", [markdown_escaped, html_escaped, indented], ids=["markdown", "html", "indented"])
 @pytest.mark.parametrize("case", CASES, ids=[c["file"] for c in CASES])
 def test_an_escaped_paste_gets_the_bare_verdict(case, escape):
     path = fixture_path(case["file"])

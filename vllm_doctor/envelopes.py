@@ -284,6 +284,10 @@ class Envelopes:
         #: The column the input was hard-wrapped at (a terminal's copy), when its first lines
         #: show one (:meth:`_learn_width`); None otherwise.
         self.wrap_width: Optional[int] = None
+        #: Spaces every first line starts with (a Markdown code block by indentation, a quoted
+        #: mail): taken off each line before anything reads it; 0 when they do not share one.
+        self.indent = 0
+        self._lead: Optional[int] = None
         self._max_len = 0
         self._prev_len: Optional[int] = None
         self._bare_after: Dict[int, int] = {}
@@ -302,6 +306,9 @@ class Envelopes:
         if not stripped:
             self._prev_len = None
             return None
+        lead = len(s) - len(s.lstrip(" "))
+        self._lead = lead if self._lead is None else min(self._lead, lead)
+        self.indent = self._lead if self._lead >= INDENT_MIN else 0
         if self.allowed is None and self.pretty is None and stripped.startswith(('"events": [', '"logStreamName": "')):
             self.pretty = fleet.CloudWatchPretty()
         if self.pretty is not None and stripped[:1] in '"{}[]':
@@ -889,6 +896,8 @@ def _unwrap(source: str, lineno: int, line: str, env: Envelopes, outer: bool, de
             for piece in s.split("\n"):
                 out.extend(_unwrap(source, lineno, piece, env, outer, depth))
             return out
+    if env.indent and s.startswith(" " * env.indent):
+        s = s[env.indent :]
     stripped = s.rstrip()
     trailing = len(stripped) != len(s)
     s = stripped
@@ -959,6 +968,10 @@ def could_be_rest(text: str) -> bool:
         return False
     return NEW_THING.match(text.lstrip()) is None
 
+
+#: Shortest indent shared by every first line that is taken off (a Markdown code block by
+#: indentation uses 4): a traceback's frames alone share 2, which is theirs.
+INDENT_MIN = 4
 
 #: Terminal widths a hard wrap is looked for at (columns): narrower is no terminal, wider is a
 #: log store's line cap, whose next line is a record of its own.
