@@ -402,6 +402,32 @@ def test_a_terminal_copy_hard_wrapped_at_its_width_gets_the_bare_class(case, wid
     assert verdict_of(data).primary_class == verdict_of(path.read_bytes()).primary_class
 
 
+def grep_n(lines):
+    """``grep -n -C``: matched lines ``N:``, context lines ``N-`` (here every third matched)."""
+    return [f"{i + 1}{':' if i % 3 == 0 else '-'}{line}" for i, line in enumerate(lines)]
+
+
+def grep_file(lines):
+    """``grep -H -n`` over a file, and ``grep -H`` without numbers."""
+    return [f"/var/log/vllm/server.log:{i + 1}:{line}" for i, line in enumerate(lines)]
+
+
+def grep_h(lines):
+    return [f"vllm.log:{line}" for line in lines]
+
+
+def cat_n(lines):
+    return [f"{i + 1:6d}\t{line}" for i, line in enumerate(lines)]
+
+
+@pytest.mark.parametrize("prefix", [grep_n, grep_file, grep_h, cat_n], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("case", CASES, ids=[c["file"] for c in CASES])
+def test_a_grepped_or_numbered_paste_gets_the_bare_class(case, prefix):
+    path = fixture_path(case["file"])
+    data = ("\n".join(prefix(log_lines(path))) + "\n").encode()
+    assert verdict_of(data).primary_class == verdict_of(path.read_bytes()).primary_class
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c["file"] for c in CASES])
 def test_cloudwatch_pretty_json_gets_the_bare_verdict(case):
     path = fixture_path(case["file"])

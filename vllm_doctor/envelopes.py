@@ -71,6 +71,8 @@ import regex
 from . import fleet
 from .escapes import has_markdown_escape, unescape
 from .fleet import MAX_DIGITS
+from .numbered import NumberedLearner
+from .numbered import strip as strip_numbers
 from .processes import is_vllm_process
 from .record import Record
 from .signatures import (
@@ -288,6 +290,8 @@ class Envelopes:
         #: mail): taken off each line before anything reads it; 0 when they do not share one.
         self.indent = 0
         self._lead: Optional[int] = None
+        #: A grep / cat -n prefix the first lines carry (vllm_doctor.numbered).
+        self.numbered = NumberedLearner()
         self._max_len = 0
         self._prev_len: Optional[int] = None
         self._bare_after: Dict[int, int] = {}
@@ -306,6 +310,8 @@ class Envelopes:
         if not stripped:
             self._prev_len = None
             return None
+        self.numbered.observe(s)
+        s = strip_numbers(self.numbered, s)
         lead = len(s) - len(s.lstrip(" "))
         self._lead = lead if self._lead is None else min(self._lead, lead)
         self.indent = self._lead if self._lead >= INDENT_MIN else 0
@@ -896,6 +902,8 @@ def _unwrap(source: str, lineno: int, line: str, env: Envelopes, outer: bool, de
             for piece in s.split("\n"):
                 out.extend(_unwrap(source, lineno, piece, env, outer, depth))
             return out
+    if env.numbered.kind is not None:
+        s = strip_numbers(env.numbered, s)
     if env.indent and s.startswith(" " * env.indent):
         s = s[env.indent :]
     stripped = s.rstrip()
