@@ -175,7 +175,7 @@ def test_a_pipe_given_as_file_is_read_as_a_log_not_sniffed(tmp_path):
 
 class _Tricky:
     """A loopback server with the answers break-it found: ``/drip`` sends its headers, then
-    one line every ``drip`` seconds for ever; ``/auth`` wants HTTP basic ``user:pa ss``;
+    one line every ``drip`` seconds for ever (``/hdrip``: one header line); ``/auth`` wants HTTP basic ``user:pa ss``;
     ``/secret`` fails with a reason phrase that holds a token."""
 
     def __init__(self, drip=0.2):
@@ -196,6 +196,23 @@ class _Tricky:
                             time.sleep(drip)
                     except OSError:
                         pass
+                    return
+                if self.path == "/hdrip":  # the status line, then one header line every `drip` s
+                    try:
+                        self.wfile.write(b"HTTP/1.1 200 OK\r\n")
+                        for i in range(int(60 / drip)):
+                            self.wfile.write(b"X-Wait-%d: 1\r\n" % i)
+                            self.wfile.flush()
+                            time.sleep(drip)
+                    except OSError:
+                        pass
+                    return
+                if self.path.startswith("/to/"):  # a redirect: /to/PORT/PATH
+                    _, _, port, path = self.path.split("/", 3)
+                    self.send_response(307)
+                    self.send_header("Location", f"http://127.0.0.1:{port}/{path}")
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
                     return
                 if self.path == "/auth/metrics":
                     outer.auth_seen.append(self.headers.get("Authorization"))
@@ -245,6 +262,10 @@ def test_a_server_that_drips_bytes_is_cut_at_the_scrape_deadline():
         with pytest.raises(MetricsError, match=r"/drip: scrape timed out \(still sending after 1 s\)$"):
             read_url(srv.url + "/drip", count=1, timeout=5, deadline=1.0)
         assert time.monotonic() - start < 5  # the deadline ended it, not a per-read time-out
+        start = time.monotonic()
+        with pytest.raises(MetricsError, match=r"/hdrip: scrape timed out \(still sending after 1 s\)$"):
+            read_url(srv.url + "/hdrip", count=1, timeout=5, deadline=1.0)  # headers that never end
+        assert time.monotonic() - start < 5
 
 
 def test_user_info_in_the_url_is_basic_auth_and_never_printed():
@@ -257,6 +278,14 @@ def test_user_info_in_the_url_is_basic_auth_and_never_printed():
         assert s.name == f"{srv.url}/auth/metrics [Qwen3-0.6B]" and "pa%20ss" not in s.name
         p = _cli("--no-redact", "--metrics", url, "--count", "1")
         assert p.returncode == 0 and "pa%20ss" not in p.stdout, p.stderr
+        with _Tricky() as other:
+            auth = srv.url.replace("http://", "http://user:pa%20ss@")
+            srv.auth_seen.clear()
+            read_url(f"{auth}/to/{srv.httpd.server_address[1]}/auth/metrics", count=1)  # same origin: sent on
+            assert srv.auth_seen == ["Basic dXNlcjpwYSBzcw=="]
+            with pytest.raises(MetricsError, match="HTTP 401"):  # another origin: never sent there
+                read_url(f"{auth}/to/{other.httpd.server_address[1]}/auth/metrics", count=1)
+            assert other.auth_seen == [None]
 
 
 def test_error_messages_on_stderr_are_redacted():

@@ -306,43 +306,87 @@ def metrics_url(url: str) -> str:
     return url.rstrip("/") + "/metrics" if parts.path in ("", "/") else url
 
 
-def _read_body(resp, timeout: float, deadline: float) -> bytes:
-    """The answer's body, at most ``MAX_SCRAPE_BYTES + 1`` bytes, read piece by piece so that
-    the whole read ends by the monotonic time ``deadline``: each read may wait at most the
-    time left (and at most ``timeout``). Raises ``TimeoutError`` past the deadline."""
-    import time as _time
+class _Deadline:
+    """The end of one scrape: at ``seconds`` a timer shuts down every socket the scrape
+    opened (:func:`_opener` records them), so a read blocked anywhere - the status line, the
+    headers, the body - returns at once. ``expired`` says it was the deadline."""
 
-    sock = getattr(getattr(getattr(resp, "fp", None), "raw", None), "_sock", None)
-    parts: List[bytes] = []
-    size = 0
-    while size <= MAX_SCRAPE_BYTES:
-        left = deadline - _time.monotonic()
-        if left <= 0:
-            raise TimeoutError("scrape deadline")
-        if sock is not None:
-            sock.settimeout(min(timeout, left))
-        try:
-            piece = resp.read1(min(65536, MAX_SCRAPE_BYTES + 1 - size))
-        except TimeoutError:
-            if left <= timeout:  # the wait was cut to the time left: the deadline ended it
-                raise TimeoutError("scrape deadline") from None
-            raise
-        if not piece:
-            break
-        parts.append(piece)
-        size += len(piece)
-    return b"".join(parts)
+    def __init__(self, seconds: float) -> None:
+        import threading
+
+        self.seconds = seconds
+        self.sockets: List = []
+        self.expired = False
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+
+    def _expire(self) -> None:
+        import socket
+
+        self.expired = True
+        for sock in list(self.sockets):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def __enter__(self) -> "_Deadline":
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._timer.cancel()
+
+
+def _opener(deadline: _Deadline):
+    """A urllib opener whose HTTP(S) connections register their sockets with ``deadline``."""
+    import http.client
+    import urllib.request
+
+    class _HTTP(http.client.HTTPConnection):
+        def connect(self):
+            super().connect()
+            deadline.sockets.append(self.sock)
+
+    class _HTTPS(http.client.HTTPSConnection):
+        def connect(self):
+            super().connect()
+            deadline.sockets.append(self.sock)
+
+    class _HTTPHandler(urllib.request.HTTPHandler):
+        def http_open(self, req):
+            return self.do_open(_HTTP, req)
+
+    class _HTTPSHandler(urllib.request.HTTPSHandler):
+        def https_open(self, req):
+            return self.do_open(_HTTPS, req, context=getattr(self, "_context", None))
+
+    class _Redirects(urllib.request.HTTPRedirectHandler):
+        # vLLM's /metrics may answer 307 /metrics/ (a mounted app): the credentials follow a
+        # redirect to the same scheme, host and port, never to another origin.
+        def redirect_request(self, req, fp, code, msg, headers, newurl):
+            new = super().redirect_request(req, fp, code, msg, headers, newurl)
+            auth = req.unredirected_hdrs.get("Authorization")
+            if new is not None and auth and _origin(new.full_url) == _origin(req.full_url):
+                new.add_unredirected_header("Authorization", auth)
+            return new
+
+    return urllib.request.build_opener(_HTTPHandler, _HTTPSHandler, _Redirects)
+
+
+def _origin(url: str) -> Tuple[str, str, Optional[int]]:
+    parts = urlsplit(url)
+    return parts.scheme.lower(), (parts.hostname or "").lower(), parts.port
 
 
 def fetch(url: str, timeout: float = SCRAPE_TIMEOUT, deadline: float = SCRAPE_DEADLINE) -> Tuple[str, str]:
     """One scrape: ``(text, format)``. ``timeout``: seconds any one wait may take (connect,
     each read); ``deadline``: seconds the whole scrape may take (:data:`SCRAPE_DEADLINE`).
     User info in the URL (``http://user:pass@host``) is sent as HTTP basic authentication,
-    never to a host a redirect names. Raises :class:`MetricsError` with one line: a URL that
+    on a redirect only to the same origin (scheme, host, port). Raises :class:`MetricsError` with one line: a URL that
     cannot be scraped, a refused connection, a name that does not resolve, a time-out, a
     scrape past its deadline, an HTTP error status, or a page that is not metrics."""
     import socket
-    import time as _time
     import urllib.error
     import urllib.request
 
@@ -353,14 +397,22 @@ def fetch(url: str, timeout: float = SCRAPE_TIMEOUT, deadline: float = SCRAPE_DE
     req = urllib.request.Request(plain, headers={"Accept": "text/plain;version=0.0.4;q=1,*/*;q=0.1"})
     if auth is not None:
         req.add_unredirected_header("Authorization", auth)  # a redirect never carries it on
-    end = _time.monotonic() + deadline
+    late = MetricsError(f"{url}: scrape timed out (still sending after {deadline:g} s)")
     try:
-        with urllib.request.urlopen(req, timeout=min(timeout, deadline)) as resp:  # noqa: S310 - the operator's own URL
-            ctype = resp.headers.get("Content-Type", "")
-            data = _read_body(resp, timeout, end)
-    except TimeoutError as exc:
-        if exc.args == ("scrape deadline",):
-            raise MetricsError(f"{url}: scrape timed out (still sending after {deadline:g} s)") from None
+        with _Deadline(deadline) as watch:
+            try:
+                with _opener(watch).open(req, timeout=timeout) as resp:
+                    ctype = resp.headers.get("Content-Type", "")
+                    data = resp.read(MAX_SCRAPE_BYTES + 1)
+            except Exception:
+                if watch.expired:
+                    raise late from None
+                raise
+            if watch.expired:  # the shut-down socket read as the end of the answer
+                raise late
+    except MetricsError:
+        raise
+    except (socket.timeout, TimeoutError):
         raise MetricsError(f"{url}: no answer within {timeout:g} s") from None
     except urllib.error.HTTPError as exc:
         raise MetricsError(f"{url}: HTTP {exc.code} {exc.reason}") from None
