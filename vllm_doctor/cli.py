@@ -706,6 +706,7 @@ def explain(name: str) -> None:
 
 def main() -> None:
     """Entry point: run the commands; usage errors are one line on stderr and exit 2."""
+    _ERRORS.redact = True  # until a command's --no-redact says otherwise
     try:
         cli.main(prog_name="vllm-doctor", standalone_mode=False)
     except click.exceptions.NoArgsIsHelpError as exc:  # pragma: no cover - click >= 8.2
