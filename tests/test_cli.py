@@ -237,3 +237,35 @@ def test_vllm_records_with_an_unknown_error_are_vllm_output_exit_1_not_3(prefilt
     assert v.exit_code == 1
     not_vllm = b"ERROR something else failed\n"
     assert build_verdict(diagnose_input(Source("x.log", io.BytesIO(not_vllm)), prefilter=prefilter)).exit_code == 3
+
+
+@pytest.mark.parametrize("select", [",,", " ", "", " , "])
+def test_a_select_that_names_no_rules_is_a_usage_error(select):
+    """break-it 7: `--select ,,` ran no rule and called a runtime OOM healthy (exit 0)."""
+    p = cli("diagnose", str(fixture_path("r003-club3090-enginecore-oom-runtime.log")), "--select", select)
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr == (
+        f"vllm-doctor: error: Invalid value for --select: {select!r} names no rules: give codes, class ids or "
+        "code prefixes (`vllm-doctor rules` lists them) (see `vllm-doctor diagnose --help`)\n"
+    )
+
+
+def test_standard_input_twice_is_refused_as_compare_refuses_it():
+    p = subprocess.run(
+        [sys.executable, "-m", "vllm_doctor", "diagnose", "-", "-"], input="x\n", capture_output=True, text=True
+    )
+    assert p.returncode == 2
+    assert p.stderr.startswith("vllm-doctor: error: standard input (-) can be read only once")
+
+
+@pytest.mark.parametrize("kind,opener", [("gzip", gzip.open), ("bzip2", __import__("bz2").open)])
+def test_follow_refuses_a_compressed_file_in_one_line(tmp_path, kind, opener):
+    """break-it 8: -F read a .gz file's compressed bytes as text ("4 lines read", exit 3)."""
+    path = tmp_path / "server.log.gz"
+    with opener(path, "wb") as fh:
+        fh.write(fixture_path("s001-llama31-8b-3090-kv-29k.log").read_bytes())
+    p = subprocess.run(
+        [sys.executable, "-m", "vllm_doctor", "diagnose", "-F", str(path)], capture_output=True, text=True, timeout=60
+    )
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr == f"vllm-doctor: error: {path}: cannot follow a compressed file ({kind}); diagnose it without -F\n"

@@ -281,7 +281,7 @@ def test_directory_name_order_is_natural_and_times_fall_back_to_mtime(tmp_path):
     s = one(str(tmp_path))
     assert [x.t for x in s.samples] == [100.0, 110.0]
     assert s.samples[1].generation_tokens == 500.0 and s.samples[1].generation_tps == 50.0
-    assert any("skipped 1 file(s): README: not a scrape" in w for w in s.warnings)
+    assert "1 file skipped: not a scrape (README)" in s.warnings
 
 
 def test_sample_timestamps_win_over_the_file_name(tmp_path):
@@ -579,3 +579,114 @@ def test_a_scrape_directory_with_an_infinite_counter_still_gets_a_verdict(tmp_pa
     v = verdict(tmp_path)
     assert v["primary_class"] == verdict(Path(FIX, "seq", "storm-v1"))["primary_class"] == "preemption_storm"
     assert not v["sources"][0]["internal_errors"]
+
+
+# -- inputs that are read only in part: skipped, counted, said (break-it 9, 11, 12) -----------
+
+
+def _storm_copy(tmp_path, change=None):
+    """The storm-v1 sequence copied into ``tmp_path``; ``change(i, text)`` edits scrape i."""
+    for i, name in enumerate(sorted(os.listdir(os.path.join(SEQ, "storm-v1")))):
+        text = open(os.path.join(SEQ, "storm-v1", name)).read()
+        (tmp_path / name).write_text(change(i, text) if change else text)
+
+
+def _verdict(path):
+    from click.testing import CliRunner
+
+    from vllm_doctor.cli import cli
+
+    r = CliRunner().invoke(cli, ["diagnose", str(path), "-f", "json"])
+    return r.exit_code, json.loads(r.output)
+
+
+def test_files_of_a_scrape_directory_that_are_not_scrapes_are_named_in_the_verdict(tmp_path):
+    """break-it 11: garbage, an empty file and a subdirectory were skipped without a word."""
+    _storm_copy(tmp_path)
+    (tmp_path / f"scrape-{T0 + 25}.prom").write_bytes(bytes(range(256)) * 20)
+    (tmp_path / f"scrape-{T0 + 26}.prom").write_text("")
+    (tmp_path / f"scrape-{T0 + 27}.prom").mkdir()
+    code, v = _verdict(tmp_path)
+    assert code == 1 and v["primary_class"] == "preemption_storm"
+    note = f"3 files skipped: not a scrape (scrape-{T0 + 25}.prom, scrape-{T0 + 26}.prom, scrape-{T0 + 27}.prom/)"
+    assert v["sources"][0]["notes"] == [note]
+    from click.testing import CliRunner
+
+    from vllm_doctor.cli import cli
+
+    text = CliRunner().invoke(cli, ["diagnose", str(tmp_path)]).output
+    assert f"note: {note}" in " ".join(text.split())
+
+
+def test_a_duplicate_series_is_ignored_and_counted_the_first_read(tmp_path):
+    """break-it 12: a second num_preemptions_total sample of the same series (appended to
+    every scrape) overwrote the first and turned 101 preemptions into none."""
+    dup = 'vllm:num_preemptions_total{engine="0",model_name="Qwen3-0.6B"} 999999\n'
+    _storm_copy(tmp_path, lambda i, text: text + dup)
+    code, v = _verdict(tmp_path)
+    _, clean = _verdict(os.path.join(SEQ, "storm-v1"))
+    assert v["title"] == clean["title"] and "101 preemptions" in v["title"]
+    assert v["sources"][0]["notes"] == ["7 duplicate sample(s) ignored (the first of each series was read)"]
+
+
+@pytest.mark.parametrize(
+    "extra,note",
+    [
+        ("0 4", "7 sample time stamp(s) ignored"),
+        ("0 1789087500000", "7 sample time stamp(s) ignored"),
+        ("0 2 3 4", "7 sample time stamp(s) ignored"),  # prometheus_client reads "2 3 4" as a stamp
+        ("0 -5", None),  # out of range: the stamp is dropped where it is read (parse._time)
+    ],
+)
+def test_a_stray_time_stamped_sample_never_moves_the_scrape_time(tmp_path, extra, note):
+    """break-it 12: one timestamped line (a time near the epoch) became every scrape's time,
+    so no interval had a rate. A stamp only some samples carry is ignored and counted."""
+    line = f'vllm:num_requests_running{{engine="1",model_name="Qwen3-0.6B"}} {extra}\n'
+    _storm_copy(tmp_path, lambda i, text: text + line)
+    s = one(str(tmp_path))
+    assert [x.t for x in s.samples] == [T0 + 10 * i for i in range(7)]
+    assert sum(x.preemptions or 0 for x in s.samples) == 101
+    if note:
+        assert any(w.startswith(note) for w in s.warnings), s.warnings
+
+
+def test_a_time_stamp_on_every_sample_is_the_scrape_time(tmp_path):
+    """A federation stamps every sample: then the stamps, not the file's name, give the time."""
+
+    def stamp(i, text):
+        ms = (T0 + 1000 + 10 * i) * 1000
+        return "".join(ln + (f" {ms}" if ln and not ln.startswith("#") else "") + "\n" for ln in text.splitlines())
+
+    _storm_copy(tmp_path, stamp)
+    s = one(str(tmp_path))
+    assert [x.t for x in s.samples] == [T0 + 1000 + 10 * i for i in range(7)] and not s.warnings
+
+
+def test_malformed_query_answers_are_one_line_input_errors(tmp_path):
+    """break-it 9: "metric" not an object and JSON nested past the parser's depth were
+    internal errors; a point with a huge time or value is skipped and counted."""
+    bad_metric = {"status": "success", "data": {"resultType": "matrix", "result": [{"metric": "x", "values": []}]}}
+    (tmp_path / "metric.json").write_text(json.dumps(bad_metric))
+    with pytest.raises(MetricsError, match=r'metric.json: not a Prometheus query answer \(a series\' "metric"'):
+        read_file(str(tmp_path / "metric.json"))
+    (tmp_path / "deep.json").write_text(
+        '{"status": "success", "data": {"result": ' + "[" * 100000 + "]" * 100000 + "}}"
+    )
+    with pytest.raises(MetricsError, match=r"deep.json: not a Prometheus query answer \(JSON nested too deeply\)"):
+        read_file(str(tmp_path / "deep.json"))
+    labels = {"__name__": "vllm:num_requests_running", "model_name": "m"}
+    points = [[T0, "1"], [1e300, "2"], [T0 + 10, "1e400"], [T0 + 20, 10**400], [T0 + 30, "3"]]
+    good = {"status": "success", "data": {"resultType": "matrix", "result": [{"metric": labels, "values": points}]}}
+    (tmp_path / "q.json").write_text(json.dumps(good))
+    [s] = read_file(str(tmp_path / "q.json"))
+    assert [x.running for x in s.samples] == [1, 3] and s.malformed == 3
+    import subprocess
+    import sys
+
+    for name in ("metric.json", "deep.json"):
+        p = subprocess.run(
+            [sys.executable, "-m", "vllm_doctor", "diagnose", str(tmp_path / name)],
+            capture_output=True,
+            text=True,
+        )
+        assert p.returncode == 2 and p.stderr.count("\n") == 1 and "internal error" not in p.stderr, p.stderr

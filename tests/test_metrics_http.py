@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -170,3 +171,161 @@ def test_a_pipe_given_as_file_is_read_as_a_log_not_sniffed(tmp_path):
     p = _cli(str(fifo))
     writer.join(timeout=10)
     assert p.returncode == 1 and "kv_cache_capacity" in p.stdout, p.stderr
+
+
+class _Tricky:
+    """A loopback server with the answers break-it found: ``/drip`` sends its headers, then
+    one line every ``drip`` seconds for ever (``/hdrip``: one header line); ``/auth`` wants HTTP basic ``user:pa ss``;
+    ``/secret`` fails with a reason phrase that holds a token."""
+
+    def __init__(self, drip=0.2):
+        self.auth_seen = []
+        outer = self
+        body = _scrapes("storm-v1")[0]
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 - http.server's name
+                if self.path == "/drip":
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/plain")
+                    self.end_headers()
+                    try:
+                        for _ in range(int(60 / drip)):
+                            self.wfile.write(b"# HELP vllm:x a line\n")
+                            self.wfile.flush()
+                            time.sleep(drip)
+                    except OSError:
+                        pass
+                    return
+                if self.path == "/hdrip":  # the status line, then one header line every `drip` s
+                    try:
+                        self.wfile.write(b"HTTP/1.1 200 OK\r\n")
+                        for i in range(int(60 / drip)):
+                            self.wfile.write(b"X-Wait-%d: 1\r\n" % i)
+                            self.wfile.flush()
+                            time.sleep(drip)
+                    except OSError:
+                        pass
+                    return
+                if self.path.startswith("/to/"):  # a redirect: /to/PORT/PATH
+                    _, _, port, path = self.path.split("/", 3)
+                    self.send_response(307)
+                    self.send_header("Location", f"http://127.0.0.1:{port}/{path}")
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                if self.path == "/auth/metrics":
+                    outer.auth_seen.append(self.headers.get("Authorization"))
+                    if self.headers.get("Authorization") != "Basic dXNlcjpwYSBzcw==":  # user:pa ss
+                        self.send_response(401)
+                        self.end_headers()
+                        return
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/plain")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                    return
+                self.send_response(500, "Boom hf_abcdefghijklmnopqrstuvwxyzABCD")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def test_a_server_that_drips_bytes_is_cut_at_the_scrape_deadline():
+    """break-it 14: each read had a time-out, the scrape none: one line a second held it for
+    ever. The whole scrape ends at its deadline (here 1 s; SCRAPE_DEADLINE by default)."""
+    import inspect
+
+    from vllm_doctor.metrics import inputs
+
+    assert inspect.signature(inputs.fetch).parameters["deadline"].default == inputs.SCRAPE_DEADLINE
+    assert inspect.signature(inputs.read_url).parameters["deadline"].default == inputs.SCRAPE_DEADLINE
+    assert inputs.SCRAPE_TIMEOUT < inputs.SCRAPE_DEADLINE <= 60  # bounded, and longer than one wait
+    with _Tricky(drip=0.1) as srv:
+        start = time.monotonic()
+        with pytest.raises(MetricsError, match=r"/drip: scrape timed out \(still sending after 1 s\)$"):
+            read_url(srv.url + "/drip", count=1, timeout=5, deadline=1.0)
+        assert time.monotonic() - start < 5  # the deadline ended it, not a per-read time-out
+        start = time.monotonic()
+        with pytest.raises(MetricsError, match=r"/hdrip: scrape timed out \(still sending after 1 s\)$"):
+            read_url(srv.url + "/hdrip", count=1, timeout=5, deadline=1.0)  # headers that never end
+        assert time.monotonic() - start < 5
+
+
+def test_user_info_in_the_url_is_basic_auth_and_never_printed():
+    """break-it 3: http://user:pass@127.0.0.1 failed with "unknown host"; the user info is
+    HTTP basic authentication, and the series is named without it."""
+    with _Tricky() as srv:
+        url = srv.url.replace("http://", "http://user:pa%20ss@") + "/auth/metrics"
+        [s] = read_url(url, count=1)
+        assert srv.auth_seen == ["Basic dXNlcjpwYSBzcw=="]
+        assert s.name == f"{srv.url}/auth/metrics [Qwen3-0.6B]" and "pa%20ss" not in s.name
+        p = _cli("--no-redact", "--metrics", url, "--count", "1")
+        assert p.returncode == 0 and "pa%20ss" not in p.stdout, p.stderr
+        with _Tricky() as other:
+            auth = srv.url.replace("http://", "http://user:pa%20ss@")
+            srv.auth_seen.clear()
+            read_url(f"{auth}/to/{srv.httpd.server_address[1]}/auth/metrics", count=1)  # same origin: sent on
+            assert srv.auth_seen == ["Basic dXNlcjpwYSBzcw=="]
+            with pytest.raises(MetricsError, match="HTTP 401"):  # another origin: never sent there
+                read_url(f"{auth}/to/{other.httpd.server_address[1]}/auth/metrics", count=1)
+            assert other.auth_seen == [None]
+
+
+def test_error_messages_on_stderr_are_redacted():
+    """break-it 3: the URL's password and ?token=, and a server's reason phrase, were printed
+    as they were on standard error."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    p = _cli("--metrics", f"http://user:SECRETPW@127.0.0.1:{port}/metrics?token=SECRETTOK", "--count", "1")
+    assert p.returncode == 2
+    assert p.stderr == (
+        f"vllm-doctor: error: http://<redacted>@127.0.0.1:{port}/metrics?token=<redacted>: connection refused "
+        "(is the server running, and is that its port?)\n"
+    )
+    with _Tricky() as srv:
+        p = _cli("--metrics", srv.url + "/secret/metrics", "--count", "1")
+    assert (
+        p.returncode == 2 and p.stderr == f"vllm-doctor: error: {srv.url}/secret/metrics: HTTP 500 Boom hf_<redacted>\n"
+    )
+    p = _cli("http://u:SECRETPW@h/x?token=T0K")
+    assert p.returncode == 2 and "SECRETPW" not in p.stderr and "T0K" not in p.stderr
+    assert "http://<redacted>@h/x?token=<redacted>" in p.stderr
+
+
+@pytest.mark.parametrize(
+    "url,why",
+    [
+        ("http://[::1", "not a valid URL (Invalid IPv6 URL)"),
+        ("http://a b", "a URL cannot hold spaces or control characters"),
+        ("", "not an http:// or https:// URL"),
+        ("scrape.prom", "not an http:// or https:// URL"),
+        ("http://", "the URL names no host"),
+        ("http://h:99999/", "not a valid URL (Port out of range 0-65535)"),
+    ],
+)
+def test_a_bad_metrics_url_is_a_usage_error(url, why):
+    """break-it 10: a bad IPv6 literal or a space in the URL was an internal error."""
+    p = _cli("--metrics", url)
+    assert p.returncode == 2
+    assert p.stderr == (
+        f"vllm-doctor: error: Invalid value for --metrics: {url!r}: {why} (http://host:port) "
+        "(see `vllm-doctor diagnose --help`)\n"
+    )

@@ -457,3 +457,96 @@ def test_a_line_too_complex_for_the_rules_is_withheld_not_printed(monkeypatch):
     )
     with pytest.raises(TimeoutError):  # not the regex module's: not ours to swallow
         redact_text("user@example.com")
+
+
+# -- break-it 4 and 15: bytes reprs, more token families, passphrases, the tool's own words ----
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("{'api_key': b'SECRET1'}", "{'api_key': b'<redacted>'}"),
+        ('password=b"SECRET2" more', 'password=b"<redacted>" more'),
+        ("{'token': rb'SECRET3', 'x': 1}", "{'token': rb'<redacted>', 'x': 1}"),
+        ("headers={'authorization': b'Bearer SECRET4'}", "headers={'authorization': b'Bearer <redacted>'}"),
+    ],
+)
+def test_a_python_bytes_repr_after_a_secret_key_is_masked_whole(text, expected):
+    assert redact_text(text) == expected
+
+
+def test_bytes_reprs_are_masked_in_every_format():
+    line = (
+        "(WorkerDict pid=93663) WARNING 02-21 04:32:47 model_runner_base.py:143] Failed to pickle inputs of failed "
+        "execution: CUDA error: headers={'authorization': b'Bearer BYTESSECRET1'}, {'api_key': b'BYTESSECRET2'}, "
+        "password=b'BYTESSECRET3'\n"
+    )
+    for fmt in ("text", "markdown", "json"):
+        out = CliRunner().invoke(main, ["diagnose", "-", "-f", fmt], input=line).output
+        assert "BYTESSECRET" not in out, fmt
+        assert "b'<redacted>'" in out.replace("\\'", "'"), fmt
+
+
+@pytest.mark.parametrize(
+    "token,kept",
+    [
+        ("dckr_pat_" + "Ab3" * 9, "dckr_pat_"),
+        ("r8_" + "Xy7" * 13, "r8_"),
+        ("gsk_" + "Qw9" * 17, "gsk_"),
+    ],
+)
+def test_docker_replicate_and_groq_tokens(token, kept):
+    assert redact_text(f"login with {token} failed") == f"login with {kept}<redacted> failed"
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("PASSWORD=pass word", "PASSWORD=<redacted>"),
+        ("PASSWORD=pass word user=bob", "PASSWORD=<redacted> user=bob"),
+        ("password: correct horse battery, next", "password: <redacted>, next"),
+        ("Driver={x};Server=db;Uid=sa;Pwd=hunter2;", "Driver={x};Server=db;Uid=sa;Pwd=<redacted>;"),
+        ("pwd=hunter2", "pwd=<redacted>"),
+        ("PWD=/srv/vllm", "PWD=/srv/vllm"),  # the shell's working directory is no password
+        ("token=abc def", "token=<redacted> def"),  # a token has no spaces: only a passphrase runs on
+    ],
+)
+def test_passwords_run_to_the_end_of_the_value_and_pwd_is_a_password(text, expected):
+    assert redact_text(text) == expected
+
+
+def test_prompt_token_ids_are_one_placeholder():
+    assert redact_text("prompt_token_ids: [1, 2, 3], lora") == "prompt_token_ids: [<redacted>], lora"
+    assert redact_text("prompt_token_ids=[1, 2, 3]") == "prompt_token_ids=[<redacted>]"
+
+
+def test_a_key_word_in_a_path_names_a_file_not_a_secret():
+    """The tool's own message about /etc/passwd lost its words to the passwd rule."""
+    from vllm_doctor.redact import redact_secrets
+
+    msg = "/etc/passwd: nothing recognisable as vLLM output"
+    assert redact_text(msg) == redact_secrets(msg) == msg
+    assert redact_text("C:\\keys\\token: nothing here") == "C:\\keys\\token: nothing here"
+    assert redact_text("passwd: hunter2") == "passwd: <redacted>"
+
+
+def test_compare_names_an_unrecognised_input_without_losing_its_words(tmp_path):
+    log = tmp_path / "passwd"
+    log.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    p = subprocess.run(
+        [sys.executable, "-m", "vllm_doctor", "compare", str(log), str(log)], capture_output=True, text=True
+    )
+    assert p.returncode == 2
+    assert p.stderr.endswith("/passwd: nothing recognisable as vLLM output\n"), p.stderr
+
+
+def test_redact_secrets_leaves_what_the_operator_typed():
+    from vllm_doctor.redact import redact_secrets
+
+    assert redact_secrets("http://127.0.0.1:9/metrics: connection refused") == (
+        "http://127.0.0.1:9/metrics: connection refused"
+    )
+    assert redact_secrets("/home/alice/x.log: no such file") == "/home/alice/x.log: no such file"
+    assert redact_secrets("http://u:pw@h/m?token=T0K: HTTP 500 Boom hf_abcdefghijklmnopqrstu") == (
+        "http://<redacted>@h/m?token=<redacted>: HTTP 500 Boom hf_<redacted>"
+    )

@@ -182,3 +182,47 @@ def test_an_internal_error_is_one_line_unless_debugging(tmp_path):
         [sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "VLLM_DOCTOR_DEBUG": "1"}
     )
     assert "Traceback" in p.stderr
+
+
+def test_an_oserror_that_is_no_write_is_an_internal_error_not_cannot_write_output():
+    """break-it 5: any OSError below the command (there: time.gmtime's EOVERFLOW for a
+    scrape's time stamp) was reported as "cannot write output", even with debugging on."""
+    code = (
+        "import sys, time, vllm_doctor.render as r\n"
+        "def boom(*a, **k): time.gmtime(1e20)\n"  # the real EOVERFLOW (an OSError), raised by the C library
+        "r.render = boom\n"
+        f"sys.argv = ['vllm-doctor', 'diagnose', {KV!r}]\n"
+        "import vllm_doctor.cli as c\nc.main()\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
+    assert "internal error: OSError" in p.stderr or "internal error: OverflowError" in p.stderr, p.stderr
+    assert "cannot write output" not in p.stderr
+    p = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "VLLM_DOCTOR_DEBUG": "1"}
+    )
+    assert "Traceback" in p.stderr
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_help_into_a_full_stdout_is_still_cannot_write_output():
+    p = sh(f"{PY} --help > /dev/full")
+    assert p.returncode == 2
+    one_error_line(p.stderr, "cannot write output", "No space left on device")
+
+
+@pytest.mark.parametrize("cmd", ["rules", "explain kv_cache_capacity"])
+def test_rules_and_explain_with_stdout_closed_exit_2_as_diagnose_does(cmd):
+    """break-it 13: they exited 0 and said nothing."""
+    p = sh(f"{PY} {cmd} >&-")
+    assert p.returncode == 2
+    one_error_line(p.stderr, "cannot write to standard output: it is closed")
+
+
+@pytest.mark.parametrize("cmd", ["rules", "explain kv_cache_capacity"])
+def test_rules_and_explain_into_a_closed_pipe_exit_0_every_time(cmd):
+    """break-it 13: `explain | head -1` exited 1 ("a problem was diagnosed") and `rules | head
+    -1` 0 or 1 at random. A reader that closed the pipe has what it wanted: 0, quietly."""
+    for _ in range(5):
+        p = sh(f"{PY} {cmd} | head -1 >/dev/null; echo ${{PIPESTATUS[0]}}")
+        assert p.stdout.strip() == "0" and p.stderr == "", (p.stdout, p.stderr)

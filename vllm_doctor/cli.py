@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from typing import List, Optional, Tuple
@@ -177,11 +178,19 @@ def diagnose(
         if sys.stdin is None or streams.isatty(sys.stdin):
             raise click.UsageError("no input: give a FILE, or pipe a log into `vllm-doctor diagnose -`")
         specs = ["-"]
+    if specs.count("-") > 1:
+        raise click.UsageError("standard input (-) can be read only once")
     if "-" in specs and getattr(sys.stdin, "buffer", None) is None:
         _fail("cannot read standard input: it is closed")
+    _ERRORS.redact = not no_redact
     fmt = fmt or "text"
     from .rules import select_rules
 
+    if select is not None and not select.replace(",", "").strip():
+        raise click.BadParameter(
+            f"{select!r} names no rules: give codes, class ids or code prefixes (`vllm-doctor rules` lists them)",
+            param_hint="--select",
+        )
     try:
         chosen = select_rules(select.split(",")) if select else None
     except KeyError as exc:
@@ -222,7 +231,7 @@ def diagnose(
         results += metrics_results(series, results, chosen)
     if not results:
         for e in errors:
-            streams.write_stderr(f"vllm-doctor: error: {e}")
+            _error(e)
         sys.exit(EXIT_USAGE)
     verdict = build_verdict(results, unreadable, chosen)
     if not no_redact:
@@ -251,9 +260,9 @@ def diagnose(
         streams.write_stderr(f"vllm-doctor: nothing recognisable as vLLM output (formats tried: {TRIED})")
     for s in verdict.sources:
         if s.internal_errors:
-            streams.write_stderr(
-                f"vllm-doctor: warning: {s.name}: {s.internal_errors} internal error(s), the first: "
-                f"{s.first_internal_error} (please report it)"
+            _error(
+                f"{s.name}: {s.internal_errors} internal error(s), the first: {s.first_internal_error} (please report it)",
+                "warning",
             )
     sys.exit(EXIT_USAGE if errors or failed or streams.stderr_failed else verdict.exit_code)
 
@@ -288,8 +297,12 @@ def _metrics_inputs(specs: List[str], urls: Tuple[str, ...], interval: float, co
     Returns ``(series, log specs, one-line errors)``. A FILE that is a directory, or whose
     content is Prometheus text / OpenMetrics / a query JSON answer, is metrics; a URL given
     as FILE is a usage error with the hint to use --metrics."""
-    from .metrics import MetricsError, is_url, read_metrics, sniff_path
+    from .metrics import MetricsError, is_url, read_metrics, sniff_path, url_problem
 
+    for url in urls:
+        problem = url_problem(url)
+        if problem:
+            raise click.BadParameter(f"{url!r}: {problem} (http://host:port)", param_hint="--metrics")
     for spec in specs:
         if is_url(spec):
             raise click.UsageError(
@@ -311,9 +324,30 @@ def _metrics_inputs(specs: List[str], urls: Tuple[str, ...], interval: float, co
     return series, logs, errors
 
 
+class _ErrorRedaction:
+    """Whether messages on standard error are redacted (:func:`vllm_doctor.redact.redact_secrets`:
+    a URL's user:password, ``?token=``, a server's reason phrase can carry secrets);
+    ``--no-redact`` turns it off for the command that has it."""
+
+    redact = True
+
+
+_ERRORS = _ErrorRedaction()
+
+
+def _error(text: str, level: str = "error") -> bool:
+    """``vllm-doctor: LEVEL: TEXT`` on standard error, one inert line, secrets redacted."""
+    text = str(text)
+    if _ERRORS.redact:
+        from .redact import redact_secrets
+
+        text = redact_secrets(text)
+    return streams.write_stderr(f"vllm-doctor: {level}: {text}")
+
+
 def _fail(text: str) -> None:
     """One line on standard error, exit 2."""
-    streams.write_stderr(f"vllm-doctor: error: {text}")
+    _error(text)
     sys.exit(EXIT_USAGE)
 
 
@@ -329,9 +363,12 @@ def _follow(
     from .redact import Redactor, redact_verdict
     from .render import render_follow_summary, render_live
     from .render.json import dumps
+    from .sources import InputError, compression_of
 
     if spec != "-" and os.path.isdir(spec):
         _fail(f"{spec}: is a directory, not a log file")
+    if spec != "-" and compression_of(spec):  # said before "following ...": nothing is followed
+        _fail(f"{spec}: cannot follow a compressed file ({compression_of(spec)}); diagnose it without -F")
     tty = streams.isatty(sys.stdout)
     color = tty and "NO_COLOR" not in os.environ if color is None else color
     width, _ = _screen(tty)
@@ -356,7 +393,10 @@ def _follow(
         shown[0] += 1
         sys.stdout.flush()
 
-    verdict = follow(spec, input_format, emit, select=select)
+    try:
+        verdict = follow(spec, input_format, emit, select=select)
+    except InputError as exc:
+        _fail(str(exc))
     if not no_redact:
         verdict = redact_verdict(verdict, redactor)
     if fmt == "json":
@@ -375,12 +415,12 @@ def _emit(text: str, errors: List[str]) -> bool:
     try:
         streams.write_stdout(text)
     except streams.OutputError as exc:
-        streams.write_stderr(f"vllm-doctor: error: {exc}")
+        _error(exc)
         failed = True
     except BrokenPipeError:
         pass
     for e in errors:
-        streams.write_stderr(f"vllm-doctor: error: {e}")
+        _error(e)
     return failed
 
 
@@ -564,6 +604,7 @@ def compare(
         raise click.UsageError("OLD and NEW cannot both be standard input (-)")
     if "-" in logs and getattr(sys.stdin, "buffer", None) is None:
         _fail("cannot read standard input: it is closed")
+    _ERRORS.redact = not no_redact
     errors: List[str] = []
     read = []
     for spec in logs:
@@ -582,7 +623,7 @@ def compare(
         comparison = compare_runs(old, new)
     except CompareError as exc:
         for e in errors:
-            streams.write_stderr(f"vllm-doctor: error: {e}")
+            _error(e)
         message = str(exc)
         if not no_redact:  # the message names sources: their hosts and pods get the same pseudonyms
             from .redact import Redactor
@@ -619,12 +660,13 @@ def rules() -> None:
     # One line a rule in a pipe (for grep); on a terminal, wrapped under the summary column.
     cols = _text_width() if streams.isatty(sys.stdout) or os.environ.get("COLUMNS", "").isdigit() else 0
     indent = " " * (len(RULES[0].code) + width + 4)
+    out: List[str] = []
     for r in RULES:
         lead = f"{r.code}  {r.name:<{width}}  "
         if not cols:
-            click.echo(lead + r.summary)
+            out.append(lead + r.summary)
             continue
-        click.echo(
+        out.append(
             textwrap.fill(
                 r.summary,
                 cols,
@@ -634,6 +676,14 @@ def rules() -> None:
                 break_on_hyphens=False,
             )
         )
+    _answer("\n".join(out) + "\n")
+
+
+def _answer(text: str) -> None:
+    """Print a page (``rules``, ``explain``) as ``diagnose`` prints its verdict: exit 2 with a
+    one-line error when standard output is closed or full, 0 when a reader closed the pipe."""
+    if _emit(text, []) or streams.stderr_failed:
+        sys.exit(EXIT_USAGE)
 
 
 @cli.command()
@@ -651,12 +701,12 @@ def explain(name: str) -> None:
         rule = lookup(name)
     except KeyError as exc:
         raise click.UsageError(f"{exc.args[0]}; `vllm-doctor rules` lists them") from None
-    click.echo(f"{rule.code} {rule.name} ({rule.severity})\n")
-    click.echo(rewrap(rule.explanation, _text_width()))
+    _answer(f"{rule.code} {rule.name} ({rule.severity})\n\n" + rewrap(rule.explanation, _text_width()) + "\n")
 
 
 def main() -> None:
     """Entry point: run the commands; usage errors are one line on stderr and exit 2."""
+    _ERRORS.redact = True  # until a command's --no-redact says otherwise
     try:
         cli.main(prog_name="vllm-doctor", standalone_mode=False)
     except click.exceptions.NoArgsIsHelpError as exc:  # pragma: no cover - click >= 8.2
@@ -664,30 +714,56 @@ def main() -> None:
         sys.exit(EXIT_USAGE)
     except click.exceptions.UsageError as exc:
         hint = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx else ""
-        streams.write_stderr(f"vllm-doctor: error: {exc.format_message()}{hint}")
+        _error(f"{exc.format_message()}{hint}")
         sys.exit(EXIT_USAGE)
     except click.exceptions.Abort:
         streams.write_stderr("vllm-doctor: interrupted")
         sys.exit(130)
     except click.ClickException as exc:
-        streams.write_stderr(f"vllm-doctor: error: {exc.format_message()}")
+        _error(exc.format_message())
         sys.exit(exc.exit_code)
     except BrokenPipeError:  # rules, explain, --help into a closed pipe
         streams._silence_stdout()
         sys.exit(EXIT_OK)
-    except OSError as exc:  # standard output closed or full outside `diagnose`
-        streams._silence_stdout()
-        streams.write_stderr(f"vllm-doctor: error: cannot write output ({exc.strerror or exc})")
+    except OSError as exc:
+        if not write_failed(exc):
+            _internal_error(exc)
+        streams._silence_stdout()  # standard output full or failing under --help / --version
+        _error(f"cannot write output ({exc.strerror or exc})")
         sys.exit(EXIT_USAGE)
     except Exception as exc:  # noqa: BLE001 - the last guard: a bug is one line, not a traceback
-        if os.environ.get("VLLM_DOCTOR_DEBUG"):
-            raise
-        streams.write_stderr(
-            f"vllm-doctor: internal error: {type(exc).__name__}: {str(exc)[:200]} "
-            "(a bug: please report it; VLLM_DOCTOR_DEBUG=1 shows the traceback)"
-        )
-        sys.exit(EXIT_USAGE)
+        _internal_error(exc)
     sys.exit(EXIT_OK)
+
+
+#: errno values that only a write gives: the disk or quota is full, the file too large.
+_WRITE_ERRNOS = frozenset(getattr(errno, n) for n in ("ENOSPC", "EDQUOT", "EFBIG") if hasattr(errno, n))
+
+
+def write_failed(exc: OSError) -> bool:
+    """True when ``exc``, reaching the top of the command, is standard output failing (a full
+    disk, a closed or failing descriptor: standard output still cannot be flushed). Any other
+    OSError (a clock value out of range, a read error) is a bug to report, never "cannot
+    write output"."""
+    if exc.errno in _WRITE_ERRNOS:
+        return True
+    try:
+        if sys.stdout is not None:
+            sys.stdout.flush()
+    except (OSError, ValueError):
+        return True
+    return False
+
+
+def _internal_error(exc: BaseException) -> None:
+    """The last guard: a bug is one line (the traceback with VLLM_DOCTOR_DEBUG=1), exit 2."""
+    if os.environ.get("VLLM_DOCTOR_DEBUG"):
+        raise exc
+    _error(
+        f"{type(exc).__name__}: {str(exc)[:200]} (a bug: please report it; VLLM_DOCTOR_DEBUG=1 shows the traceback)",
+        "internal error",
+    )
+    sys.exit(EXIT_USAGE)
 
 
 if __name__ == "__main__":  # pragma: no cover

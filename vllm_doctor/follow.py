@@ -237,8 +237,16 @@ def follow(
     select: Optional[frozenset] = None,
 ):
     """Follow ``spec`` (a path or ``-``) until ``stop()`` is true, Ctrl-C or the end of
-    standard input; return the summary :class:`~vllm_doctor.verdict.Verdict`."""
+    standard input; return the summary :class:`~vllm_doctor.verdict.Verdict`. Raises
+    :class:`~vllm_doctor.sources.InputError` for a compressed file (gzip, bzip2, xz, zstd)."""
     stop = stop or (lambda: False)
+    if spec != "-":
+        from .sources import InputError, compression_of
+
+        kind = compression_of(spec)
+        if kind is not None:
+            # A compressed file is finished (nothing appends to it) and its bytes are no lines.
+            raise InputError(f"{spec}: cannot follow a compressed file ({kind}); diagnose it without -F")
     name = "<stdin>" if spec == "-" else spec
     f = Follower(name, input_format, emit, select)
     src = _StdinReader() if spec == "-" else _FileFollower(spec)

@@ -188,6 +188,7 @@ class _SourceReader:
         first.evicted_sources = self.evicted_sources
         first.internal_errors += self.orphan_errors.internal_errors
         first.first_internal_error = first.first_internal_error or self.orphan_errors.first_internal_error
+        first.notes.extend(self.catalog.notes())  # line numbers of the input: noted once, on its first source
         fmt = self.forced or detect(self.sniffed)
         results = []
         for tracker in self.trackers.values():
@@ -372,6 +373,7 @@ def metrics_results(
             res.findings = [f for f in res.findings if f.run != run.index]
             res.findings.extend(_judge(run, res.summary, select))
             res.summary.metrics = (res.summary.metrics or []) + [s.name]
+            res.summary.notes.extend(f"{s.name}: {w}" for w in s.warnings)
             continue
         tracker = SourceTracker(s.name, observers=new_observers)
         tracker.vllm_seen = True
@@ -386,6 +388,7 @@ def metrics_results(
             runs=1,
             vllm_output=True,
             wrappers=[],
+            notes=list(s.warnings),
         )
         summary.internal_errors = 0
         result = SourceResult(tracker, summary, _judge(tracker.run, summary, select))

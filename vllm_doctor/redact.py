@@ -85,9 +85,12 @@ def _rule(pattern: str, placeholder: str = "<redacted>") -> Tuple["regex.Pattern
 
 # Token rules, applied in order by Redactor.text; see the module doc.
 _TOKENS: List[Tuple["regex.Pattern", str]] = [
-    _rule(r"(?P<k>prompt_token_ids(?::\s*|=))(?P<s>\[[^\]]*+\]?)", "[<redacted>]"),
+    # the brackets are kept around the placeholder, not in it: scrub() must not find the
+    # token's start ("prompt_token_ids: [") again in its own replacement
+    _rule(r"(?P<k>prompt_token_ids(?::\s*|=)\[)(?P<s>[^\]]*+)(?P<t>\]?)"),
     _rule(
-        r"(?i)(?P<k>(?<![A-Za-z0-9])(?:proxy-)?authorization\\{0,2}['\"]?\s*[:=]\s*\\{0,2}['\"]?\s*"
+        r"(?i)(?P<k>(?<![A-Za-z0-9])(?:proxy-)?authorization\\{0,2}['\"]?\s*[:=]\s*\\{0,2}"
+        r"(?:[bru]{1,2}(?=['\"]))?['\"]?\s*"
         r"(?!(?:" + _SCHEMES + r")\s+<redacted>|<redacted>)(?:(?:" + _SCHEMES + r")\s+)?)"
         r"(?P<s>(?:[A-Za-z][\w.-]{0,30}\s+(?=[^\s'\",;\\]{8,})(?=[^\s'\",;\\]*[0-9+/=]))?[^\s'\",;\\]+)"
     ),
@@ -102,7 +105,7 @@ _TOKENS: List[Tuple["regex.Pattern", str]] = [
         r"(?i)(?P<k>(?:[?&;#]|&amp;|%3F|%26)(?:x-amz-signature|x-amz-credential|x-amz-security-token|x-goog-signature"
         r"|x-goog-credential|signature|sig|token|access_token|id_token|refresh_token|auth|auth_token|api_key|apikey"
         r"|api-key|key|password|passwd|pass|secret|client_secret|code|awsaccesskeyid|jwt|session|sessionid|ticket)"
-        r"(?:=|%3D))(?!<redacted>)(?P<s>(?:(?!%26|&amp;)[^&\s#'\"<>])+)"
+        r"(?:=|%3D))(?!<redacted>)(?P<s>(?:(?!%26|&amp;|:(?:\s|$))[^&\s#'\"<>])+)"
     ),
     _rule(r"(?i)(?P<k>hooks\.slack\.com/(?:services|workflows|triggers)/)(?P<s>[A-Za-z0-9/_-]+)"),
     _rule(
@@ -120,16 +123,24 @@ _TOKENS: List[Tuple["regex.Pattern", str]] = [
     _rule(_L + r"(?P<k>pypi-)(?P<s>AgE[A-Za-z0-9_-]{50,})"),
     _rule(_L + r"(?P<k>SG\.)(?P<s>[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,})"),
     _rule(_L + r"(?P<k>dapi)(?P<s>[a-f0-9]{32})(?![a-f0-9])"),
+    _rule(_L + r"(?P<k>dckr_pat_)(?P<s>[A-Za-z0-9_-]{20,})"),
+    _rule(_L + r"(?P<k>r8_)(?P<s>[A-Za-z0-9]{20,})"),
+    _rule(_L + r"(?P<k>gsk_)(?P<s>[A-Za-z0-9]{20,})"),
     _rule(r"(?P<s>eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{4,}(?:\.[A-Za-z0-9_-]*)?)", "<jwt redacted>"),
 ]
 
 # Keys whose value is a secret. Found by the key word itself (no lazy prefix: linear on any
 # line); the value is then measured by _value_end, so quotes, lists and JSON all end right.
+# A key word inside a path component (``/etc/passwd: ...``, ``C:\\keys\\token: ...``) names a
+# file, not a key: not matched.
 _SECRET_KEY = regex.compile(
-    r"(?i)(?:api[_-]?key|apikey|token|secret|password|passwd|credentials?|private[_-]?key|access[_-]?key"
-    r"|secret[_-]?key|session[_-]?key|client[_-]?secret|cookie|signature|x-auth-token)(?![A-Za-z0-9])"
-    r"(?:\\{0,2}['\"])?\s*(?:=>|[:=]|%3[Dd])\s*"
+    r"(?i)(?<![/\\][\w.-]{0,40})(?P<key>api[_-]?key|apikey|token|secret|password|passwd|pwd|credentials?"
+    r"|private[_-]?key|access[_-]?key|secret[_-]?key|session[_-]?key|client[_-]?secret|cookie|signature"
+    r"|x-auth-token)(?![A-Za-z0-9])(?:\\{0,2}['\"])?\s*(?:=>|[:=]|%3[Dd])\s*"
 )
+#: Keys whose unquoted value may hold spaces (a passphrase): it runs on past a space up to a
+#: delimiter or the next ``key=`` / ``key:``, not to the first space.
+_PHRASE_KEYS = ("password", "passwd", "pwd")
 #: A configuration key that names a secret, alone (``api_key``, ``hf_token``): the value of
 #: such a key is a secret wherever it is shown without its key (a diff, a table cell).
 _SECRET_NAME = regex.compile(
@@ -179,12 +190,28 @@ _SOURCE = regex.compile(r"(?s)(?P<input>.*?) \[(?P<key>.*)\]")
 _JOURNALD_KEY = regex.compile(r"(?s)(?P<unit>.*?)(?P<pid>\[[0-9]+\])?@(?P<host>.*)")
 
 
-def _value_end(text: str, i: int, bare_to_end: bool = False) -> int:
+def _string_prefix(text: str, i: int) -> int:
+    """Length of a Python string prefix (``b``, ``rb``, ``u``...) at ``text[i]`` directly
+    followed by a quote (``b'...'``, a bytes repr), else 0."""
+    for n in (2, 1):
+        if text[i : i + n].lower() in _STRING_PREFIXES[n] and text[i + n : i + n + 1] in ("'", '"'):
+            return n
+    return 0
+
+
+_STRING_PREFIXES = {1: ("b", "r", "u", "f"), 2: ("rb", "br", "rf", "fr")}
+_NEXT_KEY = regex.compile(r"\s+[A-Za-z_][\w.-]{0,40}\s*[:=]")
+
+
+def _value_end(text: str, i: int, bare_to_end: bool = False, phrase: bool = False) -> int:
     """Where the value starting at ``text[i]`` ends: past its closing quote (backslash
     escapes honoured, ``\\"`` quoting too) or bracket (nesting and quotes honoured), or at
     the first delimiter for a bare value (the end of ``text`` with ``bare_to_end``). An
-    unclosed quote or bracket runs to the end: a cut line leaks nothing."""
+    unclosed quote or bracket runs to the end: a cut line leaks nothing. A Python string
+    prefix is part of the quoted value (``b'SECRET'``). With ``phrase`` a bare value runs on
+    past spaces, up to a delimiter or the next ``key=`` / ``key:``."""
     n = len(text)
+    i += _string_prefix(text, i)
     j = i
     while j < n and text[j] == "\\":
         j += 1
@@ -219,7 +246,10 @@ def _value_end(text: str, i: int, bare_to_end: bool = False) -> int:
     if bare_to_end:
         return n
     k = i
-    while k < n and not text[k].isspace() and text[k] not in ",;&)]}'\"<>\\":
+    while k < n and text[k] not in ",;&)]}'\"<>\\":
+        if text[k].isspace():
+            if not phrase or _NEXT_KEY.match(text, k) or not text[k:].strip():
+                break
         k += 1
         for mark in _PLACEHOLDERS:  # a token an earlier rule already cut ("hf_<redacted>")
             if text.startswith(mark, k):
@@ -228,7 +258,11 @@ def _value_end(text: str, i: int, bare_to_end: bool = False) -> int:
 
 
 def _mask(value: str, placeholder: str) -> str:
-    """``value`` replaced by ``placeholder``, keeping its quotes or brackets."""
+    """``value`` replaced by ``placeholder``, keeping its quotes (and a string prefix:
+    ``b'<redacted>'``) or brackets."""
+    p = _string_prefix(value, 0)
+    if p:
+        return value[:p] + _mask(value[p:], placeholder)
     j = 0
     while j < len(value) and value[j] == "\\":
         j += 1
@@ -244,7 +278,8 @@ def _mask(value: str, placeholder: str) -> str:
 def _mask_values(text: str, rx: "regex.Pattern", placeholder: str, accept=None) -> str:
     """Replace the value after every match of ``rx`` (a key and its separator).
     ``accept(match, value_start)`` may return None (leave it), False (bare value to the
-    next delimiter) or True (bare value to the end of ``text``)."""
+    next delimiter), True (bare value to the end of ``text``) or ``"phrase"`` (bare value
+    past spaces, see :func:`_value_end`)."""
     out: List[str] = []
     pos = 0
     while True:
@@ -257,7 +292,7 @@ def _mask_values(text: str, rx: "regex.Pattern", placeholder: str, accept=None) 
             out.append(text[pos:start])
             pos = start
             continue
-        end = _value_end(text, start, bare_to_end=to_end)
+        end = _value_end(text, start, bare_to_end=to_end is True, phrase=to_end == "phrase")
         value = text[start:end]
         if not value or value in _KEEP_VALUES or value.strip("'\"\\") in ("None", "null", "<redacted>", placeholder):
             out.append(text[pos:end])
@@ -266,6 +301,15 @@ def _mask_values(text: str, rx: "regex.Pattern", placeholder: str, accept=None) 
         pos = end
     out.append(text[pos:])
     return "".join(out)
+
+
+def _secret_accept(m, start: int):
+    """The value of a secret key: a passphrase key's runs past spaces; ``pwd`` followed by a
+    directory (the shell's ``PWD=/home/...``) is no password."""
+    key = m["key"].lower()
+    if key == "pwd" and m.string[start : start + 1] in ("/", "~"):
+        return None
+    return "phrase" if key in _PHRASE_KEYS else False
 
 
 def _prompt_accept(m, start: int) -> Optional[bool]:
@@ -318,16 +362,36 @@ class Redactor:
         if _BASE64_LINE.fullmatch(text, timeout=TIMEOUT):
             return "<base64 redacted>"
         text = _mask_values(text, _PROMPT_KEY, "<prompt redacted>", _prompt_accept)
-        for rx, placeholder in _TOKENS:
-            text = rx.sub(lambda m, p=placeholder: self._token(m, p), text, timeout=TIMEOUT)
-        text = _mask_values(text, _SECRET_KEY, "<redacted>")
-        text = _mask_values(
-            text, _SECRET_FLAG, "<redacted>", lambda m, s: None if m.string[s : s + 1] == "-" else False
-        )
+        text = self._secret_rules(text)
         text = _EMAIL.sub("<email>", text, timeout=TIMEOUT)
         for rx, repl in _NETWORK:
             text = rx.sub(repl, text, timeout=TIMEOUT)
         return _HOME.sub(lambda m: m[1] + self._pseudonym(self.users, "user", m[2]), text, timeout=TIMEOUT)
+
+    def _secret_rules(self, text: str) -> str:
+        """The credential rules alone: tokens, secret keys' values, secret flags' values."""
+        for rx, placeholder in _TOKENS:
+            text = rx.sub(lambda m, p=placeholder: self._token(m, p), text, timeout=TIMEOUT)
+        text = _mask_values(text, _SECRET_KEY, "<redacted>", _secret_accept)
+        return _mask_values(
+            text, _SECRET_FLAG, "<redacted>", lambda m, s: None if m.string[s : s + 1] == "-" else False
+        )
+
+    def secrets(self, text: str) -> str:
+        """``text`` made inert (one line) with its credentials redacted (the token, key,
+        flag, URL user-info and query rules of the module doc), and nothing else: for the
+        tool's own messages, where a host, an address or a path is what the operator typed."""
+        if not text:
+            return text
+        text = one_line(text)
+        if "PRIVATE KEY" in text:
+            text = _PEM.sub("<private key redacted>", text, timeout=TIMEOUT)
+        try:
+            return self.scrub(self._secret_rules(text))
+        except TimeoutError as exc:
+            if not regex_timed_out(exc):
+                raise
+            return WITHHELD
 
     def secret(self, value: str) -> None:
         """Remember ``value`` as a secret (the value of a key that names one, shown apart from
@@ -438,6 +502,12 @@ class Redactor:
 def redact_text(text: str) -> str:
     """Return ``text`` inert and with secrets and personal data replaced (see the module doc)."""
     return Redactor().text(text)
+
+
+def redact_secrets(text: str) -> str:
+    """Return ``text`` inert with its credentials replaced, and nothing else (see
+    :meth:`Redactor.secrets`): what error messages on standard error go through."""
+    return Redactor().secrets(text)
 
 
 def redact_verdict(verdict, redactor: Optional[Redactor] = None):

@@ -181,6 +181,17 @@ def _detect(name: str, raw: IO[bytes]) -> Source:
     return Source(name, raw, raw=raw)
 
 
+def compression_of(path: str) -> Optional[str]:
+    """The compression of the file at ``path`` told by its magic bytes (``gzip``, ``bzip2``,
+    ``xz``, ``zstd``), or None: plain, or not readable (the reader reports that)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(8)
+    except OSError:
+        return None
+    return next((kind for magic, kind in _MAGIC if head.startswith(magic)), None)
+
+
 def open_input(spec: str) -> Source:
     """Open a path, or standard input for ``-`` (compressed or not). Raises :class:`InputError`."""
     if spec == "-":

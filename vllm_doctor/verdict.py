@@ -25,6 +25,9 @@ Shapes (also in ``vllm_doctor/verdict.schema.json``, the published contract):
   ``{line, time, intervals, kv_usage_pct, running, waiting, generation_tps}`` (the maxima
   over the ``intervals`` stats lines it stands for, from ``line`` on; see
   :class:`vllm_doctor.run.SeriesPoint`), for sparklines and charts;
+* :class:`SourceSummary` - one source: what was read of it, and ``notes``: one line for each
+  thing left unread (files of a scrape directory that are no scrapes, samples ignored,
+  lines whose numbers cannot be read), so a partial read never passes for a whole one;
 * :class:`Verdict` - the whole answer: ``primary_class`` (the most severe finding of the
   newest failing run; ``healthy`` when nothing is wrong; ``unknown`` when nothing is
   recognisable or the root cause is not in the log), ``primary`` (that finding itself, so
@@ -36,7 +39,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-SCHEMA_VERSION = "1.2"
+SCHEMA_VERSION = "1.3"
 SEVERITY_RANK = {"critical": 3, "warning": 2, "info": 1, "ok": 0}
 
 
@@ -122,6 +125,9 @@ class SourceSummary:
     primary_class: Optional[str] = None
     metrics: Optional[List[str]] = None  # metrics series that filled this log source's stats
     evicted_sources: int = 0  # sub-sources of this input dropped past the cap (least recently active)
+    #: what of this input was left unread, one line each: files of a scrape directory that are
+    #: not scrapes, samples ignored (duplicates, bad values), lines whose numbers cannot be read
+    notes: List[str] = field(default_factory=list)
 
 
 @dataclass

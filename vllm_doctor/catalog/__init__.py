@@ -71,11 +71,123 @@ def _anchors_in(text: str) -> List[Tuple[int, Pattern]]:
     return sorted(found.items(), key=lambda item: item[0])
 
 
+#: Event kinds that are a failure on their own: one whose number cannot be read (an over-long
+#: max seq len in a KV cache error) keeps its identity and leaves the value out. Every other
+#: kind is its numbers (a stats line, a preemption count, a startup fact, a setting: read
+#: without them it would say 0, or prove a phase it never showed): it is counted as unread
+#: instead (:meth:`Catalog.notes`).
+FAILURES = frozenset(
+    {
+        "kv_error",
+        "oom",
+        "host_oom",
+        "sampler_oom",
+        "load_oom",
+        "free_memory",
+        "profiling_error",
+        "quant_error",
+        "config_error",
+        "too_long",
+        "exception",
+        "cuda_error",
+        "engine_dead",
+        "stall",
+    }
+)
+#: Line numbers kept per kind of unread message, for the note.
+MAX_UNREAD_LINES = 3
+
+
+class _Without:
+    """A match with some groups read as not taken (None): what a build gets to read a message
+    without the values that cannot be converted."""
+
+    def __init__(self, m, drop) -> None:
+        self._m, self._drop = m, frozenset(drop)
+
+    def groupdict(self, default=None):
+        return {k: (default if k in self._drop else v) for k, v in self._m.groupdict(default).items()}
+
+    def group(self, *names):
+        if len(names) > 1:
+            return tuple(self.group(n) for n in names)
+        name = names[0] if names else 0
+        return None if name in self._drop else self._m.group(name)
+
+    def __getitem__(self, name):
+        return self.group(name)
+
+    def __getattr__(self, name):
+        return getattr(self._m, name)
+
+
+def _unconvertible(m) -> List[str]:
+    """The named groups of ``m`` whose text :func:`convert` refuses (a 20-digit count ...)."""
+    bad = []
+    for k, v in m.groupdict().items():
+        if v is None:
+            continue
+        try:
+            convert(k, v)
+        except (ValueError, OverflowError):
+            bad.append(k)
+    return bad
+
+
 class Catalog:
-    """Recognises records; counts patterns abandoned on timeout in ``timeouts``."""
+    """Recognises records; counts patterns abandoned on timeout in ``timeouts`` and messages
+    read without a value, or not at all, because a number in them cannot be read in
+    ``unread`` (see :meth:`notes`)."""
 
     def __init__(self) -> None:
         self.timeouts = 0
+        #: (kind, kept: read without the values / dropped) -> [count, first line numbers, fields]
+        self.unread: Dict[Tuple[str, bool], list] = {}
+
+    def _count_unread(self, kind: str, kept: bool, rec: Record, fields: List[str]) -> None:
+        entry = self.unread.setdefault((kind, kept), [0, [], set()])
+        entry[0] += 1
+        if len(entry[1]) < MAX_UNREAD_LINES:
+            entry[1].append(rec.lineno)
+        entry[2].update(fields)
+
+    def _without_unreadable(self, p: Pattern, m, rec: Record):
+        """The data of ``p``'s match once its build refused a value, or None (counted)."""
+        bad = _unconvertible(m)
+        if not bad:
+            return None  # the build's own check refused the match: not a number problem
+        if p.kind in FAILURES:
+            try:
+                data = p.build(_Without(m, bad), rec)
+            except (ValueError, TypeError, KeyError, IndexError, OverflowError):
+                data = None
+            if data is not None:
+                self._count_unread(p.kind, True, rec, bad)
+                return data
+        self._count_unread(p.kind, False, rec, bad)
+        return None
+
+    def notes(self) -> List[str]:
+        """One line for each kind of message a number could not be read in (too long, out
+        of range): ``2 stats lines not read: a number in them cannot be read (waiting; lines
+        4, 9)``, or ``1 kv_error message read without max_model_len: its number cannot be
+        read (line 3)``."""
+        out = []
+        for (kind, kept), (n, lines, fields) in sorted(self.unread.items()):
+            where = ", ".join(map(str, lines)) + (", ..." if n > len(lines) else "")
+            plural = "s" if n > 1 else ""
+            names = ", ".join(sorted(fields))
+            if kept:
+                out.append(
+                    f"{n} {kind} message{plural} read without {names}: the number printed cannot be read "
+                    f"(line{'s' if len(lines) > 1 else ''} {where})"
+                )
+            else:
+                out.append(
+                    f"{n} {kind} line{plural} not read: a number in {'them' if n > 1 else 'it'} cannot be read "
+                    f"({names}; line{'s' if len(lines) > 1 else ''} {where})"
+                )
+        return out
 
     def recognise(self, rec: Record) -> List[Event]:
         """All events in one record, in catalog order. Never raises."""
@@ -94,7 +206,12 @@ class Catalog:
                     m = p.cut_match(text)  # the message cut short by the end of the record
                 if m is None:
                     continue
-                data = p.build(m, rec)
+                try:
+                    data = p.build(m, rec)
+                except (ValueError, OverflowError):
+                    # a number that cannot be read (20 digits, out of range): the message is
+                    # kept without it, or counted as unread; never silently gone
+                    data = self._without_unreadable(p, m, rec)
             except TimeoutError as exc:
                 if not regex_timed_out(exc):
                     raise  # a caller's timeout (a signal handler, a socket) is not ours to swallow

@@ -178,7 +178,12 @@ class Pattern:
             end = min(reaching)
         if self.cut_from is None:  # an anchor the match reached into (it may open with the anchor's end)
             return m if any(text.find(a, max(0, m.start() - len(a) + 1)) >= 0 for a in self.anchors) else None
-        return m if _compiled(self.cut_from).search(text, max(0, m.start() - 200), timeout=timeout) else None
+        # the distinctive part must reach past where the match starts, not lie wholly before it
+        # (an empty partial match at the very end of any text that holds it is no message)
+        for c in _compiled(self.cut_from).finditer(text, max(0, m.start() - 200), timeout=timeout):
+            if c.end() > m.start():
+                return m
+        return None
 
 
 _CACHE: Dict[str, "regex.Pattern"] = {}

@@ -17,7 +17,7 @@ Library use::
         ep = s.episodes["preempting"]                   # longest run of preempting intervals
 """
 
-from .inputs import is_url, metrics_url, read_directory, read_file, read_metrics, read_url, sniff_path
+from .inputs import is_url, metrics_url, read_directory, read_file, read_metrics, read_url, sniff_path, url_problem
 from .parse import MetricsError, sniff
 from .series import FIELDS, MetricEvidence, MetricsSample, MetricsSeries
 from .summary import SHAPES, Episode, MetricsSummary, describe, episodes, summarise
@@ -42,4 +42,5 @@ __all__ = [
     "sniff",
     "sniff_path",
     "summarise",
+    "url_problem",
 ]

@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 from ..sources import ARCHIVE_ERRORS, InputError, open_input
 from .parse import OPENMETRICS, PROMETHEUS, QUERY_RANGE, MetricsError, Sample, parse_query, parse_text, sniff
-from .scrape import SourceKey, group
+from .scrape import Skipped, SourceKey, group
 from .series import MetricsSeries, SourceBuilder, new_series
 from .summary import MetricsSummary
 
@@ -35,8 +35,13 @@ MAX_SCRAPE_BYTES = 64 * 2**20
 MAX_QUERY_BYTES = 512 * 2**20
 #: Files of a directory read at most (the newest past that are skipped, with a warning).
 MAX_FILES = 100_000
-#: Seconds a scrape may take before it counts as failed.
+#: Seconds a scrape may wait for the connection or for any one read before it counts as failed.
 SCRAPE_TIMEOUT = 10.0
+#: Seconds one whole scrape may take, however the bytes trickle in: a vLLM /metrics page is
+#: 20-200 KB and comes in milliseconds, so a server still sending after this is wedged (or
+#: not vLLM), and ``--count`` scrapes must end in bounded time (a per-read time-out alone
+#: lets a server that drips one line a second hold a scrape for as long as it likes).
+SCRAPE_DEADLINE = 30.0
 
 _EPOCH = re.compile(r"(?<![0-9])(1[0-9]{9}|[2-3][0-9]{9}|1[0-9]{12}|[2-3][0-9]{12})(?:\.[0-9]+)?(?![0-9])")
 
@@ -44,6 +49,41 @@ _EPOCH = re.compile(r"(?<![0-9])(1[0-9]{9}|[2-3][0-9]{9}|1[0-9]{12}|[2-3][0-9]{1
 def is_url(spec: str) -> bool:
     """True for ``http://...`` and ``https://...``."""
     return spec.lower().startswith(("http://", "https://"))
+
+
+def url_problem(url: str) -> Optional[str]:
+    """Why ``url`` cannot be scraped (one phrase), or None for a usable ``http(s)://host[:port]
+    [/path]``: not http(s), no host, a bad port or IPv6 literal, spaces or control characters."""
+    if not is_url(url):
+        return "not an http:// or https:// URL"
+    if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in url):
+        return "a URL cannot hold spaces or control characters"
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number in range
+    except ValueError as exc:
+        return f"not a valid URL ({exc})"
+    if not parts.hostname:
+        return "the URL names no host"
+    return None
+
+
+def _credentials(url: str) -> Tuple[str, Optional[str]]:
+    """``url`` without its user info, and the ``Authorization: Basic`` value the user info
+    gives (``http://user:pass@host/`` -> ``http://host/``, HTTP basic authentication), or None."""
+    import base64
+    from urllib.parse import unquote, urlunsplit
+
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url, None
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = host + (f":{parts.port}" if parts.port is not None else "")
+    plain = urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    pair = f"{unquote(parts.username or '')}:{unquote(parts.password or '')}"
+    return plain, "Basic " + base64.b64encode(pair.encode("utf-8")).decode("ascii")
 
 
 def _natural(name: str) -> Tuple:
@@ -112,11 +152,12 @@ class _Reader:
         self.warnings: List[str] = []
         self.malformed = 0
         self.dropped_sources = 0
+        self.skipped = Skipped()
 
     def scrape(self, samples: Iterable[Sample], t: Optional[float], origin: str, fmt: str, malformed: int = 0) -> int:
         """Add one scrape (``t``: its time when the samples carry none); returns the number
         of vLLM sources in it."""
-        snaps, dropped = group(samples)
+        snaps, dropped = group(samples, self.skipped)
         self.dropped_sources = max(self.dropped_sources, dropped)
         self.malformed += malformed
         if fmt not in self.formats:
@@ -144,6 +185,15 @@ class _Reader:
                 b.warn(w)
             if self.dropped_sources:
                 b.warn(f"{self.dropped_sources} more source(s) in {self.input} were not kept")
+            if self.skipped.duplicates:
+                b.warn(f"{self.skipped.duplicates} duplicate sample(s) ignored (the first of each series was read)")
+            if self.skipped.timestamps:
+                b.warn(
+                    f"{self.skipped.timestamps} sample time stamp(s) ignored (other samples of the scrape carry "
+                    "none or another: the scrape's own time was used)"
+                )
+            if self.malformed:
+                b.warn(f"{self.malformed} sample line(s) not read (malformed, or a value that is not a finite number)")
             out.append(ser)
         return out
 
@@ -181,10 +231,11 @@ def _mtime(path: str) -> Optional[float]:
 def _query(reader: _Reader, text: str, path: str) -> None:
     """A query answer: one scrape per distinct time step (all series of one step together)."""
     steps: Dict[float, List[Sample]] = {}
-    for t, sample in parse_query(text, path):
+    skipped: List[str] = []
+    for t, sample in parse_query(text, path, skipped):
         steps.setdefault(t, []).append(sample)
-    for t in sorted(steps):
-        reader.scrape(steps[t], t, f"{os.path.basename(path)}@{t:g}", QUERY_RANGE)
+    for i, t in enumerate(sorted(steps)):
+        reader.scrape(steps[t], t, f"{os.path.basename(path)}@{t:g}", QUERY_RANGE, len(skipped) if i == 0 else 0)
 
 
 def _nonempty(reader: _Reader, spec: str) -> List[MetricsSeries]:
@@ -203,33 +254,50 @@ def read_directory(path: str, name: Optional[str] = None) -> List[MetricsSeries]
     except OSError as exc:
         raise MetricsError(f"{path}: cannot list the directory ({exc.strerror or exc})") from None
     reader = _Reader(name)
-    skipped: List[str] = []
+    not_scrapes: List[str] = []
+    unreadable: List[str] = []
     if len(entries) > MAX_FILES:
         reader.warnings.append(f"{len(entries) - MAX_FILES} file(s) past the first {MAX_FILES} were not read")
         entries = entries[:MAX_FILES]
     scrapes = 0
     for entry in entries:
         full = os.path.join(path, entry)
+        if os.path.isdir(full):
+            not_scrapes.append(entry + "/")
+            continue
         if not os.path.isfile(full):
+            not_scrapes.append(entry)  # a pipe or a device: never read here
             continue
         try:
             text = _read_file(full, MAX_SCRAPE_BYTES)
         except MetricsError as exc:
-            skipped.append(str(exc))
+            unreadable.append(str(exc).replace(full, entry, 1))
             continue
         fmt = sniff(text[:65536])
         if fmt is None or fmt == QUERY_RANGE:
-            skipped.append(f"{entry}: not a scrape")
+            not_scrapes.append(entry)
             continue
         t = name_time(entry)
         _text_scrape(reader, text, entry, t if t is not None else _mtime(full), fmt)
         scrapes += 1
-    if skipped:
-        more = f" and {len(skipped) - 3} more" if len(skipped) > 3 else ""
-        reader.warnings.append(f"skipped {len(skipped)} file(s): {'; '.join(skipped[:3])}{more}")
+    if not_scrapes:
+        reader.warnings.append(_skipped(not_scrapes, "not a scrape", ", "))
+    if unreadable:
+        reader.warnings.append(_skipped(unreadable, "cannot be read", "; "))
     if not scrapes:
         raise MetricsError(f"{path}: no metrics scrapes in the directory")
     return _nonempty(reader, path)
+
+
+#: Names a skipped-files note lists (the rest are counted).
+SKIPPED_NAMES = 5
+
+
+def _skipped(names: List[str], why: str, sep: str) -> str:
+    """``3 files skipped: not a scrape (a, b/, c)``; past :data:`SKIPPED_NAMES` the rest are counted."""
+    n = len(names)
+    shown = sep.join(names[:SKIPPED_NAMES]) + (f"{sep}and {n - SKIPPED_NAMES} more" if n > SKIPPED_NAMES else "")
+    return f"{n} file{'' if n == 1 else 's'} skipped: {why} ({shown})"
 
 
 def metrics_url(url: str) -> str:
@@ -238,19 +306,114 @@ def metrics_url(url: str) -> str:
     return url.rstrip("/") + "/metrics" if parts.path in ("", "/") else url
 
 
-def fetch(url: str, timeout: float = SCRAPE_TIMEOUT) -> Tuple[str, str]:
-    """One scrape: ``(text, format)``. Raises :class:`MetricsError` with one line: a refused
-    connection, a name that does not resolve, a time-out, an HTTP error status, or a page that
-    is not metrics."""
+class _Deadline:
+    """The end of one scrape: at ``seconds`` a timer shuts down every socket the scrape
+    opened (:func:`_opener` records them), so a read blocked anywhere - the status line, the
+    headers, the body - returns at once. ``expired`` says it was the deadline."""
+
+    def __init__(self, seconds: float) -> None:
+        import threading
+
+        self.seconds = seconds
+        self.sockets: List = []
+        self.expired = False
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+
+    def _expire(self) -> None:
+        import socket
+
+        self.expired = True
+        for sock in list(self.sockets):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def __enter__(self) -> "_Deadline":
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._timer.cancel()
+
+
+def _opener(deadline: _Deadline):
+    """A urllib opener whose HTTP(S) connections register their sockets with ``deadline``."""
+    import http.client
+    import urllib.request
+
+    class _HTTP(http.client.HTTPConnection):
+        def connect(self):
+            super().connect()
+            deadline.sockets.append(self.sock)
+
+    class _HTTPS(http.client.HTTPSConnection):
+        def connect(self):
+            super().connect()
+            deadline.sockets.append(self.sock)
+
+    class _HTTPHandler(urllib.request.HTTPHandler):
+        def http_open(self, req):
+            return self.do_open(_HTTP, req)
+
+    class _HTTPSHandler(urllib.request.HTTPSHandler):
+        def https_open(self, req):
+            return self.do_open(_HTTPS, req, context=getattr(self, "_context", None))
+
+    class _Redirects(urllib.request.HTTPRedirectHandler):
+        # vLLM's /metrics may answer 307 /metrics/ (a mounted app): the credentials follow a
+        # redirect to the same scheme, host and port, never to another origin.
+        def redirect_request(self, req, fp, code, msg, headers, newurl):
+            new = super().redirect_request(req, fp, code, msg, headers, newurl)
+            auth = req.unredirected_hdrs.get("Authorization")
+            if new is not None and auth and _origin(new.full_url) == _origin(req.full_url):
+                new.add_unredirected_header("Authorization", auth)
+            return new
+
+    return urllib.request.build_opener(_HTTPHandler, _HTTPSHandler, _Redirects)
+
+
+def _origin(url: str) -> Tuple[str, str, Optional[int]]:
+    parts = urlsplit(url)
+    return parts.scheme.lower(), (parts.hostname or "").lower(), parts.port
+
+
+def fetch(url: str, timeout: float = SCRAPE_TIMEOUT, deadline: float = SCRAPE_DEADLINE) -> Tuple[str, str]:
+    """One scrape: ``(text, format)``. ``timeout``: seconds any one wait may take (connect,
+    each read); ``deadline``: seconds the whole scrape may take (:data:`SCRAPE_DEADLINE`).
+    User info in the URL (``http://user:pass@host``) is sent as HTTP basic authentication,
+    on a redirect only to the same origin (scheme, host, port). Raises :class:`MetricsError` with one line: a URL that
+    cannot be scraped, a refused connection, a name that does not resolve, a time-out, a
+    scrape past its deadline, an HTTP error status, or a page that is not metrics."""
     import socket
     import urllib.error
     import urllib.request
 
-    req = urllib.request.Request(url, headers={"Accept": "text/plain;version=0.0.4;q=1,*/*;q=0.1"})
+    problem = url_problem(url)
+    if problem:
+        raise MetricsError(f"{url}: {problem}")
+    plain, auth = _credentials(url)
+    req = urllib.request.Request(plain, headers={"Accept": "text/plain;version=0.0.4;q=1,*/*;q=0.1"})
+    if auth is not None:
+        req.add_unredirected_header("Authorization", auth)  # a redirect never carries it on
+    late = MetricsError(f"{url}: scrape timed out (still sending after {deadline:g} s)")
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - the operator's own URL
-            ctype = resp.headers.get("Content-Type", "")
-            data = resp.read(MAX_SCRAPE_BYTES + 1)
+        with _Deadline(deadline) as watch:
+            try:
+                with _opener(watch).open(req, timeout=timeout) as resp:
+                    ctype = resp.headers.get("Content-Type", "")
+                    data = resp.read(MAX_SCRAPE_BYTES + 1)
+            except Exception:
+                if watch.expired:
+                    raise late from None
+                raise
+            if watch.expired:  # the shut-down socket read as the end of the answer
+                raise late
+    except MetricsError:
+        raise
+    except (socket.timeout, TimeoutError):
+        raise MetricsError(f"{url}: no answer within {timeout:g} s") from None
     except urllib.error.HTTPError as exc:
         raise MetricsError(f"{url}: HTTP {exc.code} {exc.reason}") from None
     except urllib.error.URLError as exc:
@@ -262,8 +425,6 @@ def fetch(url: str, timeout: float = SCRAPE_TIMEOUT) -> Tuple[str, str]:
         if isinstance(reason, (socket.timeout, TimeoutError)):
             raise MetricsError(f"{url}: no answer within {timeout:g} s") from None
         raise MetricsError(f"{url}: cannot connect ({reason})") from None
-    except (socket.timeout, TimeoutError):
-        raise MetricsError(f"{url}: no answer within {timeout:g} s") from None
     except (OSError, ValueError) as exc:
         raise MetricsError(f"{url}: cannot scrape ({exc})") from None
     if len(data) > MAX_SCRAPE_BYTES:
@@ -285,32 +446,38 @@ def read_url(
     timeout: float = SCRAPE_TIMEOUT,
     clock: Callable[[], float] = time.time,
     sleep: Callable[[float], None] = time.sleep,
+    deadline: float = SCRAPE_DEADLINE,
 ) -> List[MetricsSeries]:
     """Scrape ``url`` ``count`` times, ``interval`` seconds apart (from one scrape's start to
     the next). A first scrape that fails raises :class:`MetricsError`; a later one that fails
-    is a gap, named in the warnings (a server that died mid-way is itself a fact)."""
+    is a gap, named in the warnings (a server that died mid-way is itself a fact). The
+    series are named by the URL without its user info."""
     if count < 1:
         raise MetricsError("--count must be at least 1")
     if interval < 0:
         raise MetricsError("--interval cannot be negative")
+    problem = url_problem(url)
+    if problem:
+        raise MetricsError(f"{url}: {problem}")
     url = metrics_url(url)
-    reader = _Reader(url)
+    name = _credentials(url)[0]
+    reader = _Reader(name)
     failed: List[str] = []
     start = time.monotonic()
     for i in range(count):
         if i:
             sleep(max(0.0, start + i * interval - time.monotonic()))
         try:
-            text, fmt = fetch(url, timeout)
+            text, fmt = fetch(url, timeout, deadline)
         except MetricsError as exc:
             if i == 0:
                 raise
             failed.append(f"scrape {i + 1}: {str(exc).split(': ', 1)[-1]}")
             continue
-        _text_scrape(reader, text, f"{url} #{i + 1}", clock(), fmt)
+        _text_scrape(reader, text, f"{name} #{i + 1}", clock(), fmt)
     if failed:
         reader.warnings.append(f"{len(failed)} of {count} scrapes failed ({failed[0]})")
-    return _nonempty(reader, url)
+    return _nonempty(reader, name)
 
 
 def read_metrics(

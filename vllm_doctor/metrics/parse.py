@@ -178,19 +178,24 @@ def _finite(samples: List[Sample], bad: int) -> Tuple[List[Sample], int]:
 def _value(v) -> float:
     try:
         return float(v)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return math.nan
 
 
-def parse_query(text: str, name: str) -> Iterator[Tuple[float, Sample]]:
+def parse_query(text: str, name: str, skipped: Optional[List[str]] = None) -> Iterator[Tuple[float, Sample]]:
     """The points of a Prometheus HTTP API answer (``/api/v1/query_range``: ``resultType``
     ``matrix``; ``/api/v1/query``: ``vector``), as ``(time in seconds, Sample)`` in the answer's
-    order. Accepts one answer object or a JSON array of them (one per query). Raises
-    :class:`MetricsError` for an answer with ``status: error`` or of another shape."""
+    order. Accepts one answer object or a JSON array of them (one per query). A point that is
+    not ``[time, "value"]`` with a time in range and a finite value is skipped and, when
+    ``skipped`` is given, named in it. Raises :class:`MetricsError` for an answer with
+    ``status: error`` or of another shape (a series whose ``metric`` is not an object, JSON
+    nested too deeply to read)."""
     try:
         doc = json.loads(text)
     except ValueError as exc:
         raise MetricsError(f"{name}: not valid JSON ({exc})") from None
+    except RecursionError:
+        raise MetricsError(f"{name}: not a Prometheus query answer (JSON nested too deeply)") from None
     answers = doc if isinstance(doc, list) else [doc]
     for ans in answers:
         if not isinstance(ans, dict):
@@ -205,13 +210,20 @@ def parse_query(text: str, name: str) -> Iterator[Tuple[float, Sample]]:
         for series in result:
             if not isinstance(series, dict):
                 continue
-            labels = {str(k): str(v) for k, v in (series.get("metric") or {}).items()}
+            metric_labels = series.get("metric") or {}
+            if not isinstance(metric_labels, dict):
+                raise MetricsError(f'{name}: not a Prometheus query answer (a series\' "metric" is not an object)')
+            labels = {str(k): str(v) for k, v in metric_labels.items()}
             metric = labels.pop("__name__", "")
             points = series.get("values") if kind == "matrix" else [series.get("value")]
-            for point in points or ():
+            for point in points if isinstance(points, list) else ():
                 if not isinstance(point, (list, tuple)) or len(point) != 2:
+                    if skipped is not None:
+                        skipped.append(metric)
                     continue
                 t, v = _time(_value(point[0])), _value(point[1])
                 if t is None or not usable(v):
+                    if skipped is not None:
+                        skipped.append(metric)
                     continue
                 yield t, Sample(metric, labels, v, t)

@@ -27,6 +27,10 @@ from .parse import Sample
 MAX_SOURCES = 256
 #: Series (engines x label sets) kept per field of one source.
 MAX_SERIES_PER_FIELD = 256
+#: Seconds the time stamps of one source's samples in one scrape may spread and still give the
+#: scrape's time: a federation stamps each series with its own last scrape, all within one
+#: scrape interval (Prometheus' default is 60 s; 5 min is its staleness limit).
+MAX_STAMP_SPREAD_S = 300.0
 
 SourceKey = Tuple[str, str, str]  # (model_name, namespace, pod or instance)
 
@@ -95,12 +99,29 @@ def source_key(labels: Dict[str, str]) -> SourceKey:
     return labels.get(names.MODEL_LABEL, ""), labels.get("namespace", ""), loc
 
 
-def group(samples: Iterable[Sample]) -> Tuple[List[Snapshot], int]:
+@dataclass
+class Skipped:
+    """What :func:`group` left out of one scrape, counted: ``duplicates`` (a second sample
+    of a series already read: the first is kept, so a line appended to a scrape cannot
+    change its values) and ``timestamps`` (samples whose exposition time stamp was ignored
+    because other samples of their source carry none or another: vLLM writes no time stamps,
+    a federation writes one on every sample, so a stray one is damage, never the scrape's
+    time)."""
+
+    duplicates: int = 0
+    timestamps: int = 0
+
+
+def group(samples: Iterable[Sample], skipped: Optional[Skipped] = None) -> Tuple[List[Snapshot], int]:
     """Group one scrape's samples into snapshots, one per source (in order of appearance),
-    and count the sources left out past :data:`MAX_SOURCES`."""
+    and count the sources left out past :data:`MAX_SOURCES`. Duplicate series and stray time
+    stamps are ignored and counted in ``skipped`` (see :class:`Skipped`)."""
     snaps: Dict[SourceKey, Snapshot] = {}
     at_location: Dict[Tuple[str, str], Dict[str, Any]] = {}
     dropped = set()
+    seen = set()
+    stamps: Dict[SourceKey, List[Optional[float]]] = {}
+    skipped = skipped if skipped is not None else Skipped()
     for s in samples:
         name = s.name
         if name.startswith("vllm_"):
@@ -126,6 +147,11 @@ def group(samples: Iterable[Sample]) -> Tuple[List[Snapshot], int]:
             continue
         if math.isnan(s.value):
             continue
+        identity = (name, tuple(sorted(labels.items())))
+        if identity in seen:
+            skipped.duplicates += 1
+            continue
+        seen.add(identity)
         key = source_key(labels)
         snap = snaps.get(key)
         if snap is None:
@@ -133,8 +159,7 @@ def group(samples: Iterable[Sample]) -> Tuple[List[Snapshot], int]:
                 dropped.add(key)
                 continue
             snap = snaps[key] = Snapshot(key, {k: labels[k] for k in names.SOURCE_LABELS if labels.get(k)})
-        if s.timestamp is not None:
-            snap.t = s.timestamp if snap.t is None else max(snap.t, s.timestamp)
+        stamps.setdefault(key, []).append(s.timestamp)
         skey = series_key(labels)
         if by_reason:
             snap.put("gauges", "waiting_by_reason", name, skey, s.value)
@@ -144,7 +169,12 @@ def group(samples: Iterable[Sample]) -> Tuple[List[Snapshot], int]:
             snap.put("created", cfield, name, skey, s.value)
         else:
             snap.put("counters", cfield, name, skey, s.value)
-    for snap in snaps.values():
+    for key, snap in snaps.items():
+        times = stamps.get(key, [])
+        if times and all(t is not None for t in times) and max(times) - min(times) <= MAX_STAMP_SPREAD_S:
+            snap.t = max(times)
+        else:
+            skipped.timestamps += sum(1 for t in times if t is not None)
         _, ns, loc = snap.key
         slot = at_location.get((ns, loc)) or (at_location.get(("", "")) if len(at_location) == 1 else None) or {}
         if "config" in slot:

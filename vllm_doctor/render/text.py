@@ -383,6 +383,8 @@ def _sources(v: _View, verdict, clipped: bool) -> None:
         wrappers = f", wrappers: {', '.join(s.wrappers)}" if s.wrappers else ""
         verdict_of = f", verdict {s.primary_class}" if many else ""
         v.hang(Text(f"{s.name}: {lines}, {s.recognised} recognised{runs}{verdict_of}{wrappers}", style="dim"), indent=2)
+        for note in s.notes:
+            v.hang(Text(f"note: {note}", style="dim"), indent=4)
     if clipped:
         v.hang(
             Text(f"{CLIP} = text left out of a long line (--format json or markdown has it whole)", style="dim"),
