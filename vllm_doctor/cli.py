@@ -168,6 +168,10 @@ def diagnose(
     \b
     The verdict names the class (see `vllm-doctor rules`), the evidence lines
     (source:line), and remedies in the tuning order with the numbers from the log.
+
+    The text view is wrapped to the terminal's width, also when piped (`| less`:
+    standard error's or /dev/tty's terminal); COLUMNS sets it; with no terminal at
+    all (cron, CI) it is 100 columns.
     """
     from .pipeline import build_verdict
     from .render import render
@@ -259,8 +263,8 @@ def diagnose(
 
 
 def _screen(tty: bool) -> Tuple[int, int]:
-    """Columns and lines of the text view: the terminal's, or 100 x 24 in a pipe (COLUMNS /
-    LINES override both)."""
+    """Columns and lines of the text view: COLUMNS / LINES when set, else the terminal's (in a
+    pipe, standard error's or /dev/tty's), else 100 x 24 (see render.text.terminal_size)."""
     from .render.text import terminal_size
 
     return terminal_size(tty)
@@ -595,9 +599,11 @@ def compare(
         _fail(message)
     if not no_redact:
         comparison = redact_comparison(comparison)
+    tty = streams.isatty(sys.stdout)
     if color is None:
-        color = streams.isatty(sys.stdout) and "NO_COLOR" not in os.environ
-    failed = _emit(render_compare(comparison, fmt, color=color and fmt == "text"), errors)
+        color = tty and "NO_COLOR" not in os.environ
+    width, _ = _screen(tty)
+    failed = _emit(render_compare(comparison, fmt, color=color and fmt == "text", width=width), errors)
     sys.exit(EXIT_USAGE if errors or failed or streams.stderr_failed else comparison.exit_code)
 
 

@@ -13,7 +13,8 @@ Layout, for an operator reading an 80x24 terminal at 3 a.m.:
    ``…``; the full line is in JSON and Markdown), remedies in order, what does not help;
 5. one line per source, and a one-line recap when the output is longer than the screen.
 
-Everything is wrapped to the width given (the terminal's; 100 columns in a pipe) with
+Everything is wrapped to the width given (the terminal's, also in a pipe; 100 columns with no
+terminal at all, see :func:`terminal_size`) with
 hanging indents, and no line ends in spaces. Styled text is built from parts (rich ``Text``),
 never by putting log text into markup: the console has markup, emoji codes and highlighting
 off, so a log line prints exactly as the (already inert, see :mod:`.inert`) verdict holds it.
@@ -55,15 +56,16 @@ SPARK_WIDTH = 48
 
 
 def terminal_size(is_tty: bool) -> Tuple[int, int]:
-    """``(columns, lines)`` for the text view: ``COLUMNS`` / ``LINES`` when set, the terminal's
-    size on a terminal, else :data:`PIPE_WIDTH` x :data:`PIPE_HEIGHT`."""
+    """``(columns, lines)`` for the text view. ``COLUMNS`` / ``LINES`` when set (an explicit
+    choice, and what keeps a script's output the same everywhere); else the size of the
+    terminal the operator reads: standard output's when ``is_tty``, else (``| less``, ``| head``,
+    ``> file``) standard error's or the controlling terminal's (``/dev/tty``), which bash does
+    not export as COLUMNS; else, with no terminal at all (cron, CI, a service),
+    :data:`PIPE_WIDTH` x :data:`PIPE_HEIGHT`."""
     cols, lines = PIPE_WIDTH, PIPE_HEIGHT
-    if is_tty:
-        try:
-            size = os.get_terminal_size()
-            cols, lines = size.columns or cols, size.lines or lines
-        except OSError:
-            pass
+    size = _reader_terminal(is_tty)
+    if size is not None:
+        cols, lines = size.columns or cols, size.lines or lines
     for name in ("COLUMNS", "LINES"):
         value = os.environ.get(name, "")
         if value.isdigit() and int(value) > 0:
@@ -72,6 +74,33 @@ def terminal_size(is_tty: bool) -> Tuple[int, int]:
             else:
                 lines = int(value)
     return cols, lines
+
+
+def _reader_terminal(is_tty: bool) -> Optional[os.terminal_size]:
+    """The size of the terminal the output is read on: standard output's when it is one,
+    else standard error's, else the controlling terminal's; None without one (or when each
+    says 0 columns, as a terminal not yet sized does)."""
+    fds = [1, 2] if is_tty else [2]
+    for fd in fds:
+        try:
+            size = os.get_terminal_size(fd)
+        except (OSError, ValueError):
+            continue
+        if size.columns > 0:
+            return size
+    if is_tty:
+        return None
+    try:
+        fd = os.open("/dev/tty", os.O_RDONLY | getattr(os, "O_NOCTTY", 0))
+    except OSError:  # no controlling terminal (cron, CI, a service): the pipe's default
+        return None
+    try:
+        size = os.get_terminal_size(fd)
+        return size if size.columns > 0 else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 class _View:
