@@ -28,7 +28,7 @@ from typing import List, Optional, Tuple
 
 from .evidence import anchors_for, clip, evidence_rows, finding_time, is_context
 from .facts import context_rows, fact_pool, fact_rows
-from .names import CLIP, short_source
+from .names import CLIP, short_source, why_parts
 from .series import episode, episode_span, point_unit, series_rows
 
 _STYLE = {
@@ -236,14 +236,15 @@ def _headline(v: _View, verdict) -> bool:
     return shortened
 
 
-def _remedy_text(r, clip_action: bool = False):
+def _remedy_text(r, action: Optional[str] = None):
+    """``--flag — action`` (``action`` replaces the remedy's own when given)."""
     from rich.text import Text
 
     t = Text()
     if r.flag:
         t.append(r.flag, style="bold")
         t.append(" \u2014 ")
-    t.append(r.action)
+    t.append(r.action if action is None else action)
     return t
 
 
@@ -360,9 +361,10 @@ def _remedies(v: _View, f) -> None:
     if f.remedies:
         v.add_line(Text("  remedies, in order:", style="dim"))
     for r in f.remedies:
-        body = _remedy_text(r)
-        if r.why:
-            body.append(f" ({r.why})", style="dim")
+        action, why = why_parts(r.action, r.why)
+        body = _remedy_text(r, action)
+        if why:
+            body.append(f" ({why})", style="dim")
         v.hang(body, indent=7, prefix=Text(f"{r.order}."), lead=4)
     if f.does_not_help:
         v.add_line(Text("  does not help:", style="dim"))
