@@ -17,6 +17,19 @@ EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, EXIT_UNRECOGNISED = 0, 1, 2, 3
 #: ``vllm-doctor`` is an unrelated tool that installs a command of the same name.
 DIST_NAME = "vllm-log-doctor"
 FORMAT_NAMES = tuple(FORMATS)  # --input-format choices: one list, in formats.py
+#: The --input-format choices as help text: words a help formatter can wrap between (click
+#: prints a Choice's own [a|b|...] list as one unbreakable token, wider than 80 columns).
+FORMAT_CHOICES_HELP = "FORMAT is one of " + ", ".join(FORMAT_NAMES) + "."
+
+DIAGNOSE_EXAMPLES_HELP = """\b
+Examples:
+  vllm-doctor diagnose server.log
+  journalctl -u vllm --no-pager | vllm-doctor diagnose -
+  kubectl logs deploy/vllm --timestamps | vllm-doctor diagnose - -f markdown
+  vllm-doctor diagnose server.log -f json | jq '.findings[0].remedies'
+  vllm-doctor diagnose -F /var/log/vllm.log
+  vllm-doctor diagnose server.log --select VD1 --plot stats.svg
+  vllm-doctor diagnose --metrics http://127.0.0.1:8000 --count 6"""
 
 EXIT_CODES_HELP = """\b
 Exit codes:
@@ -25,6 +38,48 @@ Exit codes:
   2  usage error, an input could not be read (completely), or an output
      could not be written (standard output or error closed or full)
   3  nothing in the input is recognisable as vLLM output"""
+
+
+class _HelpFormatter(click.HelpFormatter):
+    """click's help formatter, wrapping at spaces only: a hyphenated word (``journald-json``,
+    ``filter-log-events``) or one longer than the line is never split across two lines."""
+
+    def write_text(self, text: str) -> None:
+        with _whole_words():
+            super().write_text(text)
+
+    def write_dl(self, rows, col_max: int = 30, col_spacing: int = 2) -> None:
+        with _whole_words():
+            super().write_dl(rows, col_max, col_spacing)
+
+
+class _whole_words:
+    """While active, click's text wrapper (``click._textwrap.TextWrapper``, which
+    ``click.formatting.wrap_text`` looks up at each call) breaks neither at hyphens nor
+    inside a long word. Without that module (another click), click's own wrapping stays."""
+
+    def __enter__(self) -> None:
+        try:
+            from click import _textwrap
+        except ImportError:  # pragma: no cover - click moved it
+            self.module = None
+            return
+        self.module, self.original = _textwrap, _textwrap.TextWrapper
+
+        class Whole(self.original):
+            def __init__(self, *args, **kwargs) -> None:
+                kwargs.update(break_on_hyphens=False, break_long_words=False)
+                super().__init__(*args, **kwargs)
+
+        _textwrap.TextWrapper = Whole
+
+    def __exit__(self, *exc) -> None:
+        if self.module is not None:
+            self.module.TextWrapper = self.original
+
+
+class _Context(click.Context):
+    formatter_class = _HelpFormatter
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -44,7 +99,7 @@ def cli() -> None:
     """
 
 
-@cli.command(epilog=EXIT_CODES_HELP)
+@cli.command(epilog=DIAGNOSE_EXAMPLES_HELP + "\n\n" + EXIT_CODES_HELP)
 @click.argument("files", nargs=-1, metavar="[FILE]...")
 @click.option(
     "-f",
@@ -67,12 +122,13 @@ def cli() -> None:
 @click.option(
     "--input-format",
     type=click.Choice(list(FORMAT_NAMES)),
+    metavar="FORMAT",
     default="auto",
     show_default=True,
     help="What wraps each line. auto detects it per input (journald short/iso/precise/cat/json, docker "
     "-t / json-file, docker compose, kubectl --timestamps/--prefix, Loki logcli -o jsonl, aws logs tail / "
     "filter-log-events, vLLM JSON logging, Ray, and any prefix that repeats before vLLM's records); "
-    "name one to force it.",
+    "name one to force it. " + FORMAT_CHOICES_HELP,
 )
 @click.option(
     "-j",
@@ -500,7 +556,7 @@ def _run_pair(value: Optional[str]) -> Optional[Tuple[int, int]]:
     return int(parts[0]), int(parts[1])
 
 
-@cli.command(epilog=COMPARE_EXIT_HELP)
+@cli.command(epilog=COMPARE_EXIT_HELP, short_help="Compare two server runs: what changed, what matters first.")
 @click.argument("logs", nargs=-1, metavar="OLD [NEW]")
 @click.option(
     "--runs",
@@ -524,9 +580,10 @@ def _run_pair(value: Optional[str]) -> Optional[Tuple[int, int]]:
 @click.option(
     "--input-format",
     type=click.Choice(list(FORMAT_NAMES)),
+    metavar="FORMAT",
     default="auto",
     show_default=True,
-    help="What wraps each line, as for diagnose.",
+    help="What wraps each line, as for diagnose. " + FORMAT_CHOICES_HELP,
 )
 @click.option("--no-redact", is_flag=True, help="Show secrets and personal data as logged (see diagnose --help).")
 def compare(
@@ -546,7 +603,6 @@ def compare(
       kubectl logs deploy/vllm | vllm-doctor compare old.log - --format markdown
       vllm-doctor compare old.log new.log --format json | jq '.differences[0]'
 
-    \b
     Side by side: vLLM version, engine and model runner, model, GPU memory and
     count (TP/PP/DP), every setting and flag that differs, weights, KV cache GiB and
     tokens, max concurrency, CUDA graph memory and sizes, compile and start-up
@@ -614,7 +670,7 @@ def _text_width() -> int:
     return max(40, min(cols, 100))
 
 
-@cli.command()
+@cli.command(short_help="List every class: its code and a one-line summary.")
 def rules() -> None:
     """List every class with its code and a one-line summary (`explain CODE` for its page)."""
     import textwrap
@@ -659,6 +715,10 @@ def explain(name: str) -> None:
         raise click.UsageError(f"{exc.args[0]}; `vllm-doctor rules` lists them") from None
     click.echo(f"{rule.code} {rule.name} ({rule.severity})\n")
     click.echo(rewrap(rule.explanation, _text_width()))
+
+
+for _command in (cli, *cli.commands.values()):
+    _command.context_class = _Context  # every --help wraps at spaces only
 
 
 def main() -> None:
