@@ -37,7 +37,10 @@ Exit codes:
   1  a problem was diagnosed
   2  usage error, an input could not be read (completely), or an output
      could not be written (standard output or error closed or full)
-  3  nothing in the input is recognisable as vLLM output"""
+  3  nothing in the input is recognisable as vLLM output
+  130  interrupted (Ctrl-C) before there was anything to judge; Ctrl-C
+       while --metrics scrapes, after the first scrape, gives the verdict
+       of the scrapes taken, with its code (as -F does)"""
 
 
 class _HelpFormatter(click.HelpFormatter):
@@ -141,8 +144,8 @@ def cli() -> None:
 @click.option(
     "--progress/--no-progress",
     default=None,
-    help="Show a progress bar on stderr for large inputs (default: when stderr is a terminal and the "
-    "format is not json).",
+    help="Show a progress bar on stderr for large inputs and while --metrics scrapes (default: when "
+    "stderr is a terminal and the format is not json).",
 )
 @click.option(
     "-F",
@@ -248,7 +251,10 @@ def diagnose(
         raise click.BadParameter(exc.args[0], param_hint="--select") from None
     # Metrics inputs (a scrape, a directory of scrapes, a query_range export, --metrics URL)
     # are split off the FILE arguments and read into series, judged below beside the logs.
-    series, specs, metric_errors = _metrics_inputs(specs, metrics_urls, interval, count)
+    scrape_bar = (
+        progress if progress is not None else streams.isatty(sys.stderr) and fmt != "json" and "CI" not in os.environ
+    )
+    series, specs, metric_errors = _metrics_inputs(specs, metrics_urls, interval, count, scrape_bar)
     if follow and (series or metric_errors):
         raise click.UsageError("--follow reads a log: metrics inputs do not apply")
     plot_fmt = "svg"
@@ -342,13 +348,15 @@ def _write_plot(verdict, path: str, fmt: str, specs: List[str]) -> Optional[Tupl
     return None
 
 
-def _metrics_inputs(specs: List[str], urls: Tuple[str, ...], interval: float, count: int):
+def _metrics_inputs(specs: List[str], urls: Tuple[str, ...], interval: float, count: int, bar: bool = False):
     """Split metrics inputs off the FILE arguments and read them (METRICS-HOOK).
 
     Returns ``(series, log specs, one-line errors)``. A FILE that is a directory, or whose
     content is Prometheus text / OpenMetrics / a query JSON answer, is metrics; a URL given
-    as FILE is a usage error with the hint to use --metrics."""
-    from .metrics import MetricsError, is_url, read_metrics, sniff_path
+    as FILE is a usage error with the hint to use --metrics. While a live server is scraped,
+    ``bar`` shows the scrapes taken on standard error; Ctrl-C or SIGTERM after the first one
+    stops scraping and the verdict covers the scrapes taken (said on standard error)."""
+    from .metrics import MetricsError, ScrapingInterrupted, is_url, read_metrics, sniff_path
 
     for spec in specs:
         if is_url(spec):
@@ -363,12 +371,110 @@ def _metrics_inputs(specs: List[str], urls: Tuple[str, ...], interval: float, co
             todo.append(spec)
         else:
             logs.append(spec)
-    for spec in todo:
-        try:
-            series.extend(read_metrics(spec, interval=interval, count=count))
-        except MetricsError as exc:
-            errors.append(str(exc))
+    live = [u for u in todo if is_url(u)]
+    if bar and live:
+        every = f"every {interval:g} s, " if count > 1 else ""
+        streams.write_stderr(
+            f"scraping {', '.join(map(_shown_url, live))} {every}{count} time{'s' if count != 1 else ''}: "
+            "Ctrl-C for the verdict so far"
+        )
+    with _ScrapeProgress(bar and bool(live)) as shown:
+        for spec in todo:
+            try:
+                series.extend(read_metrics(spec, interval=interval, count=count, progress=shown.task))
+            except MetricsError as exc:
+                errors.append(str(exc))
+            except ScrapingInterrupted as exc:
+                series.extend(exc.series)
+                shown.stop()
+                streams.write_stderr(
+                    f"vllm-doctor: interrupted after {exc.scrapes} scrape{'s' if exc.scrapes != 1 else ''}: "
+                    "the verdict covers the scrapes taken"
+                )
+                break
     return series, logs, errors
+
+
+def _shown_url(url: str) -> str:
+    """``url`` as the scraping banner shows it: scheme, host, port and path, without a user,
+    password or query string (where a token would be)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    try:
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        port = ""
+    return f"{parts.scheme}://{host}{port}{parts.path}"
+
+
+class _ScrapeProgress:
+    """A progress bar on standard error while live servers are scraped (``shown``: else
+    nothing is drawn): one row per URL, scrapes taken of --count, the time left; SIGTERM
+    stops scraping as Ctrl-C does. ``task(url)`` gives the callback for
+    :func:`vllm_doctor.metrics.read_url`."""
+
+    def __init__(self, shown: bool) -> None:
+        self.bar = None
+        if shown:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+            self.bar = Progress(
+                "[progress.description]{task.description}",
+                BarColumn(bar_width=24),
+                MofNCompleteColumn(),
+                TimeRemainingColumn(),
+                "{task.fields[note]}",
+                console=Console(stderr=True),
+                transient=True,
+            )
+
+    def __enter__(self) -> "_ScrapeProgress":
+        import signal
+
+        def stop(signum, frame):
+            raise KeyboardInterrupt
+
+        try:
+            self.previous = signal.signal(signal.SIGTERM, stop)
+        except ValueError:  # not the main thread (library use): SIGTERM keeps its meaning
+            self.previous = None
+        if self.bar is not None:
+            self.bar.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import signal
+
+        self.stop()
+        if self.previous is not None:
+            signal.signal(signal.SIGTERM, self.previous)
+
+    def stop(self) -> None:
+        """Clear the bar (before a message or the verdict is printed)."""
+        if self.bar is not None:
+            self.bar.stop()
+            self.bar = None
+
+    def task(self, url: str):
+        """The ``progress(taken, count, failure)`` callback for scraping ``url``, or None."""
+        if self.bar is None:
+            return None
+        from rich.markup import escape
+
+        bar = self.bar
+        where = _shown_url(url).split("://", 1)[-1].split("/", 1)[0]
+        task = bar.add_task(escape(streams.message(f"scrapes of {where}")), total=None, note="")
+
+        def update(taken: int, count: int, failure) -> None:
+            note = escape(streams.message(failure)) if failure else ""
+            bar.update(task, completed=taken, total=count, note=note)
+
+        return update
 
 
 def _fail(text: str) -> None:
