@@ -160,7 +160,9 @@ def cli() -> None:
     metavar="CODES",
     default=None,
     help="Run only these rules: comma-separated codes, class ids or code prefixes (VD101,preemption_storm,VD3). "
-    "`vllm-doctor rules` lists them.",
+    "`vllm-doctor rules` lists them. Where they find nothing, the verdict reads 'not checked' (never "
+    "'healthy': the rule that explains a failure may not have run), saying so where the server never "
+    "became ready; the exit code is theirs (0).",
 )
 @click.option(
     "--no-redact",

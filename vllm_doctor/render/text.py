@@ -459,8 +459,10 @@ def render_text(verdict, color: bool = False, width: int = 0, height: int = 0) -
 
     v = _View(width or PIPE_WIDTH, color)
     shortened = _headline(v, verdict)
-    _do_first(v, verdict)
     p = verdict.primary
+    if shortened and p is None:  # no finding below to print it whole under
+        v.hang(Text(verdict.title), indent=2, lead=2)
+    _do_first(v, verdict)
     rows = fact_rows(verdict, p) + context_rows(verdict, p)
     if rows:
         v.blank()
