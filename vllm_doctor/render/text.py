@@ -27,7 +27,7 @@ import os
 from typing import List, Optional, Tuple
 
 from .evidence import anchors_for, clip, evidence_rows, finding_time, is_context
-from .facts import context_rows, fact_pool, fact_rows
+from .facts import concurrency, context_rows, fact_pool, fact_rows
 from .names import CLIP, short_source, why_parts
 from .series import episode, episode_span, point_unit, series_rows
 
@@ -214,7 +214,8 @@ def _headline(v: _View, verdict) -> bool:
     style = _STYLE.get(verdict.severity, "bold")
     meta = verdict.severity if p is None else f"{verdict.severity}, {p.confidence} confidence"
     source = p.source if p is not None else (verdict.sources[0].name if len(verdict.sources) == 1 else "")
-    title = verdict.title
+    # "... found in the log. · x.log": the source follows the title, not a new sentence.
+    title = verdict.title.rstrip(".") if source and not verdict.title.endswith("...") else verdict.title
     words = title.split(" ")
     shortened = False
     limit = 40  # the source's characters; down to HEAD_SOURCE_MIN before the title gives way
@@ -280,7 +281,7 @@ def healthy_summary(verdict) -> Optional[str]:
     if pool.get("kv_tokens"):
         kv = f"KV cache {pool['kv_tokens']} tokens"
         if pool.get("max_concurrency") and pool.get("max_model_len"):
-            kv += f", {pool['max_concurrency']:g}x concurrency at max_model_len {pool['max_model_len']}"
+            kv += f", {concurrency(pool['max_concurrency'])} concurrency at max_model_len {pool['max_model_len']}"
         parts.append(kv)
     elif pool.get("max_model_len"):
         parts.append(f"max_model_len {pool['max_model_len']}")
@@ -413,7 +414,9 @@ def _sources(v: _View, verdict, clipped: bool) -> None:
             lines = f"part of {s.input} ({lines})"
         wrappers = f", wrappers: {', '.join(s.wrappers)}" if s.wrappers else ""
         verdict_of = f", verdict {s.primary_class}" if many else ""
-        v.hang(Text(f"{s.name}: {lines}, {s.recognised} recognised{runs}{verdict_of}{wrappers}", style="dim"), indent=2)
+        # A name wider than the line would be folded by the terminal, its ':' starting a line.
+        name = s.name if len(s.name) + 1 <= v.width - 2 else short_source(s.name, v.width - 4)
+        v.hang(Text(f"{name}: {lines}, {s.recognised} recognised{runs}{verdict_of}{wrappers}", style="dim"), indent=2)
     if clipped:
         v.hang(
             Text(f"{CLIP} = text left out of a long line (--format json or markdown has it whole)", style="dim"),
@@ -428,7 +431,8 @@ _FLAG_STARTS = ("--", "LLM(")
 def recap(verdict, width: int = 0) -> str:
     """The verdict in one line of at most ``width`` characters (0: no limit): code, class,
     severity, the first thing to do, the source; the source, then the severity, then the
-    class give way first, then a remedy in words is clipped. A flag is never clipped (a cut
+    class give way first (with several sources, the source is kept longest: it says which of
+    them the line is about), then a remedy in words is clipped. A flag is never clipped (a cut
     flag is another command): the line is then longer than ``width``."""
     p = verdict.primary
     head = f"{verdict.primary_code} {verdict.primary_class}"
@@ -437,12 +441,16 @@ def recap(verdict, width: int = 0) -> str:
         r = p.remedies[0]
         todo = f"do this first: {r.flag or r.action}"
     source = short_source(p.source, 32) if p is not None else ""
-    for parts in (
+    tries = [
         [f"{head} ({verdict.severity})", todo, source],
         [f"{head} ({verdict.severity})", todo],
         [head, todo],
         [verdict.primary_code, todo],
-    ):
+    ]
+    if len(verdict.sources) > 1 and source:  # which of the sources: kept before the severity and class
+        brief = short_source(p.source, 20)
+        tries[1:1] = [[head, todo, source], [verdict.primary_code, todo, source], [verdict.primary_code, todo, brief]]
+    for parts in tries:
         line = " \u00b7 ".join(x for x in parts if x)
         if not width or len(line) <= width:
             return line
