@@ -18,6 +18,19 @@ EXIT_OK, EXIT_PROBLEM, EXIT_USAGE, EXIT_UNRECOGNISED = 0, 1, 2, 3
 #: ``vllm-doctor`` is an unrelated tool that installs a command of the same name.
 DIST_NAME = "vllm-log-doctor"
 FORMAT_NAMES = tuple(FORMATS)  # --input-format choices: one list, in formats.py
+#: The --input-format choices as help text: words a help formatter can wrap between (click
+#: prints a Choice's own [a|b|...] list as one unbreakable token, wider than 80 columns).
+FORMAT_CHOICES_HELP = "FORMAT is one of " + ", ".join(FORMAT_NAMES) + "."
+
+DIAGNOSE_EXAMPLES_HELP = """\b
+Examples:
+  vllm-doctor diagnose server.log
+  journalctl -u vllm --no-pager | vllm-doctor diagnose -
+  kubectl logs deploy/vllm --timestamps | vllm-doctor diagnose - -f markdown
+  vllm-doctor diagnose server.log -f json | jq '.findings[0].remedies'
+  vllm-doctor diagnose -F /var/log/vllm.log
+  vllm-doctor diagnose server.log --select VD1 --plot stats.svg
+  vllm-doctor diagnose --metrics http://127.0.0.1:8000 --count 6"""
 
 EXIT_CODES_HELP = """\b
 Exit codes:
@@ -25,7 +38,52 @@ Exit codes:
   1  a problem was diagnosed
   2  usage error, an input could not be read (completely), or an output
      could not be written (standard output or error closed or full)
-  3  nothing in the input is recognisable as vLLM output"""
+  3  nothing in the input is recognisable as vLLM output
+  130  interrupted (Ctrl-C) before there was anything to judge; Ctrl-C
+       while --metrics scrapes, after the first scrape, gives the verdict
+       of the scrapes taken, with its code (as -F does)"""
+
+
+class _HelpFormatter(click.HelpFormatter):
+    """click's help formatter, wrapping at spaces only: a hyphenated word (``journald-json``,
+    ``filter-log-events``) or one longer than the line is never split across two lines."""
+
+    def write_text(self, text: str) -> None:
+        with _whole_words():
+            super().write_text(text)
+
+    def write_dl(self, rows, col_max: int = 30, col_spacing: int = 2) -> None:
+        with _whole_words():
+            super().write_dl(rows, col_max, col_spacing)
+
+
+class _whole_words:
+    """While active, click's text wrapper (``click._textwrap.TextWrapper``, which
+    ``click.formatting.wrap_text`` looks up at each call) breaks neither at hyphens nor
+    inside a long word. Without that module (another click), click's own wrapping stays."""
+
+    def __enter__(self) -> None:
+        try:
+            from click import _textwrap
+        except ImportError:  # pragma: no cover - click moved it
+            self.module = None
+            return
+        self.module, self.original = _textwrap, _textwrap.TextWrapper
+
+        class Whole(self.original):
+            def __init__(self, *args, **kwargs) -> None:
+                kwargs.update(break_on_hyphens=False, break_long_words=False)
+                super().__init__(*args, **kwargs)
+
+        _textwrap.TextWrapper = Whole
+
+    def __exit__(self, *exc) -> None:
+        if self.module is not None:
+            self.module.TextWrapper = self.original
+
+
+class _Context(click.Context):
+    formatter_class = _HelpFormatter
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -45,7 +103,7 @@ def cli() -> None:
     """
 
 
-@cli.command(epilog=EXIT_CODES_HELP)
+@cli.command(epilog=DIAGNOSE_EXAMPLES_HELP + "\n\n" + EXIT_CODES_HELP)
 @click.argument("files", nargs=-1, metavar="[FILE]...")
 @click.option(
     "-f",
@@ -68,12 +126,13 @@ def cli() -> None:
 @click.option(
     "--input-format",
     type=click.Choice(list(FORMAT_NAMES)),
+    metavar="FORMAT",
     default="auto",
     show_default=True,
     help="What wraps each line. auto detects it per input (journald short/iso/precise/cat/json, docker "
     "-t / json-file, docker compose, kubectl --timestamps/--prefix, Loki logcli -o jsonl, aws logs tail / "
     "filter-log-events, vLLM JSON logging, Ray, and any prefix that repeats before vLLM's records); "
-    "name one to force it.",
+    "name one to force it. " + FORMAT_CHOICES_HELP,
 )
 @click.option(
     "-j",
@@ -86,8 +145,8 @@ def cli() -> None:
 @click.option(
     "--progress/--no-progress",
     default=None,
-    help="Show a progress bar on stderr for large inputs (default: when stderr is a terminal and the "
-    "format is not json).",
+    help="Show a progress bar on stderr for large inputs and while --metrics scrapes (default: when "
+    "stderr is a terminal and the format is not json).",
 )
 @click.option(
     "-F",
@@ -102,7 +161,9 @@ def cli() -> None:
     metavar="CODES",
     default=None,
     help="Run only these rules: comma-separated codes, class ids or code prefixes (VD101,preemption_storm,VD3). "
-    "`vllm-doctor rules` lists them.",
+    "`vllm-doctor rules` lists them. Where they find nothing, the verdict reads 'not checked' (never "
+    "'healthy': the rule that explains a failure may not have run), saying so where the server never "
+    "became ready; the exit code is theirs (0).",
 )
 @click.option(
     "--no-redact",
@@ -169,6 +230,10 @@ def diagnose(
     \b
     The verdict names the class (see `vllm-doctor rules`), the evidence lines
     (source:line), and remedies in the tuning order with the numbers from the log.
+
+    The text view is wrapped to the terminal's width, also when piped (`| less`:
+    standard error's or /dev/tty's terminal); COLUMNS sets it; with no terminal at
+    all (cron, CI) it is 100 columns.
     """
     from .pipeline import build_verdict
     from .render import render
@@ -197,7 +262,10 @@ def diagnose(
         raise click.BadParameter(exc.args[0], param_hint="--select") from None
     # Metrics inputs (a scrape, a directory of scrapes, a query_range export, --metrics URL)
     # are split off the FILE arguments and read into series, judged below beside the logs.
-    series, specs, metric_errors = _metrics_inputs(specs, metrics_urls, interval, count)
+    scrape_bar = (
+        progress if progress is not None else streams.isatty(sys.stderr) and fmt != "json" and "CI" not in os.environ
+    )
+    series, specs, metric_errors = _metrics_inputs(specs, metrics_urls, interval, count, scrape_bar)
     if follow and (series or metric_errors):
         raise click.UsageError("--follow reads a log: metrics inputs do not apply")
     plot_fmt = "svg"
@@ -268,8 +336,8 @@ def diagnose(
 
 
 def _screen(tty: bool) -> Tuple[int, int]:
-    """Columns and lines of the text view: the terminal's, or 100 x 24 in a pipe (COLUMNS /
-    LINES override both)."""
+    """Columns and lines of the text view: COLUMNS / LINES when set, else the terminal's (in a
+    pipe, standard error's or /dev/tty's), else 100 x 24 (see render.text.terminal_size)."""
     from .render.text import terminal_size
 
     return terminal_size(tty)
@@ -291,13 +359,15 @@ def _write_plot(verdict, path: str, fmt: str, specs: List[str]) -> Optional[Tupl
     return None
 
 
-def _metrics_inputs(specs: List[str], urls: Tuple[str, ...], interval: float, count: int):
+def _metrics_inputs(specs: List[str], urls: Tuple[str, ...], interval: float, count: int, bar: bool = False):
     """Split metrics inputs off the FILE arguments and read them (METRICS-HOOK).
 
     Returns ``(series, log specs, one-line errors)``. A FILE that is a directory, or whose
     content is Prometheus text / OpenMetrics / a query JSON answer, is metrics; a URL given
-    as FILE is a usage error with the hint to use --metrics."""
-    from .metrics import MetricsError, is_url, read_metrics, sniff_path, url_problem
+    as FILE is a usage error with the hint to use --metrics. While a live server is scraped,
+    ``bar`` shows the scrapes taken on standard error; Ctrl-C or SIGTERM after the first one
+    stops scraping and the verdict covers the scrapes taken (said on standard error)."""
+    from .metrics import MetricsError, ScrapingInterrupted, is_url, read_metrics, sniff_path, url_problem
 
     for url in urls:
         problem = url_problem(url)
@@ -316,11 +386,27 @@ def _metrics_inputs(specs: List[str], urls: Tuple[str, ...], interval: float, co
             todo.append(spec)
         else:
             logs.append(spec)
-    for spec in todo:
-        try:
-            series.extend(read_metrics(spec, interval=interval, count=count))
-        except MetricsError as exc:
-            errors.append(str(exc))
+    live = [u for u in todo if is_url(u)]
+    if bar and live:
+        every = f"every {interval:g} s, " if count > 1 else ""
+        streams.write_stderr(
+            f"scraping {', '.join(map(_shown_url, live))} {every}{count} time{'s' if count != 1 else ''}: "
+            "Ctrl-C for the verdict so far"
+        )
+    with _ScrapeProgress(bar and bool(live)) as shown:
+        for spec in todo:
+            try:
+                series.extend(read_metrics(spec, interval=interval, count=count, progress=shown.task))
+            except MetricsError as exc:
+                errors.append(str(exc))
+            except ScrapingInterrupted as exc:
+                series.extend(exc.series)
+                shown.stop()
+                streams.write_stderr(
+                    f"vllm-doctor: interrupted after {exc.scrapes} scrape{'s' if exc.scrapes != 1 else ''}: "
+                    "the verdict covers the scrapes taken"
+                )
+                break
     return series, logs, errors
 
 
@@ -343,6 +429,88 @@ def _error(text: str, level: str = "error") -> bool:
 
         text = redact_secrets(text)
     return streams.write_stderr(f"vllm-doctor: {level}: {text}")
+
+
+def _shown_url(url: str) -> str:
+    """``url`` as the scraping banner shows it: scheme, host, port and path, without a user,
+    password or query string (where a token would be)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    try:
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        port = ""
+    return f"{parts.scheme}://{host}{port}{parts.path}"
+
+
+class _ScrapeProgress:
+    """A progress bar on standard error while live servers are scraped (``shown``: else
+    nothing is drawn): one row per URL, scrapes taken of --count, the time left; SIGTERM
+    stops scraping as Ctrl-C does. ``task(url)`` gives the callback for
+    :func:`vllm_doctor.metrics.read_url`."""
+
+    def __init__(self, shown: bool) -> None:
+        self.bar = None
+        if shown:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+            self.bar = Progress(
+                "[progress.description]{task.description}",
+                BarColumn(bar_width=24),
+                MofNCompleteColumn(),
+                TimeRemainingColumn(),
+                "{task.fields[note]}",
+                console=Console(stderr=True),
+                transient=True,
+            )
+
+    def __enter__(self) -> "_ScrapeProgress":
+        import signal
+
+        def stop(signum, frame):
+            raise KeyboardInterrupt
+
+        try:
+            self.previous = signal.signal(signal.SIGTERM, stop)
+        except ValueError:  # not the main thread (library use): SIGTERM keeps its meaning
+            self.previous = None
+        if self.bar is not None:
+            self.bar.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import signal
+
+        self.stop()
+        if self.previous is not None:
+            signal.signal(signal.SIGTERM, self.previous)
+
+    def stop(self) -> None:
+        """Clear the bar (before a message or the verdict is printed)."""
+        if self.bar is not None:
+            self.bar.stop()
+            self.bar = None
+
+    def task(self, url: str):
+        """The ``progress(taken, count, failure)`` callback for scraping ``url``, or None."""
+        if self.bar is None:
+            return None
+        from rich.markup import escape
+
+        bar = self.bar
+        where = _shown_url(url).split("://", 1)[-1].split("/", 1)[0]
+        task = bar.add_task(escape(streams.message(f"scrapes of {where}")), total=None, note="")
+
+        def update(taken: int, count: int, failure) -> None:
+            note = escape(streams.message(failure)) if failure else ""
+            bar.update(task, completed=taken, total=count, note=note)
+
+        return update
 
 
 def _fail(text: str) -> None:
@@ -536,7 +704,7 @@ def _run_pair(value: Optional[str]) -> Optional[Tuple[int, int]]:
     return int(parts[0]), int(parts[1])
 
 
-@cli.command(epilog=COMPARE_EXIT_HELP)
+@cli.command(epilog=COMPARE_EXIT_HELP, short_help="Compare two server runs: what changed, what matters first.")
 @click.argument("logs", nargs=-1, metavar="OLD [NEW]")
 @click.option(
     "--runs",
@@ -560,9 +728,10 @@ def _run_pair(value: Optional[str]) -> Optional[Tuple[int, int]]:
 @click.option(
     "--input-format",
     type=click.Choice(list(FORMAT_NAMES)),
+    metavar="FORMAT",
     default="auto",
     show_default=True,
-    help="What wraps each line, as for diagnose.",
+    help="What wraps each line, as for diagnose. " + FORMAT_CHOICES_HELP,
 )
 @click.option("--no-redact", is_flag=True, help="Show secrets and personal data as logged (see diagnose --help).")
 def compare(
@@ -582,7 +751,6 @@ def compare(
       kubectl logs deploy/vllm | vllm-doctor compare old.log - --format markdown
       vllm-doctor compare old.log new.log --format json | jq '.differences[0]'
 
-    \b
     Side by side: vLLM version, engine and model runner, model, GPU memory and
     count (TP/PP/DP), every setting and flag that differs, weights, KV cache GiB and
     tokens, max concurrency, CUDA graph memory and sizes, compile and start-up
@@ -636,9 +804,11 @@ def compare(
         _fail(message)
     if not no_redact:
         comparison = redact_comparison(comparison)
+    tty = streams.isatty(sys.stdout)
     if color is None:
-        color = streams.isatty(sys.stdout) and "NO_COLOR" not in os.environ
-    failed = _emit(render_compare(comparison, fmt, color=color and fmt == "text"), errors)
+        color = tty and "NO_COLOR" not in os.environ
+    width, _ = _screen(tty)
+    failed = _emit(render_compare(comparison, fmt, color=color and fmt == "text", width=width), errors)
     sys.exit(EXIT_USAGE if errors or failed or streams.stderr_failed else comparison.exit_code)
 
 
@@ -649,7 +819,7 @@ def _text_width() -> int:
     return max(40, min(cols, 100))
 
 
-@cli.command()
+@cli.command(short_help="List every class: its code and a one-line summary.")
 def rules() -> None:
     """List every class with its code and a one-line summary (`explain CODE` for its page)."""
     import textwrap
@@ -702,6 +872,10 @@ def explain(name: str) -> None:
     except KeyError as exc:
         raise click.UsageError(f"{exc.args[0]}; `vllm-doctor rules` lists them") from None
     _answer(f"{rule.code} {rule.name} ({rule.severity})\n\n" + rewrap(rule.explanation, _text_width()) + "\n")
+
+
+for _command in (cli, *cli.commands.values()):
+    _command.context_class = _Context  # every --help wraps at spaces only
 
 
 def main() -> None:

@@ -38,7 +38,10 @@ A100_80GB_GIB = 82.0
 @dataclass(frozen=True)
 class Default:
     """What vLLM would have used: ``low``..``high`` (equal when the log pins it down) and
-    ``why`` (one short clause naming the release / GPU it assumes)."""
+    ``why``, whose default it is (the release / engine / GPU it assumes) as a phrase the value
+    completes: ``{value}`` marks where the value goes (``"vLLM's V1 default {value} for the
+    API server on a 79 GiB GPU"``), else it follows the phrase (``"V0's default"`` + ``256``).
+    :meth:`vllm_doctor.rules.plan.Constraints.in_force` fills it in."""
 
     low: float
     high: float
@@ -62,9 +65,9 @@ def parse_version(text: Optional[str]) -> Optional[Tuple[int, int, int]]:
 def gpu_memory_utilization(version: Optional[str], engine: Optional[str] = None) -> Default:
     v = parse_version(version)
     if v is None and engine == "v0":  # V0 was removed in 0.11, long before 0.92 (0.20)
-        return Default(0.9, 0.9, "vLLM's default before 0.20 (this is a V0 engine)")
+        return Default(0.9, 0.9, "vLLM's V0 default")
     if v is None:
-        return Default(0.9, 0.92, "vLLM's default, 0.9 (0.92 from 0.20)")
+        return Default(0.9, 0.92, "vLLM's default {value} (0.92 from 0.20)")
     if v >= (0, 20, 0):
         return Default(0.92, 0.92, f"vLLM {version}'s default")
     return Default(0.9, 0.9, f"vLLM {version}'s default")
@@ -87,8 +90,7 @@ def max_num_seqs(version: Optional[str], engine: Optional[str], gpu_total_gib: O
     high = 1024 if large else 256
     if engine is None and v is None:
         low = min(low, 256)
-    gpu = f"a {gpu_total_gib:.0f} GiB GPU" if gpu_total_gib else "this GPU (its size is not in the log)"
-    return Default(low, high, f"vLLM's V1 default for the API server on {gpu}")
+    return Default(low, high, f"vLLM's V1 default {{value}} for the API server on {_gpu(gpu_total_gib)}")
 
 
 def max_num_batched_tokens(
@@ -107,5 +109,9 @@ def max_num_batched_tokens(
         low = 2048 if small else 8192
         high = 16384 if huge else (8192 if large else 2048)
     where = "the LLM class" if offline else "the API server"
-    gpu = f"a {gpu_total_gib:.0f} GiB GPU" if gpu_total_gib else "this GPU (its size is not in the log)"
-    return Default(low, high, f"vLLM's V1 default for {where} on {gpu}")
+    return Default(low, high, f"vLLM's V1 default {{value}} for {where} on {_gpu(gpu_total_gib)}")
+
+
+def _gpu(gpu_total_gib: Optional[float]) -> str:
+    """The GPU a default assumes, in words: ``a 79 GiB GPU``."""
+    return f"a {gpu_total_gib:.0f} GiB GPU" if gpu_total_gib else "a GPU of unknown size"

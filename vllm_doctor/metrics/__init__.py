@@ -17,7 +17,17 @@ Library use::
         ep = s.episodes["preempting"]                   # longest run of preempting intervals
 """
 
-from .inputs import is_url, metrics_url, read_directory, read_file, read_metrics, read_url, sniff_path, url_problem
+from .inputs import (
+    ScrapingInterrupted,
+    is_url,
+    metrics_url,
+    read_directory,
+    read_file,
+    read_metrics,
+    read_url,
+    sniff_path,
+    url_problem,
+)
 from .parse import MetricsError, sniff
 from .series import FIELDS, MetricEvidence, MetricsSample, MetricsSeries
 from .summary import SHAPES, Episode, MetricsSummary, describe, episodes, summarise
@@ -31,6 +41,7 @@ __all__ = [
     "MetricsSample",
     "MetricsSeries",
     "MetricsSummary",
+    "ScrapingInterrupted",
     "describe",
     "episodes",
     "is_url",

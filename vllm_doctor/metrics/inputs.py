@@ -439,6 +439,22 @@ def fetch(url: str, timeout: float = SCRAPE_TIMEOUT, deadline: float = SCRAPE_DE
     return text, fmt
 
 
+class ScrapingInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM, where the caller maps it to KeyboardInterrupt) while scraping a
+    live server, after at least one scrape: ``series`` holds what the scrapes taken so far show
+    (each series' warnings say it was cut short), ``scrapes`` how many were taken. Before the
+    first scrape the plain KeyboardInterrupt propagates."""
+
+    def __init__(self, series: List[MetricsSeries], scrapes: int) -> None:
+        super().__init__(f"interrupted after {scrapes} scrape{'s' if scrapes != 1 else ''}")
+        self.series, self.scrapes = series, scrapes
+
+
+#: ``progress(taken, count, failure)``: called after each scrape of a live server, with the
+#: scrapes attempted so far, the number asked for, and the one-line reason when it failed.
+Progress = Callable[[int, int, Optional[str]], None]
+
+
 def read_url(
     url: str,
     interval: float = 10.0,
@@ -447,11 +463,14 @@ def read_url(
     clock: Callable[[], float] = time.time,
     sleep: Callable[[float], None] = time.sleep,
     deadline: float = SCRAPE_DEADLINE,
+    progress: Optional[Progress] = None,
 ) -> List[MetricsSeries]:
     """Scrape ``url`` ``count`` times, ``interval`` seconds apart (from one scrape's start to
-    the next). A first scrape that fails raises :class:`MetricsError`; a later one that fails
-    is a gap, named in the warnings (a server that died mid-way is itself a fact). The
-    series are named by the URL without its user info."""
+    the next), calling ``progress`` after each (see :data:`Progress`). A first scrape that
+    fails raises :class:`MetricsError`; a later one that fails is a gap, named in the warnings
+    (a server that died mid-way is itself a fact). The series are named by the URL without
+    its user info. KeyboardInterrupt after a scrape was taken raises
+    :class:`ScrapingInterrupted` with the series of the scrapes taken."""
     if count < 1:
         raise MetricsError("--count must be at least 1")
     if interval < 0:
@@ -464,35 +483,67 @@ def read_url(
     reader = _Reader(name)
     failed: List[str] = []
     start = time.monotonic()
-    for i in range(count):
-        if i:
-            sleep(max(0.0, start + i * interval - time.monotonic()))
-        try:
-            text, fmt = fetch(url, timeout, deadline)
-        except MetricsError as exc:
-            if i == 0:
-                raise
-            failed.append(f"scrape {i + 1}: {str(exc).split(': ', 1)[-1]}")
-            continue
-        _text_scrape(reader, text, f"{name} #{i + 1}", clock(), fmt)
+    attempted = taken = 0
+    try:
+        for i in range(count):
+            if i:
+                sleep(max(0.0, start + i * interval - time.monotonic()))
+            try:
+                text, fmt = fetch(url, timeout, deadline)
+            except MetricsError as exc:
+                if i == 0:
+                    raise
+                failed.append(f"scrape {i + 1}: {str(exc).split(': ', 1)[-1]}")
+                attempted = i + 1
+                if progress is not None:
+                    progress(attempted, count, failed[-1])
+                continue
+            _text_scrape(reader, text, f"{name} #{i + 1}", clock(), fmt)
+            attempted, taken = i + 1, taken + 1
+            if progress is not None:
+                progress(attempted, count, None)
+    except KeyboardInterrupt:
+        if not taken:
+            raise
+        reader.warnings.append(f"interrupted after {attempted} of {count} scrapes: this covers those")
+        if failed:
+            reader.warnings.append(f"{len(failed)} of {attempted} scrapes failed ({failed[0]})")
+        raise ScrapingInterrupted(_nonempty(reader, name), taken) from None
     if failed:
         reader.warnings.append(f"{len(failed)} of {count} scrapes failed ({failed[0]})")
     return _nonempty(reader, name)
 
 
 def read_metrics(
-    *specs: str, interval: float = 10.0, count: int = 6, timeout: float = SCRAPE_TIMEOUT
+    *specs: str,
+    interval: float = 10.0,
+    count: int = 6,
+    timeout: float = SCRAPE_TIMEOUT,
+    progress: Optional[Callable[[str], Optional[Progress]]] = None,
 ) -> List[MetricsSeries]:
     """The series of every source of every input, in the order given.
 
     Each spec is a scrape file, a query answer file, a directory of scrapes, or a URL
-    (scraped ``count`` times, ``interval`` seconds apart). Sources of different inputs are
-    never merged. Raises :class:`MetricsError` (one line naming the input) for the first input
-    that cannot be read or holds no vLLM series."""
+    (scraped ``count`` times, ``interval`` seconds apart; ``progress(url)`` gives the
+    :data:`Progress` callback for it, or None). Sources of different inputs are never merged.
+    Raises :class:`MetricsError` (one line naming the input) for the first input that cannot
+    be read or holds no vLLM series, :class:`ScrapingInterrupted` (with the series of every
+    input read so far) when a live scrape is interrupted."""
     out: List[MetricsSeries] = []
     for spec in specs:
         if is_url(spec):
-            out.extend(read_url(spec, interval=interval, count=count, timeout=timeout))
+            try:
+                out.extend(
+                    read_url(
+                        spec,
+                        interval=interval,
+                        count=count,
+                        timeout=timeout,
+                        progress=progress(spec) if progress is not None else None,
+                    )
+                )
+            except ScrapingInterrupted as exc:
+                raise ScrapingInterrupted(out + exc.series, exc.scrapes) from None
         elif os.path.isdir(spec):
             out.extend(read_directory(spec))
         else:

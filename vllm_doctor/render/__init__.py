@@ -25,6 +25,9 @@ def render(verdict, fmt: str, color: bool = False, width: int = 0, height: int =
         from .json import render_json
 
         return clean_output(render_json(safe))
+    from .titles import not_checked
+
+    safe = not_checked(safe)  # --select that found nothing: "not checked", never "healthy"
     if fmt == "markdown":
         from .markdown import render_markdown
 
@@ -58,7 +61,9 @@ def render_live(finding, fmt: str, color: bool = False, width: int = 0) -> str:
 def render_follow_summary(verdict, fmt: str, color: bool = False, width: int = 0, lines: int = 0) -> str:
     """The short summary ``--follow`` ends with (``text`` or ``markdown``): the verdict line
     and a table of the findings already printed, not a repeat of them."""
-    safe = inert_verdict(verdict)
+    from .titles import not_checked
+
+    safe = not_checked(inert_verdict(verdict))
     if fmt == "markdown":
         from .markdown import render_follow_summary as md_summary
 

@@ -78,13 +78,20 @@ def _co_tenants(p: Dict[str, Any]) -> Optional[str]:
     )
 
 
+def concurrency(value: float) -> str:
+    """Max concurrency as vLLM prints it (``Maximum concurrency for 40,960 tokens per request:
+    6.15x``, two decimals; ``vllm/v1/core/kv_cache_utils.py``): ``1.05x``, never ``1.05469x``
+    (a ratio worked out from metrics)."""
+    return f"{value:.2f}x"
+
+
 def _kv(p: Dict[str, Any]) -> Optional[str]:
     tokens = p.get("kv_tokens")
     conc = p.get("max_concurrency")
     return _join(
         size(p.get("kv_available_gib")),
         f"{tokens} tokens" if isinstance(tokens, int) else None,
-        f"{conc:g}x concurrency at max_model_len" if isinstance(conc, (int, float)) else None,
+        f"{concurrency(conc)} concurrency at max_model_len" if isinstance(conc, (int, float)) else None,
     )
 
 

@@ -36,7 +36,7 @@ import regex
 
 from .evidence import anchors_for, clip, evidence_rows, incident_times, verdict_times
 from .facts import context_rows, fact_rows
-from .names import display_source
+from .names import display_source, why_parts
 from .series import episode, episode_span, point_unit, series_rows
 from .titles import symptom_title
 
@@ -182,9 +182,10 @@ def _remedies(f, numbered_title: str = "Remedies, in order:") -> List[str]:
             line = f"{r.order}. "
             if r.flag:
                 line += f"{code(r.flag)}: "
-            line += prose(r.action)
-            if r.why:
-                line += f" ({prose(r.why)})"
+            action, why = why_parts(r.action, r.why)
+            line += prose(action)
+            if why:
+                line += f" ({prose(why)})"
             out.append(line)
         out.append("")
     if f.does_not_help:

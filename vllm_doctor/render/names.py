@@ -9,7 +9,7 @@ its file name, the key (which tells pods and hosts apart) always whole.
 from __future__ import annotations
 
 import os
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 import regex
 
@@ -60,3 +60,21 @@ def short_source(name: str, limit: int = 40) -> str:
         keep = max(limit - 1, 8)
         inp = inp[: keep // 2] + CLIP + inp[-(keep - keep // 2) :]
     return f"{inp} [{key}]" if key else inp
+
+
+def why_parts(action: str, why: Optional[str]) -> Tuple[str, Optional[str]]:
+    """A remedy's action and its reason as a renderer prints them, ``action (why)``: where the
+    action already ends in a parenthesis (``... with an fp8 KV cache (a precision trade-off to
+    evaluate)``) the reason joins it (``(a precision trade-off to evaluate; about 47296
+    tokens ...)``) rather than opening a second one. ``(action, None)`` without a reason."""
+    if not why:
+        return action, None
+    if action.endswith(")"):
+        depth = 0
+        for i in range(len(action) - 1, -1, -1):  # the parenthesis that the last one closes
+            depth += {")": 1, "(": -1}.get(action[i], 0)
+            if depth == 0:
+                if i and action[:i].strip():
+                    return action[:i].rstrip(), f"{action[i + 1 : -1]}; {why}"
+                break
+    return action, why

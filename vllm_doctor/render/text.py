@@ -13,7 +13,8 @@ Layout, for an operator reading an 80x24 terminal at 3 a.m.:
    ``…``; the full line is in JSON and Markdown), remedies in order, what does not help;
 5. one line per source, and a one-line recap when the output is longer than the screen.
 
-Everything is wrapped to the width given (the terminal's; 100 columns in a pipe) with
+Everything is wrapped to the width given (the terminal's, also in a pipe; 100 columns with no
+terminal at all, see :func:`terminal_size`) with
 hanging indents, and no line ends in spaces. Styled text is built from parts (rich ``Text``),
 never by putting log text into markup: the console has markup, emoji codes and highlighting
 off, so a log line prints exactly as the (already inert, see :mod:`.inert`) verdict holds it.
@@ -26,8 +27,8 @@ import os
 from typing import List, Optional, Tuple
 
 from .evidence import anchors_for, clip, evidence_rows, finding_time, is_context
-from .facts import context_rows, fact_pool, fact_rows
-from .names import CLIP, short_source
+from .facts import concurrency, context_rows, fact_pool, fact_rows
+from .names import CLIP, short_source, why_parts
 from .series import episode, episode_span, point_unit, series_rows
 
 _STYLE = {
@@ -55,15 +56,16 @@ SPARK_WIDTH = 48
 
 
 def terminal_size(is_tty: bool) -> Tuple[int, int]:
-    """``(columns, lines)`` for the text view: ``COLUMNS`` / ``LINES`` when set, the terminal's
-    size on a terminal, else :data:`PIPE_WIDTH` x :data:`PIPE_HEIGHT`."""
+    """``(columns, lines)`` for the text view. ``COLUMNS`` / ``LINES`` when set (an explicit
+    choice, and what keeps a script's output the same everywhere); else the size of the
+    terminal the operator reads: standard output's when ``is_tty``, else (``| less``, ``| head``,
+    ``> file``) standard error's or the controlling terminal's (``/dev/tty``), which bash does
+    not export as COLUMNS; else, with no terminal at all (cron, CI, a service),
+    :data:`PIPE_WIDTH` x :data:`PIPE_HEIGHT`."""
     cols, lines = PIPE_WIDTH, PIPE_HEIGHT
-    if is_tty:
-        try:
-            size = os.get_terminal_size()
-            cols, lines = size.columns or cols, size.lines or lines
-        except OSError:
-            pass
+    size = _reader_terminal(is_tty)
+    if size is not None:
+        cols, lines = size.columns or cols, size.lines or lines
     for name in ("COLUMNS", "LINES"):
         value = os.environ.get(name, "")
         if value.isdigit() and int(value) > 0:
@@ -72,6 +74,33 @@ def terminal_size(is_tty: bool) -> Tuple[int, int]:
             else:
                 lines = int(value)
     return cols, lines
+
+
+def _reader_terminal(is_tty: bool) -> Optional[os.terminal_size]:
+    """The size of the terminal the output is read on: standard output's when it is one,
+    else standard error's, else the controlling terminal's; None without one (or when each
+    says 0 columns, as a terminal not yet sized does)."""
+    fds = [1, 2] if is_tty else [2]
+    for fd in fds:
+        try:
+            size = os.get_terminal_size(fd)
+        except (OSError, ValueError):
+            continue
+        if size.columns > 0:
+            return size
+    if is_tty:
+        return None
+    try:
+        fd = os.open("/dev/tty", os.O_RDONLY | getattr(os, "O_NOCTTY", 0))
+    except OSError:  # no controlling terminal (cron, CI, a service): the pipe's default
+        return None
+    try:
+        size = os.get_terminal_size(fd)
+        return size if size.columns > 0 else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 class _View:
@@ -185,7 +214,8 @@ def _headline(v: _View, verdict) -> bool:
     style = _STYLE.get(verdict.severity, "bold")
     meta = verdict.severity if p is None else f"{verdict.severity}, {p.confidence} confidence"
     source = p.source if p is not None else (verdict.sources[0].name if len(verdict.sources) == 1 else "")
-    title = verdict.title
+    # "... found in the log. · x.log": the source follows the title, not a new sentence.
+    title = verdict.title.rstrip(".") if source and not verdict.title.endswith("...") else verdict.title
     words = title.split(" ")
     shortened = False
     limit = 40  # the source's characters; down to HEAD_SOURCE_MIN before the title gives way
@@ -207,14 +237,15 @@ def _headline(v: _View, verdict) -> bool:
     return shortened
 
 
-def _remedy_text(r, clip_action: bool = False):
+def _remedy_text(r, action: Optional[str] = None):
+    """``--flag — action`` (``action`` replaces the remedy's own when given)."""
     from rich.text import Text
 
     t = Text()
     if r.flag:
         t.append(r.flag, style="bold")
         t.append(" \u2014 ")
-    t.append(r.action)
+    t.append(r.action if action is None else action)
     return t
 
 
@@ -250,7 +281,7 @@ def healthy_summary(verdict) -> Optional[str]:
     if pool.get("kv_tokens"):
         kv = f"KV cache {pool['kv_tokens']} tokens"
         if pool.get("max_concurrency") and pool.get("max_model_len"):
-            kv += f", {pool['max_concurrency']:g}x concurrency at max_model_len {pool['max_model_len']}"
+            kv += f", {concurrency(pool['max_concurrency'])} concurrency at max_model_len {pool['max_model_len']}"
         parts.append(kv)
     elif pool.get("max_model_len"):
         parts.append(f"max_model_len {pool['max_model_len']}")
@@ -331,9 +362,10 @@ def _remedies(v: _View, f) -> None:
     if f.remedies:
         v.add_line(Text("  remedies, in order:", style="dim"))
     for r in f.remedies:
-        body = _remedy_text(r)
-        if r.why:
-            body.append(f" ({r.why})", style="dim")
+        action, why = why_parts(r.action, r.why)
+        body = _remedy_text(r, action)
+        if why:
+            body.append(f" ({why})", style="dim")
         v.hang(body, indent=7, prefix=Text(f"{r.order}."), lead=4)
     if f.does_not_help:
         v.add_line(Text("  does not help:", style="dim"))
@@ -382,7 +414,9 @@ def _sources(v: _View, verdict, clipped: bool) -> None:
             lines = f"part of {s.input} ({lines})"
         wrappers = f", wrappers: {', '.join(s.wrappers)}" if s.wrappers else ""
         verdict_of = f", verdict {s.primary_class}" if many else ""
-        v.hang(Text(f"{s.name}: {lines}, {s.recognised} recognised{runs}{verdict_of}{wrappers}", style="dim"), indent=2)
+        # A name wider than the line would be folded by the terminal, its ':' starting a line.
+        name = s.name if len(s.name) + 1 <= v.width - 2 else short_source(s.name, v.width - 4)
+        v.hang(Text(f"{name}: {lines}, {s.recognised} recognised{runs}{verdict_of}{wrappers}", style="dim"), indent=2)
         for note in s.notes:
             v.hang(Text(f"note: {note}", style="dim"), indent=4)
     if clipped:
@@ -399,7 +433,8 @@ _FLAG_STARTS = ("--", "LLM(")
 def recap(verdict, width: int = 0) -> str:
     """The verdict in one line of at most ``width`` characters (0: no limit): code, class,
     severity, the first thing to do, the source; the source, then the severity, then the
-    class give way first, then a remedy in words is clipped. A flag is never clipped (a cut
+    class give way first (with several sources, the source is kept longest: it says which of
+    them the line is about), then a remedy in words is clipped. A flag is never clipped (a cut
     flag is another command): the line is then longer than ``width``."""
     p = verdict.primary
     head = f"{verdict.primary_code} {verdict.primary_class}"
@@ -408,12 +443,16 @@ def recap(verdict, width: int = 0) -> str:
         r = p.remedies[0]
         todo = f"do this first: {r.flag or r.action}"
     source = short_source(p.source, 32) if p is not None else ""
-    for parts in (
+    tries = [
         [f"{head} ({verdict.severity})", todo, source],
         [f"{head} ({verdict.severity})", todo],
         [head, todo],
         [verdict.primary_code, todo],
-    ):
+    ]
+    if len(verdict.sources) > 1 and source:  # which of the sources: kept before the severity and class
+        brief = short_source(p.source, 20)
+        tries[1:1] = [[head, todo, source], [verdict.primary_code, todo, source], [verdict.primary_code, todo, brief]]
+    for parts in tries:
         line = " \u00b7 ".join(x for x in parts if x)
         if not width or len(line) <= width:
             return line
@@ -430,8 +469,10 @@ def render_text(verdict, color: bool = False, width: int = 0, height: int = 0) -
 
     v = _View(width or PIPE_WIDTH, color)
     shortened = _headline(v, verdict)
-    _do_first(v, verdict)
     p = verdict.primary
+    if shortened and p is None:  # no finding below to print it whole under
+        v.hang(Text(verdict.title), indent=2, lead=2)
+    _do_first(v, verdict)
     rows = fact_rows(verdict, p) + context_rows(verdict, p)
     if rows:
         v.blank()

@@ -23,7 +23,50 @@ SYMPTOM = {
     "other": "Server failure",
     "unknown": "Server failure, root cause not in the log",
     "healthy": "vLLM server healthy",
+    "not checked": "Not checked: the selected rules found nothing",
 }
+
+#: How :func:`vllm_doctor.pipeline.build_verdict` opens a clean verdict when ``--select`` ran
+#: only some rules (``No problem found by the selected rules (engine_stall, ...).``).
+SELECTED_ONLY = "No problem found by the selected rules ("
+#: What the text and Markdown views call such a verdict, and its "severity".
+NOT_CHECKED, SELECTED_RULES_ONLY = "not checked", "selected rules only"
+#: Phases after which a server is up (events.Phase labels).
+UP_PHASES = ("ready", "serving")
+
+
+def not_checked(verdict):
+    """``verdict`` as the text and Markdown views show it: a clean verdict of ``--select``
+    (some rules only) is "not checked", never "healthy" (the rules that would explain a
+    failure may not have run): the class reads ``not checked``, the severity ``selected rules
+    only``, and the title says the selected rules found nothing and, where the log shows it,
+    that the server never became ready (the last phase its runs reached). Any other verdict
+    is returned as it is. A shallow copy: ``verdict`` itself, its JSON and its exit code (the
+    selected rules' verdict, 0) are not changed."""
+    import copy
+
+    if verdict.primary_class != "healthy" or not verdict.title.startswith(SELECTED_ONLY):
+        return verdict
+    rules = verdict.title[len(SELECTED_ONLY) :].rstrip(".").removesuffix(")")
+    title = f"the selected rules ({rules}) found nothing"
+    known = [r for r in verdict.runs if r.phase_reached and r.phase_reached != "unknown"]
+    down = [r for r in known if r.phase_reached not in UP_PHASES]
+    if down and len(verdict.runs) == 1:
+        title = f"The server never became ready in this log (last phase: {down[0].phase_reached}); {title}"
+    elif down:
+        title = f"{len(down)} of {len(verdict.runs)} runs never became ready in the log; {title}"
+    else:
+        title = title[0].upper() + title[1:]
+    shown = copy.copy(verdict)
+    shown.primary_class, shown.severity = NOT_CHECKED, SELECTED_RULES_ONLY
+    shown.title = title + ". Run without --select for the whole diagnosis."
+    shown.sources = []
+    for s in verdict.sources:
+        if s.primary_class == "healthy":
+            s = copy.copy(s)
+            s.primary_class = NOT_CHECKED
+        shown.sources.append(s)
+    return shown
 
 
 def symptom_title(verdict) -> str:

@@ -36,7 +36,9 @@ FRACTIONS = {"gpu_memory_utilization"}
 @dataclass(frozen=True)
 class InForce:
     """The value of a setting that ran: ``low``..``high`` (one value when the log prints it),
-    ``known`` when the log printed it (``line`` says where), ``why`` in a few words."""
+    ``known`` when the log printed it (``line`` says where), ``why`` one plain phrase with the
+    value and where it comes from (``0.85 as printed (line 12)``, ``vLLM's default 1, not
+    printed in the log``), which remedies' reasons quote inside theirs."""
 
     setting: str
     low: Optional[float]
@@ -113,7 +115,8 @@ class Constraints:
             return InForce(setting, floor, floor, False, f"at least {fmt(setting, floor)} ({self._floor_why})")
         low = max(d.low, floor) if floor is not None else d.low
         shown = fmt(setting, low) if low == d.high else f"{fmt(setting, low)}-{fmt(setting, d.high)}"
-        return InForce(setting, low, d.high, False, f"{shown}, {d.why}; not printed in the log")
+        whose = d.why.replace("{value}", shown) if "{value}" in d.why else f"{d.why} {shown}"
+        return InForce(setting, low, d.high, False, f"{whose}, not printed in the log")
 
     def _stated(self, setting: str) -> Optional[Tuple[float, Optional[Line]]]:
         """The value of ``setting`` an error message prints as the one it checked ("Total
@@ -153,9 +156,9 @@ class Constraints:
                 return defaults.Default(
                     low,
                     low,
-                    f"at least {low}: the OOM is on GPU {ranks - 1}, and vLLM's workers use cuda:<local rank>",
+                    f"at least {{value}} (the OOM is on GPU {ranks - 1}, and vLLM's workers use cuda:<local rank>)",
                 )
-            return defaults.Default(tp, tp, "the world size" if tp > 1 else "vLLM's default, 1")
+            return defaults.Default(tp, tp, "{value}, from the world size" if tp > 1 else "vLLM's default")
         if setting == "kv_cache_dtype":
             return None
         return None
