@@ -38,7 +38,7 @@ def test_ctrl_c_after_scrapes_keeps_the_scrapes_taken():
 
 
 def test_ctrl_c_before_the_first_scrape_is_a_plain_interrupt(monkeypatch):
-    def fetch(url, timeout):
+    def fetch(url, timeout, deadline=None):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(inputs, "fetch", fetch)
