@@ -614,3 +614,39 @@ def test_follow_mode_never_folds(tmp_path, monkeypatch):
     for s in verdict["sources"]:
         s.pop("records"), s.pop("joined")
     assert verdict == serial(log)
+
+
+#: Every field of the tracker's state, as reviewed for the fold: each is in
+#: ``SourceTracker.fold_state`` (a counter, or the steady state compared at three cycle ends),
+#: or set by the lines replayed (last lines, line numbers) or never by a foldable record
+#: (stats series within a run). A field added to any of these classes fails this test until
+#: it is reviewed there: a state the fold does not compare could change from cycle to cycle.
+REVIEWED_FIELDS = {
+    "Run": "command_keys config config_lines consequences dropped_failures end_line engine_hints errors_seen "
+    "fact_lines facts failures first_error first_unexplained_error http index markers phase phase_lines "
+    "preemption recognised records sibling_tags source stalls start_line start_patterns stats "
+    "unexplained_errors vllm_pids",
+    "Failure": "context_tags data exception kind kinds last_seq lines patterns phase_at repeats seq stream tags "
+    "text_hashes",
+    "StatsSeries": "access_after_last count engine first intervals_with_preemptions last lines_after_last "
+    "max_generation_tps max_running max_swapped max_waiting max_waiting_line observers peak_kv_usage_pct "
+    "peak_line preemptions_total prefix_hit_first prefix_hit_last prefix_hit_max recent records_after_last "
+    "series series_stride",
+    "HttpSummary": "by_bucket by_status first_5xx last_5xx",
+    "PreemptionSummary": "first last max_cumulative modes warnings",
+    "StallLog": "episode longest_resolved signals",
+    "_Stream": "chained frames fresh last_failure lines open",
+}
+
+
+def test_every_field_of_the_tracker_state_was_reviewed_for_the_fold():
+    from vllm_doctor import run, tracker
+
+    classes = [run.Run, run.Failure, run.StatsSeries, run.HttpSummary, run.PreemptionSummary, run.StallLog]
+    for cls in classes + [tracker._Stream]:
+        got = sorted(f.name for f in dataclasses.fields(cls))
+        assert got == sorted(REVIEWED_FIELDS[cls.__name__].split()), cls.__name__
+    attrs = sorted(vars(SourceTracker("x")))
+    assert attrs == sorted(
+        "budget dropped_runs folded_runs observers recognised records runs seq source streams vllm_seen".split()
+    )

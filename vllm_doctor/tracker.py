@@ -613,7 +613,11 @@ class SourceTracker:
                     key,
                     st.open,
                     st.chained,
-                    st.last_failure is not None,
+                    st.fresh,
+                    # which failure the stream's next traceback belongs to (None, or its place)
+                    None
+                    if st.last_failure is None
+                    else next((i for i, f in enumerate(run.failures) if f is st.last_failure), -1),
                     len(st.lines),
                     tuple((fn, path, frozenset(tags)) for fn, path, tags in st.frames),
                 )
