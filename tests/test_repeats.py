@@ -646,7 +646,32 @@ def test_every_field_of_the_tracker_state_was_reviewed_for_the_fold():
     for cls in classes + [tracker._Stream]:
         got = sorted(f.name for f in dataclasses.fields(cls))
         assert got == sorted(REVIEWED_FIELDS[cls.__name__].split()), cls.__name__
+    # The reader's and the catalog's state (compared in Fold._snapshot, steady["reader"]).
+    from vllm_doctor.catalog import Catalog
+    from vllm_doctor.pipeline import _SourceReader
+
+    assert sorted(vars(Catalog())) == ["timeouts", "unread"]
+    assert sorted(vars(_SourceReader("x"))) == sorted(
+        "allowed budget catalog current env evicted_sources forced name orphan_errors reasm select sniffed "
+        "summaries trackers".split()
+    )
     attrs = sorted(vars(SourceTracker("x")))
     assert attrs == sorted(
         "budget dropped_runs folded_runs observers recognised records runs seq source streams vllm_seen".split()
     )
+
+
+def test_a_cycle_with_a_number_that_cannot_be_read_is_counted_in_every_cycle(tmp_path):
+    # The catalog notes messages whose number it cannot read (Catalog.unread), with a count:
+    # a cycle holding one is not folded, so the note counts every repetition.
+    fact = (
+        "(EngineCore_DP0 pid=77) INFO 11-30 10:00:00 [kv_cache_utils.py:1087] GPU KV cache size: "
+        + "9" * 400
+        + " tokens"
+    )
+    log = cycle_log(tmp_path, [ACCESS, fact], head=STARTUP)
+    plain, _ = read(log, fold=False)
+    got, _ = read(log)
+    assert state(got) == state(plain)
+    notes = got[0].summary.notes
+    assert any(note.startswith(f"{REPS} facts lines not read") for note in notes), notes

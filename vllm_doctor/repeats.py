@@ -342,6 +342,9 @@ class Fold:
             frozenset(summary.wrappers_seen),
             summary.first_internal_error is None,
             r.catalog.timeouts,
+            # messages whose number cannot be read (Catalog.unread, noted in the verdict): any
+            # growth stops the fold, counts included (their first line numbers are kept)
+            tuple(sorted((k, v[0], tuple(v[1]), frozenset(v[2])) for k, v in r.catalog.unread.items())),
             r.orphan_errors.internal_errors,
             r.evicted_sources,
             len(r.budget.lru),  # the input's run budget: no run of another sub-source evicted
