@@ -1,7 +1,7 @@
 """Benchmark vllm-doctor against what an operator would type instead, in one run.
 
 Usage: python bench/run.py [--sizes 10,100,1024] [--reps 5] [--shapes storm,restarts,traceback,longline]
-                           [--out DIR] [--quick]
+                           [--out DIR] [--doctor LABEL=COMMAND ...]
 
 Inputs (made once with bench/generate.py, kept in --out, default /tmp/vllm-doctor-bench):
 busy logs of each size, plain and gzip; and the adversarial shapes of issue 15, where every
@@ -15,7 +15,10 @@ Tools, per input, run alternately (tool A, B, C, D, then A, B, C, D again ...), 
   an operator would grep for;
 - ``rg -c -F -f bench/keywords.txt`` (``rg -z`` for gzip): ripgrep, the same keywords
   (Debian package ``ripgrep``; skipped with a note when it is not installed);
-- ``vllm-doctor diagnose --format json``: the whole diagnosis.
+- ``vllm-doctor diagnose --format json``: the whole diagnosis. With ``--doctor LABEL=COMMAND``
+  (repeatable) several builds are timed in the same rounds, e.g. the main branch against a
+  change: ``--doctor "main=env PYTHONPATH=/tmp/main vllm-doctor" --doctor change=vllm-doctor``;
+  ratios are the last one's, and the verdicts of all of them must be the same.
 
 It prints MB/s (of the uncompressed log), lines/s, peak RSS (the largest of the command's
 processes that were waited for, from ``wait4``), each tool's ratio to vllm-doctor, the
@@ -87,6 +90,11 @@ def count_lines(path):
             n += b.count(b"\n")
 
 
+#: ``(label, command)`` of each vllm-doctor build timed (``--doctor``); the last is the one the
+#: ratios are of.
+DOCTORS = [("vllm-doctor", "vllm-doctor")]
+
+
 def tools_for(log, gz, doctor_out):
     kw = KEYWORDS
     q = f"'{log}'"
@@ -101,7 +109,8 @@ def tools_for(log, gz, doctor_out):
         tools.append(("grep -F", f"LC_ALL=C grep -c -F -f '{kw}' {q}", True))
         if shutil.which("rg"):
             tools.append(("rg -F", ["rg", "-c", "-F", "-f", kw, log], False))
-    tools.append(("vllm-doctor", f"vllm-doctor diagnose --format json {q} > '{doctor_out}'", True))
+    for label, command in DOCTORS:
+        tools.append((label, f"{command} diagnose --format json {q} > '{doctor_out}.{label}'", True))
     return tools
 
 
@@ -115,7 +124,7 @@ def bench_one(label, log, gz, reps, nbytes, lines, out, rows):
             dt, mx, _ = run(cmd, shell=shell)
             times[name].append(dt)
             rss[name] = max(rss[name], mx)
-    doc = statistics.median(times["vllm-doctor"])
+    doc = statistics.median(times[DOCTORS[-1][0]])
     for name, _, _ in tools:
         t = statistics.median(times[name])
         rows.append((label, name, t, nbytes / 1e6 / t, lines / t, rss[name], doc / t))
@@ -124,8 +133,24 @@ def bench_one(label, log, gz, reps, nbytes, lines, out, rows):
             f"{rss[name]:>8.1f} {doc / t:>8.2f}x",
             flush=True,
         )
-    with open(doctor_out) as fh:
-        return json.load(fh)
+    verdicts = []
+    for label, _ in DOCTORS:
+        with open(f"{doctor_out}.{label}") as fh:
+            verdicts.append(json.load(fh))
+    if len(verdicts) > 1:
+        same = all(comparable(v) == comparable(verdicts[-1]) for v in verdicts)
+        print(f"{'':<22} verdicts of {', '.join(x for x, _ in DOCTORS)}: {'identical' if same else 'DIFFERENT'}")
+    return verdicts[-1]
+
+
+def comparable(v):
+    """A verdict without what differs between builds by design (the version; the records
+    a fast path examined)."""
+    v = json.loads(json.dumps(v))
+    v.get("tool", {}).pop("version", None)
+    for s in v.get("sources", []):
+        s.pop("records", None), s.pop("joined", None)
+    return v
 
 
 def check_busy(v):
@@ -145,7 +170,17 @@ def main() -> None:
     ap.add_argument("--shapes", default="storm,restarts,traceback,longline")
     ap.add_argument("--no-gzip", action="store_true")
     ap.add_argument("--out", default=os.path.join("/tmp", "vllm-doctor-bench"))
+    ap.add_argument(
+        "--doctor",
+        action="append",
+        metavar="LABEL=COMMAND",
+        help="a vllm-doctor build to time (repeatable; default vllm-doctor=vllm-doctor); ratios are the last one's",
+    )
     a = ap.parse_args()
+    if a.doctor:
+        DOCTORS[:] = [tuple(d.split("=", 1)) for d in a.doctor]
+        if any(len(d) != 2 or not d[0] or not d[1] for d in DOCTORS):
+            raise SystemExit("--doctor takes LABEL=COMMAND")
     os.makedirs(a.out, exist_ok=True)
     global RESULT_DIR
     RESULT_DIR = a.out
@@ -173,9 +208,9 @@ def main() -> None:
             ts = []
             for _ in range(a.big_reps):
                 with open(log, "rb") as fh:
-                    ts.append(run(["vllm-doctor", "diagnose", "-F", "--format", "json", "-"], stdin=fh))
+                    ts.append(run(f"{DOCTORS[-1][1]} diagnose -F --format json -", stdin=fh, shell=True))
             t = statistics.median(x[0] for x in ts)
-            plain_t = next(r[2] for r in rows if r[0].startswith("longline") and r[1] == "vllm-doctor")
+            plain_t = next(r[2] for r in rows if r[0].startswith("longline") and r[1] == DOCTORS[-1][0])
             print(
                 f"{'longline -F -':<22} {'vllm-doctor -F':<18} {t:>8.2f} {nbytes / 1e6 / t:>9.0f} {'':>10} "
                 f"{max(x[1] for x in ts):>8.1f}   ({t / plain_t:.2f}x the plain path)"

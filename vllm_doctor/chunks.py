@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from typing import Iterator, List, Optional, Tuple
 
-from .prefilter import HEAD_BYTES, HEAD_LINES, candidate_starts
+from .prefilter import HEAD_BYTES, HEAD_LINES, _starts_after, candidate_starts
 from .sources import LINE_LIMIT, WINDOW, Source, cap, spans, text
 
 #: Bytes per chunk: large enough that a worker's start-up and result are small beside its
@@ -75,10 +75,13 @@ def plan(path: str, size: int, chunk: int = CHUNK) -> List[Tuple[int, int]]:
 BUDGET = 4 * 2**20
 
 
-def _hits(path: str, start: int, end: int, out: dict) -> Iterator[Hit]:
+def _hits(path: str, start: int, end: int, out: dict, fold=None, base: int = 0) -> Iterator[Hit]:
     """Every candidate line of the chunk [start, end) and the line after each (the next
     chunk's first line for the last one), in line order. Sets ``out["lines"]`` (lines in
-    the chunk) at the end. A next-line offset is -1 where it is not known (after a line longer than a window)."""
+    the chunk) at the end. A next-line offset is -1 where it is not known (after a line longer than a window).
+    ``fold`` (a :class:`vllm_doctor.repeats.Fold`, here in the parent only; ``base``: lines
+    before the chunk) is offered each window before its next line; the lines it takes come
+    as one hit with no text (the index of the last of them)."""
     lines = 0
     want_next = False  # the last line of the previous block was a candidate
     with open(path, "rb", buffering=0) as fh:
@@ -86,27 +89,42 @@ def _hits(path: str, start: int, end: int, out: dict) -> Iterator[Hit]:
         if start == 0 and os.pread(fd, 3, 0) == b"\xef\xbb\xbf":
             start = 3  # chunk 0 drops the UTF-8 BOM, as the serial reader does
         for block, stop, offset in spans(Source(path, fh), region=(fd, start, end)):
-            base = offset if offset >= 0 else None
-            starts = candidate_starts(block, stop)
+            at = offset if offset >= 0 else None
+            first = 0
+            if fold is not None and fold.armed:
+                first, n = fold.take(block, 0, stop, base + lines + 1)
+                if n:
+                    want_next = False
+                    yield lines + n - 1, None, -1 if at is None else at + first, True
+            starts = candidate_starts(block, stop) if not first else _starts_after(block, first, stop)
             cand = set(starts)
             find, count = block.find, block.count
             if want_next:
                 le = find(b"\n")
                 if 0 not in cand:
-                    yield lines, cap(block[:le]), -1 if base is None else base + le + 1, False
+                    yield lines, cap(block[:le]), -1 if at is None else at + le + 1, False
                 want_next = False
-            pos, line = 0, lines
+            pos, line = first, lines + count(b"\n", 0, first)
             for ls in starts:
+                if ls < pos:
+                    continue  # taken by the fold
                 line += count(b"\n", pos, ls)
                 pos = ls
+                if fold is not None and fold.armed:
+                    nxt, n = fold.take(block, ls, stop, base + line + 1)
+                    if n:
+                        yield line + n - 1, None, -1 if at is None else at + nxt, True
+                        line += n
+                        pos = nxt
+                        continue
                 le = find(b"\n", ls)
-                yield line, cap(block[ls:le]), -1 if base is None else base + le + 1, True
+                yield line, cap(block[ls:le]), -1 if at is None else at + le + 1, True
                 nxt = le + 1
                 if nxt >= stop:
                     want_next = True
                 elif nxt not in cand:
                     ne = find(b"\n", nxt)
-                    yield line + 1, cap(block[nxt:ne]), -1 if base is None else base + ne + 1, False
+                    yield line + 1, cap(block[nxt:ne]), -1 if at is None else at + ne + 1, False
             lines += count(b"\n", 0, stop)
         out["lines"] = lines
         if want_next and end < os.fstat(fd).st_size:
@@ -174,6 +192,7 @@ class ChunkScanner:
         self.want_follow = False
         self.lines = 0
         self.skipped = 0
+        self.fold = None  # a vllm_doctor.repeats.Fold, offered the windows of dense chunks
 
     def __iter__(self) -> Iterator[Tuple[int, str, bool]]:
         fd = os.open(self.path, os.O_RDONLY)
@@ -190,12 +209,20 @@ class ChunkScanner:
         if self.on_head is not None:
             for h in head_lines(fd):
                 self.on_head(h)
+        fold = self.fold
         for result, (start, end) in self.results:
+            if result is not None and fold is not None and fold.folding:
+                # A fold that reached the end of a dense chunk ends here: a worker's chunk is
+                # never offered to it, and its replay sets what the next line needs (want_follow).
+                fold.close()
             self.chunks.append((start, done))
             out: dict = {}
-            hits = _hits(self.path, start, end, out) if result is None else result[1]
+            hits = _hits(self.path, start, end, out, self.fold, done) if result is None else result[1]
             for idx, raw, after, cand in hits:
                 n = done + idx + 1
+                if raw is None:  # lines the fold took, up to line n
+                    self.last, self.after = n, after
+                    continue
                 if n <= self.last:
                     continue
                 # Lines the caller wants that the workers did not return (a chain of
@@ -214,6 +241,8 @@ class ChunkScanner:
             done += out["lines"] if result is None else result[0]
             if self.on_chunk is not None:
                 self.on_chunk(end - start)
+        if fold is not None and fold.folding:
+            fold.close()
         yield from self._wanted(fd, done)
         self.skipped += done - self.last
         self.lines = done

@@ -263,6 +263,7 @@ def diagnose_input(
     input_format: str = "auto",
     select: Optional[frozenset] = None,
     chunks: bool = False,
+    fold: bool = True,
 ) -> List[SourceResult]:
     """Diagnose one opened input; with ``prefilter`` (and ``ahocorasick_rs`` installed)
     only lines holding a catalog literal are read (:mod:`vllm_doctor.prefilter`). A
@@ -270,7 +271,9 @@ def diagnose_input(
     JSON envelopes (``journalctl -o json``, Loki, CloudWatch, vLLM JSON) are read line by
     line (their messages are JSON-escaped). With ``chunks`` a large plain file is scanned
     by worker processes, chunk by chunk (:mod:`vllm_doctor.chunks`), for the same verdict
-    (the command line asks for it; a library caller gets no processes it did not ask for)."""
+    (the command line asks for it; a library caller gets no processes it did not ask for).
+    With ``fold`` the pre-filtered path counts cycles of repeated lines instead of reading
+    each (:mod:`vllm_doctor.repeats`), for the same verdict."""
     from .formats import JSON_FORMATS, reads_every_line
     from .prefilter import available, scanner_for
     from .sources import read_lines
@@ -293,7 +296,7 @@ def diagnose_input(
         scanner = pooled.scanner if pooled is not None else scanner_for(src, on_block) if prefilter else None
         if scanner is None:
             return diagnose_source(name, read_lines(src, on_read=on_block), input_format, select)
-        return _read_candidates(name, input_format, scanner, select)
+        return _read_candidates(name, input_format, scanner, select, fold)
     finally:
         if pooled is not None:
             pooled.close()
@@ -323,29 +326,48 @@ def _cannot_continue(reasm: Reassembler, line: str) -> bool:
     return line[:1] == "(" and "\x1b" not in line and "\r" not in line and _PROC.match(line) is not None
 
 
-def _read_candidates(name: str, input_format: str, scanner, select: Optional[frozenset] = None) -> List[SourceResult]:
+def _read_candidates(
+    name: str, input_format: str, scanner, select: Optional[frozenset] = None, fold: bool = True
+) -> List[SourceResult]:
     """The pre-filtered path: candidate lines (and the continuations the reassembler takes)
-    from a :class:`~vllm_doctor.prefilter.BlockScanner` or a chunk scanner."""
+    from a :class:`~vllm_doctor.prefilter.BlockScanner` or a chunk scanner. With ``fold``,
+    cycles of repeated lines are counted instead of read line by line
+    (:mod:`vllm_doctor.repeats`: the same verdict)."""
     reader = _SourceReader(name, input_format, select)
     scanner.on_head = reader.sniff
     reasm = reader.reasm
-    for lineno, text, candidate in scanner:
-        if scanner.skipped:
-            scanner.skipped = 0
-            reader.consume(reasm.flush())  # a skipped line ends whatever record was held
+
+    def offer(lineno: int, text: str, candidate: bool) -> None:
         if candidate:
             reader.line(lineno, text)
             scanner.want_follow = True
-            continue
+            return
         if _cannot_continue(reasm, text):
             reader.consume(reasm.flush())
-            continue
+            return
         recs = reader.unwrap(lineno, text)
         if reasm.would_join(recs):
             reader.consume(reasm.feed(recs))
             scanner.want_follow = True
         else:
             reader.consume(reasm.flush())
+
+    folder = None
+    if fold:
+        from .repeats import Fold
+
+        folder = scanner.fold = Fold(reader, offer, scanner)
+    for lineno, text, candidate in scanner:
+        if folder is not None and folder.folding:
+            folder.close()  # a line the fold did not take: its replay comes first
+        if scanner.skipped:
+            scanner.skipped = 0
+            reader.consume(reasm.flush())  # a skipped line ends whatever record was held
+        offer(lineno, text, candidate)
+        if folder is not None:
+            folder.observe(lineno, text, candidate)
+    if folder is not None:
+        folder.close()
     return reader.finish(scanner.lines)
 
 

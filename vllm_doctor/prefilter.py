@@ -205,6 +205,12 @@ def candidate_starts(block: bytes, end: Optional[int] = None) -> List[int]:
     return [ls for ls in starts if ls not in rejected] if rejected else starts
 
 
+def _starts_after(block: bytes, first: int, end: int) -> List[int]:
+    """:func:`candidate_starts` of ``block[first:end]`` (``first`` a line start), as offsets
+    in ``block``."""
+    return [first + s for s in candidate_starts(block[first:end])]
+
+
 def plan_block(block: bytes, end: Optional[int] = None) -> Tuple[int, List[int], List[int]]:
     """``(lines, starts, indexes)`` of ``block[:end]``: its line count, the start offsets of
     its candidate lines (:func:`candidate_starts`) and each one's line index (from 0)."""
@@ -242,11 +248,19 @@ class BlockScanner:
         self.want_follow = False
         self.lines = 0
         self.skipped = 0
+        self.fold = None  # a vllm_doctor.repeats.Fold: offered each window before its next line
 
     def _follow(self, block: bytes, end: int, pos: int, cand):
         """Yield the lines from ``pos`` on (up to ``end``) for as long as the caller sets
-        ``want_follow``; return the position after the last one yielded."""
+        ``want_follow``; return the position after the last one yielded (or taken by the fold)."""
         while self.want_follow and pos < end:
+            fold = self.fold
+            if fold is not None and fold.armed:
+                at, n = fold.take(block, pos, end, self.lines + 1)
+                if n:
+                    self.lines += n
+                    pos = at
+                    continue  # want_follow is as reading the fold's last line left it
             self.want_follow = False
             le = block.find(b"\n", pos)
             self.lines += 1
@@ -286,13 +300,19 @@ class BlockScanner:
             block, end = item[0], item[1]
             plan = item[3] if len(item) > 3 else None  # (lines, starts, their line indexes) from a worker
             base = self.lines
+            fold = self.fold
+            first = 0
+            if fold is not None and fold.armed:  # a cycle of repeated lines may go on here
+                first, n = fold.take(block, 0, end, self.lines + 1)
+                self.lines += n
             if plan is None:
-                starts, index = candidate_starts(block, end), None
+                starts = candidate_starts(block, end) if not first else _starts_after(block, first, end)
+                index = None
             else:
                 nlines, starts, index = plan
             cand = set(starts)
             # The caller may still want the line after the last one of the previous block.
-            pos = yield from self._follow(block, end, 0, cand)
+            pos = yield from self._follow(block, end, first, cand)
             count = block.count
             for i, ls in enumerate(starts):
                 if ls < pos:
@@ -300,6 +320,12 @@ class BlockScanner:
                 gap = count(b"\n", pos, ls) if index is None else index[i] - (self.lines - base)
                 self.lines += gap
                 self.skipped += gap
+                if fold is not None and fold.armed:
+                    at, n = fold.take(block, ls, end, self.lines + 1)
+                    if n:
+                        self.lines += n
+                        pos = yield from self._follow(block, end, at, cand)
+                        continue
                 le = block.find(b"\n", ls)
                 self.lines += 1
                 self.want_follow = False

@@ -198,6 +198,7 @@ class SourceTracker:
         self.runs: List[Run] = []
         self.dropped_runs = 0
         self.seq = 0
+        self.folded_runs = 0  # runs the fast path for repeated input counted instead of opening
         self.streams: "OrderedDict[str, _Stream]" = OrderedDict()
         self.records = 0
         self.recognised = 0
@@ -212,7 +213,8 @@ class SourceTracker:
     def _new_run(self, lineno: int) -> Run:
         if self.runs:
             self._close_streams()  # what the old run left open belongs to the old run
-        index = (self.runs[-1].index + 1) if self.runs else 1
+        index = (self.runs[-1].index + 1 + self.folded_runs) if self.runs else 1
+        self.folded_runs = 0
         run = Run(source=self.source, index=index, start_line=lineno, end_line=lineno)
         if self.observers is not None:
             run.stats.observers = self.observers()
@@ -568,6 +570,126 @@ class SourceTracker:
         name = ev.data.get("marker") or ev.pattern
         run.markers.setdefault(name, line)
 
+    # -- folding repeated input (vllm_doctor.repeats) --------------------------------------
+    def fold_state(self) -> Tuple[Dict[str, int], Dict[str, int], Dict[str, Any]]:
+        """What the fast path for repeated input (:mod:`vllm_doctor.repeats`) compares between
+        two cycles of the same lines, read in full: ``(counts, run_counts, steady)``.
+
+        ``counts`` are this tracker's counters, ``run_counts`` the current run's (integers each
+        record adds to); ``steady`` is everything else one more cycle may change once the input
+        has settled into the cycle: sizes of the bounded lists, the frames each process's
+        traceback holds, the run's phase, sets and first lines. The fast path folds a cycle only
+        when ``steady`` is equal at its ends; it then adds the counters' growth per cycle for the
+        cycles it does not feed (:meth:`fold_advance`). Nothing here judges."""
+        run = self.run
+        counts = {
+            "records": self.records,
+            "recognised": self.recognised,
+            "seq": self.seq,
+            "dropped_runs": self.dropped_runs,
+            "index": run.index,
+        }
+        rc = {
+            "records": run.records,
+            "recognised": run.recognised,
+            "errors_seen": run.errors_seen,
+            "unexplained_errors": run.unexplained_errors,
+            "dropped_failures": run.dropped_failures,
+            "preemption_warnings": run.preemption.warnings,
+            "records_after_last": run.stats.records_after_last,
+            "access_after_last": run.stats.access_after_last,
+        }
+        for bucket, n in run.http.by_bucket.items():
+            rc[f"http_bucket:{bucket}"] = n
+        for status, n in run.http.by_status.items():
+            rc[f"http_status:{status}"] = n
+        for i, f in enumerate(run.failures):
+            rc[f"failure_repeats:{i}"] = f.repeats
+        steady = {
+            "runs": len(self.runs),
+            "vllm_seen": self.vllm_seen,
+            "streams": [
+                (
+                    key,
+                    st.open,
+                    st.chained,
+                    st.fresh,
+                    # which failure the stream's next traceback belongs to (None, or its place)
+                    None
+                    if st.last_failure is None
+                    else next((i for i, f in enumerate(run.failures) if f is st.last_failure), -1),
+                    len(st.lines),
+                    tuple((fn, path, frozenset(tags)) for fn, path, tags in st.frames),
+                )
+                for key, st in self.streams.items()
+            ],
+            "phase": run.phase,
+            "phase_lines": frozenset(run.phase_lines),
+            "config": frozenset(run.config),
+            "command_keys": frozenset(run.command_keys),
+            "facts": tuple(sorted((k, repr(v)) for k, v in run.facts.items())),
+            "markers": frozenset(run.markers),
+            "failures": [
+                (
+                    f.kind,
+                    len(f.lines),
+                    len(f.text_hashes),
+                    frozenset(f.kinds),
+                    frozenset(f.patterns),
+                    frozenset(f.tags),
+                    frozenset(f.context_tags),
+                    f.exception,
+                    len(f.data),
+                )
+                for f in run.failures
+            ],
+            "consequences": len(run.consequences),
+            "stats": run.stats.count,
+            "prefix_hit": (run.stats.prefix_hit_first, run.stats.prefix_hit_max),
+            "preemption": (run.preemption.max_cumulative, frozenset(run.preemption.modes)),
+            "http_statuses": frozenset(run.http.by_status),
+            "vllm_pids": frozenset(run.vllm_pids),
+            "engine_hints": frozenset(run.engine_hints),
+            "start_patterns": frozenset(run.start_patterns),
+            "sibling_tags": frozenset(run.sibling_tags),
+            "first_error": run.first_error is None,
+            "first_unexplained_error": run.first_unexplained_error is None,
+            "stalls": (
+                tuple(sorted(run.stalls.signals)),
+                run.stalls.episode is None,
+                run.stalls.longest_resolved is None,
+            ),
+        }
+        return counts, rc, steady
+
+    def fold_advance(self, counts: Dict[str, int], run_counts: Dict[str, int], times: int) -> None:
+        """Account ``times`` more cycles the fast path did not feed: add ``times`` x each
+        growth per cycle (the keys of :meth:`fold_state`; ``index``: runs opened and, the run
+        list being full, dropped by those cycles, numbered as :meth:`_new_run` would)."""
+        self.records += counts.get("records", 0) * times
+        self.recognised += counts.get("recognised", 0) * times
+        self.seq += counts.get("seq", 0) * times
+        self.dropped_runs += counts.get("dropped_runs", 0) * times
+        self.folded_runs += counts.get("index", 0) * times
+        run = self.run
+        for key, d in run_counts.items():
+            if not d:
+                continue
+            add = d * times
+            name, _, arg = key.partition(":")
+            if name == "http_bucket":
+                run.http.by_bucket[arg] += add
+            elif name == "http_status":
+                run.http.by_status[int(arg)] += add
+            elif name == "failure_repeats":
+                run.failures[int(arg)].repeats += add
+            elif name == "preemption_warnings":
+                run.preemption.warnings += add
+            elif name in ("records_after_last", "access_after_last"):
+                setattr(run.stats, name, getattr(run.stats, name) + add)
+            else:
+                setattr(run, name, getattr(run, name) + add)
+
     def finish(self, total_lines: Optional[int] = None) -> None:
         """End of input: open tracebacks become failures. ``total_lines`` (the input's physical
         lines, when this source is the input's only one) tells how much of the log follows each
@@ -582,6 +704,20 @@ class SourceTracker:
                 end = self.runs[i + 1].start_line - 1 if i + 1 < len(self.runs) else total_lines
                 run.stats.lines_after_last = max(run.stats.records_after_last, end - last.lineno)
 
+
+#: Event kinds whose handling, for a record fed again one cycle after an equal one (same text,
+#: envelope and events; line number and time aside), only adds to counters, keeps the first or
+#: last few lines (at most 64), or adds to a set: the fast path for repeated input
+#: (:mod:`vllm_doctor.repeats`) may count cycles of records that carry only these (and none).
+#: Not ``stats`` (every sample feeds the series and the rules' observers), nor a kind added
+#: after this list was written: a new handler is fed every record until it is reviewed here.
+FOLDABLE_KINDS = frozenset(
+    {"run_start", "config", "facts", "phase", "prefix_hit", "preemption", "access", "engine_dead", "marker"}
+    | {"tb_start", "tb_frame", "tb_chain"}
+    | FAILURE_KINDS
+)
+#: In cycles that each open a run (a restart loop) every run is its own: its stats too.
+RUN_FOLDABLE_KINDS = FOLDABLE_KINDS | {"stats"}
 
 _HANDLERS: Dict[str, Callable[[SourceTracker, Run, Event, Line], None]] = {
     "config": SourceTracker._on_config,
