@@ -1362,3 +1362,14 @@ def test_a_shared_indent_is_taken_off_but_a_traceback_keeps_its_own():
     for line in ['  File "/x/vllm/a.py", line 1, in f', "    f()"]:
         frames.sniff(line)
     assert frames.indent == 0  # frames alone share 2 spaces: theirs
+
+
+def test_a_repeated_long_line_is_no_wrap_width_and_only_the_head_teaches_one():
+    from vllm_doctor.envelopes import WRAP_HEAD_BYTES, WRAP_SAME_START
+
+    assert (WRAP_HEAD_BYTES, WRAP_SAME_START) == (8192, 12)
+    env, _ = _read(["x" * 156] * 20)  # a line followed by itself, again and again
+    assert env.wrap_width is None
+    filler = ["INFO 05-02 10:00:01 [core.py:1] " + "y" * 60] * (WRAP_HEAD_BYTES // 90 + 1)
+    env, _ = _read(filler + _cut(_FREE_MEMORY, 60) * 2)  # the wrap comes after the head
+    assert env.wrap_width is None

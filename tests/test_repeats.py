@@ -193,12 +193,10 @@ def test_each_corpus_line_repeated_gives_the_verdict_of_reading_every_line(tmp_p
 
 
 #: Stuttered corpus logs whose command-line verdict differs from reading every line for a
-#: reason outside the fold (the same with the fold off; reported to the lead): the head that
-#: decides the pre-filtered path (``pipeline._peek``: one buffer, 8 KiB, of a file) is shorter
-#: than the 200 lines the reader sniffs, so a hard wrap learned there (``Envelopes.wrap_width``,
-#: 142 copies of a 156-character line each followed by itself) is not seen by
-#: ``formats.hard_wrapped`` and the input is read through the pre-filter.
-NOT_THE_FOLD = {"k028-pydantic-awq-dtype-three-commands-bf16-fp16-fp32-all-rejected.log"}
+#: reason outside the fold (strict). Empty since a wrap width is learned from the first
+#: 8 KiB only (envelopes.WRAP_HEAD_BYTES, what the pre-filter's choice sees) and a repeated
+#: line is no rest of the one before (k028, 142 copies of a 156-character line).
+NOT_THE_FOLD: set = set()
 
 
 @pytest.mark.parametrize("case", CASES[::3], ids=[c["file"] for c in CASES[::3]])

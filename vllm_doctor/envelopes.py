@@ -295,6 +295,8 @@ class Envelopes:
         self._max_len = 0
         self._prev_len: Optional[int] = None
         self._bare_after: Dict[int, int] = {}
+        self._prev_text = ""
+        self._width_bytes = 0
 
     def signatures(self) -> List[Signature]:
         """The prefixes learned so far (see :mod:`vllm_doctor.signatures`)."""
@@ -343,10 +345,21 @@ class Envelopes:
         lines (between :data:`WRAP_COLUMNS`), when at least :data:`WRAP_PAIRS_MIN` lines that
         long (or one shorter: the space at the cut trimmed) are followed by a line that starts
         no record (no process or record prefix) and may be the rest of the line the terminal
-        cut (:func:`vllm_doctor.reassemble.could_be_rest`)."""
-        if self._prev_len is not None and rec.inner_bare and could_be_rest(rec.text):
+        cut (:func:`vllm_doctor.envelopes.could_be_rest`), and does not start as the line before
+        it did (a line repeated is no rest of it). Learned from the first :data:`WRAP_HEAD_BYTES`
+        only: the head that decides whether the input is read line by line
+        (:func:`vllm_doctor.formats.hard_wrapped`) holds at least that much of a file."""
+        self._width_bytes += line_len + 1
+        if self._width_bytes > WRAP_HEAD_BYTES:
+            return
+        if (
+            self._prev_len is not None
+            and rec.inner_bare
+            and could_be_rest(rec.text)
+            and rec.text[:WRAP_SAME_START] != self._prev_text[:WRAP_SAME_START]
+        ):
             self._bare_after[self._prev_len] = self._bare_after.get(self._prev_len, 0) + 1
-        self._prev_len = line_len
+        self._prev_len, self._prev_text = line_len, rec.text
         self._max_len = max(self._max_len, line_len)
         w = self._max_len
         pairs = self._bare_after.get(w, 0) + self._bare_after.get(w - 1, 0)
@@ -987,6 +1000,13 @@ WRAP_COLUMNS = (60, 400)
 #: Lines at that width followed by a line that starts no record, in the first lines, that
 #: make a hard-wrapped input (one could be a coincidence of lengths).
 WRAP_PAIRS_MIN = 2
+#: Bytes of the first lines a wrap width is learned from: one read buffer (BufferedReader's
+#: 8 KiB), which the head the pipeline peeks at before choosing the pre-filter always holds
+#: for a file.
+WRAP_HEAD_BYTES = 8192
+#: Characters a line and the next must share at their start for the next to be the same
+#: kind of line, not the rest of the one before (a repeated line).
+WRAP_SAME_START = 12
 
 #: Spaces that pad a record to a terminal's width where its newline was lost (a terminal
 #: copy, h003): after a run this long, the start of another record starts a record.
