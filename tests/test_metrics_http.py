@@ -24,7 +24,27 @@ def _scrapes(name):
     return [open(os.path.join(d, f), "rb").read() for f in sorted(os.listdir(d))]
 
 
-class _Server:
+class _Loopback:
+    """A ThreadingHTTPServer on 127.0.0.1 serving ``handler`` in a thread while the context
+    lasts (``url`` is its address); shut down and joined on exit."""
+
+    def _serve(self, handler) -> None:
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(timeout=10)
+
+
+class _Server(_Loopback):
     """Serves scrape i on the i-th GET of /metrics (the last one again after the end);
     /page answers HTML, /gone 404; after ``fail_after`` scrapes, /metrics answers 503."""
 
@@ -55,18 +75,7 @@ class _Server:
             def log_message(self, *args):  # keep the test output clean
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(timeout=10)
+        self._serve(Handler)
 
 
 def _cli(*args):
@@ -173,7 +182,7 @@ def test_a_pipe_given_as_file_is_read_as_a_log_not_sniffed(tmp_path):
     assert p.returncode == 1 and "kv_cache_capacity" in p.stdout, p.stderr
 
 
-class _Tricky:
+class _Tricky(_Loopback):
     """A loopback server with the answers break-it found: ``/drip`` sends its headers, then
     one line every ``drip`` seconds for ever (``/hdrip``: one header line); ``/auth`` wants HTTP basic ``user:pa ss``;
     ``/secret`` fails with a reason phrase that holds a token."""
@@ -233,18 +242,7 @@ class _Tricky:
             def log_message(self, *args):
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self._serve(Handler)
 
 
 def test_a_server_that_drips_bytes_is_cut_at_the_scrape_deadline():
