@@ -69,12 +69,22 @@ class Pane:
             time.sleep(0.2)
 
     def wait_end(self, timeout: float = 90) -> int:
-        """Wait for the command to end; its exit status."""
+        """Wait for the command to end; its exit status (minus the signal that killed it; -1 when
+        tmux never says)."""
         deadline = time.monotonic() + timeout
         while self._ask("#{pane_dead}") != "1":
             assert time.monotonic() < deadline, f"the command did not end in {timeout} s:\n{self.screen()}"
             time.sleep(0.2)
-        return int(self._ask("#{pane_dead_status}") or -1)
+        # tmux may mark the pane dead before it records how its process ended: ask again
+        settle = time.monotonic() + 5
+        while True:
+            status, signal = self._ask("#{pane_dead_status}"), self._ask("#{pane_dead_signal}")
+            if status or signal or time.monotonic() > settle:
+                break
+            time.sleep(0.1)
+        if status:
+            return int(status)
+        return -int(signal) if signal else -1
 
     def keys(self, *keys: str) -> None:
         """Type ``keys`` (tmux key names: ``C-c`` is Ctrl-C)."""
