@@ -23,7 +23,7 @@ def _whys(name):
         # gpu_memory_utilization not printed, version unknown: 0.9, or 0.92 from 0.20
         (
             "r002-mtp-slow-v1-waiting.log",
-            "0.03 above vLLM's default 0.90-0.92 (0.92 from 0.20), not printed in the log",
+            "0.03 above vLLM's default 0.90-0.92 (0.92 from vLLM 0.20), not printed in the log",
         ),
     ],
 )
@@ -36,7 +36,7 @@ def test_the_value_in_force_is_one_phrase(name, expected):
 
 def test_defaults_name_whose_default_before_the_value():
     # Each Default.why is a phrase the value completes ({value} marks where it goes).
-    assert defaults.gpu_memory_utilization(None).why == "vLLM's default {value} (0.92 from 0.20)"
+    assert defaults.gpu_memory_utilization(None).why == "vLLM's default {value} (0.92 from vLLM 0.20)"
     assert defaults.gpu_memory_utilization(None, "v0").why == "vLLM's V0 default"
     assert defaults.gpu_memory_utilization("0.10.1").why == "vLLM 0.10.1's default"
     assert defaults.max_num_seqs(None, "v1", 79.3).why == "vLLM's V1 default {value} for the API server on a 79 GiB GPU"

@@ -67,7 +67,7 @@ def gpu_memory_utilization(version: Optional[str], engine: Optional[str] = None)
     if v is None and engine == "v0":  # V0 was removed in 0.11, long before 0.92 (0.20)
         return Default(0.9, 0.9, "vLLM's V0 default")
     if v is None:
-        return Default(0.9, 0.92, "vLLM's default {value} (0.92 from 0.20)")
+        return Default(0.9, 0.92, "vLLM's default {value} (0.92 from vLLM 0.20)")
     if v >= (0, 20, 0):
         return Default(0.92, 0.92, f"vLLM {version}'s default")
     return Default(0.9, 0.9, f"vLLM {version}'s default")
