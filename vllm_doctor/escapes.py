@@ -34,9 +34,10 @@ import regex
 _MARKDOWN_MARK = regex.compile(r"\\[\[\]_*]")
 #: Every backslash escape CommonMark defines, but for the double quote and the backslash
 #: (JSON and Python reprs inside a log use ``\"`` and ``\\``; a Markdown editor leaves both).
-_MARKDOWN_ESCAPE = regex.compile(r"\\([!#$%&'()*+,\-./:;<=>?@\[\]^_`{|}~])")
+_PUNCTUATION = r"!#$%&'()*+,\-./:;<=>?@\[\]^_`{|}~"
+_MARKDOWN_ESCAPE = regex.compile(r"\\([" + _PUNCTUATION + r"])")
 #: The same in an input known to be Markdown-escaped: a doubled backslash too.
-_MARKDOWN_ESCAPE_ALL = regex.compile(r"\\([!#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~])")
+_MARKDOWN_ESCAPE_ALL = regex.compile(r"\\([" + _PUNCTUATION + r"\\])")
 #: An HTML character reference: the named ones a log's text needs, or a numeric one.
 _HTML_ENTITY = regex.compile(r"&(?:lt|gt|amp|quot|apos|nbsp|#[0-9]{1,6}|#[xX][0-9a-fA-F]{1,5});")
 

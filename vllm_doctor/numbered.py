@@ -24,12 +24,12 @@ from typing import Optional
 
 import regex
 
+#: A log file's name as grep prints it before a line (``/var/log/vllm.log``, ``out.txt.1``).
+_FILE = r"(?P<file>[\w./~+@-]{1,255}?\.(?:log|txt|out|err|json|jsonl)(?:\.\d+)?)[:-]"
 #: ``123:`` / ``123-`` (grep -n), optionally after ``FILE:`` / ``FILE-`` (grep -H -n).
-_GREP_N = regex.compile(
-    r"(?:(?P<file>[\w./~+@-]{1,255}?\.(?:log|txt|out|err|json|jsonl)(?:\.\d+)?)[:-])?(?P<n>\d{1,9})[:-]"
-)
+_GREP_N = regex.compile(r"(?:" + _FILE + r")?(?P<n>\d{1,9})[:-]")
 #: ``FILE:`` without a line number (grep over several files, ``grep -H``).
-_GREP_FILE = regex.compile(r"(?P<file>[\w./~+@-]{1,255}?\.(?:log|txt|out|err|json|jsonl)(?:\.\d+)?)[:-]")
+_GREP_FILE = regex.compile(_FILE)
 #: ``   123\t`` (cat -n, nl).
 _CAT_N = regex.compile(r" {0,8}(?P<n>\d{1,9})\t")
 
