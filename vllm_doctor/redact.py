@@ -133,20 +133,21 @@ _TOKENS: List[Tuple["regex.Pattern", str]] = [
 # line); the value is then measured by _value_end, so quotes, lists and JSON all end right.
 # A key word inside a path component (``/etc/passwd: ...``, ``C:\\keys\\token: ...``) names a
 # file, not a key: not matched.
+#: The words a key that names a secret is made of (its value is then a secret).
+_SECRET_WORDS = (
+    r"api[_-]?key|apikey|token|secret|password|passwd|credentials?|private[_-]?key|access[_-]?key"
+    r"|secret[_-]?key|session[_-]?key|client[_-]?secret|cookie|signature"
+)
 _SECRET_KEY = regex.compile(
-    r"(?i)(?<![/\\][\w.-]{0,40})(?P<key>api[_-]?key|apikey|token|secret|password|passwd|pwd|credentials?"
-    r"|private[_-]?key|access[_-]?key|secret[_-]?key|session[_-]?key|client[_-]?secret|cookie|signature"
-    r"|x-auth-token)(?![A-Za-z0-9])(?:\\{0,2}['\"])?\s*(?:=>|[:=]|%3[Dd])\s*"
+    r"(?i)(?<![/\\][\w.-]{0,40})(?P<key>" + _SECRET_WORDS + r"|pwd|x-auth-token)(?![A-Za-z0-9])"
+    r"(?:\\{0,2}['\"])?\s*(?:=>|[:=]|%3[Dd])\s*"
 )
 #: Keys whose unquoted value may hold spaces (a passphrase): it runs on past a space up to a
 #: delimiter or the next ``key=`` / ``key:``, not to the first space.
 _PHRASE_KEYS = ("password", "passwd", "pwd")
 #: A configuration key that names a secret, alone (``api_key``, ``hf_token``): the value of
 #: such a key is a secret wherever it is shown without its key (a diff, a table cell).
-_SECRET_NAME = regex.compile(
-    r"(?i)(?:[a-z0-9]+[_-])*(?:api[_-]?key|apikey|token|secret|password|passwd|credentials?|private[_-]?key"
-    r"|access[_-]?key|secret[_-]?key|session[_-]?key|client[_-]?secret|cookie|signature|auth[_-]?token)"
-)
+_SECRET_NAME = regex.compile(r"(?i)(?:[a-z0-9]+[_-])*(?:" + _SECRET_WORDS + r"|auth[_-]?token)")
 
 
 def names_secret(key: str) -> bool:
