@@ -1520,6 +1520,99 @@ HOST = [
     case("kubernetes_oomkilled", "host_oom", "      Reason:       OOMKilled", killer="kubernetes"),
 ]
 
+# No usable accelerator (catalog/platform.py): each wording as vLLM or PyTorch prints it.
+PLATFORM = [
+    case(
+        "no_platform_detected",
+        "no_device",
+        "INFO 09-02 06:44:03 [__init__.py:245] No platform detected, vLLM is running on UnspecifiedPlatform",
+        form="no_platform",
+    ),
+    case(
+        "device_type_not_inferred",
+        "no_device",
+        "RuntimeError: Failed to infer device type, please set the environment variable `VLLM_LOGGING_LEVEL=DEBUG` "
+        "to turn on verbose logging to help debug the issue.",
+        form="no_platform",
+    ),
+    case("device_type_not_inferred", "no_device", "RuntimeError: Failed to infer device type", form="no_platform"),
+    case("empty_device_string", "no_device", "RuntimeError: Device string must not be empty", form="no_platform"),
+    case(
+        "vllm_c_without_driver",
+        "no_device",
+        "WARNING 09-02 06:44:03 [_custom_ops.py:20] Failed to import from vllm._C with ImportError('libcuda.so.1: "
+        "cannot open shared object file: No such file or directory')",
+        form="no_driver",
+        library="libcuda.so.1",
+    ),
+    case(
+        "vllm_c_without_driver",
+        "no_device",
+        'WARNING 11-20 10:00:00 [interface.py:201] Failed to import from vllm._C: ImportError("libnvidia-ml.so.1: '
+        'cannot open shared object file: No such file or directory")',
+        form="no_driver",
+        library="libnvidia-ml.so.1",
+    ),
+    case(
+        "torch_no_nvidia_driver",
+        "no_device",
+        "RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed "
+        "a driver from http://www.nvidia.com/Download/index.aspx",
+        form="no_driver",
+    ),
+    case(
+        "nvml_not_found",
+        "no_device",
+        "pynvml.NVMLError_LibraryNotFound: NVML Shared Library Not Found",
+        form="no_driver",
+    ),
+    case("nvml_not_found", "no_device", "pynvml.NVMLError_DriverNotLoaded: Driver Not Loaded", form="no_driver"),
+    case("no_gpus_available", "no_device", "RuntimeError: No CUDA GPUs are available", form="no_gpu"),
+    case("no_gpus_available", "no_device", "RuntimeError: No HIP GPUs are available", form="no_gpu"),
+    case(
+        "no_gpus_available",
+        "no_device",
+        "RuntimeError: CUDA error: no CUDA-capable device is detected",
+        form="no_gpu",
+    ),
+    case(
+        "no_gpus_available",
+        "no_device",
+        "RuntimeError: CUDA driver initialization failed, you might not have a CUDA gpu.",
+        form="no_gpu",
+    ),
+    case(
+        "nvidia_driver_too_old",
+        "no_device",
+        "UserWarning: CUDA initialization: The NVIDIA driver on your system is too old (found version 11040). "
+        "Please update your GPU driver by downloading and installing a new version from the URL: "
+        "http://www.nvidia.com/Download/index.aspx",
+        form="driver_too_old",
+        driver_version=11040,
+    ),
+    case(
+        "nvidia_driver_too_old",
+        "no_device",
+        "RuntimeError: CUDA error: CUDA driver version is insufficient for CUDA runtime version",
+        form="driver_too_old",
+    ),
+    case(
+        "nvidia_driver_too_old",
+        "no_device",
+        "UserWarning: CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did you run some cuda "
+        "functions before calling NumCudaDevices() that might have already set an error? Error 804: forward "
+        "compatibility was attempted on non supported HW",
+        form="driver_too_old",
+    ),
+    case(
+        "nvidia_driver_too_old",
+        "no_device",
+        "Error 803: system has unsupported display driver / cuda driver combination",
+        form="driver_too_old",
+    ),
+    case("torch_without_cuda", "no_device", "AssertionError: Torch not compiled with CUDA enabled", form="cpu_torch"),
+]
+
 SCHEDULER = [
     case("v0_preemption", "preemption", fixture_line("r004", 2), seq_group="165", mode="SWAP", cumulative=151),
     case("v0_preemption", "preemption", fixture_line("r001", 1), seq_group="221", mode="RECOMPUTE", cumulative=101),
@@ -2272,7 +2365,9 @@ STALLS = [
     ),
 ]
 
-ALL_CASES = CONFIG + STARTUP + CHECKS + KV_CACHE + OOM + HOST + SCHEDULER + REQUESTS + ERRORS + TIMING + STALLS
+ALL_CASES = (
+    CONFIG + STARTUP + CHECKS + KV_CACHE + OOM + HOST + PLATFORM + SCHEDULER + REQUESTS + ERRORS + TIMING + STALLS
+)
 
 
 @pytest.mark.parametrize("line,pattern,kind,data", ALL_CASES)
@@ -2365,6 +2460,22 @@ def test_request_logging_line_quoting_an_oom_is_not_an_oom():
 def test_success_access_lines_and_request_logging_are_not_recognised():
     # They are most of a busy log and add nothing a stats line does not: the pre-filter skips them.
     assert kinds(fixture_line("r019", 4)) == [] and kinds(fixture_line("r019", 6)) == []
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # another library missing is a build problem, not a missing driver (its exception names it)
+        "WARNING 09-02 06:44:03 [_custom_ops.py:20] Failed to import from vllm._C with ImportError('libcudart.so.12: "
+        "cannot open shared object file: No such file or directory')",
+        "WARNING 09-02 06:44:03 [_custom_ops.py:20] Failed to import from vllm._C with ImportError('/usr/lib/"
+        "python3/site-packages/vllm/_C.abi3.so: undefined symbol: _ZN3c104cuda9SetDeviceEi')",
+        # the platform that WAS detected
+        "INFO 09-02 06:44:03 [__init__.py:239] Automatically detected platform cuda.",
+    ],
+)
+def test_what_is_not_a_missing_accelerator(line):
+    assert [e.pattern for e in recognise(line) if e.kind == "no_device"] == []
 
 
 def test_ray_oom_killer_boilerplate_is_not_a_gpu_oom():

@@ -62,6 +62,9 @@ KINDS = {
     "{killer: ray|kernel|cgroup|kubernetes|torch-cpu-allocator} and, where printed, {pid, process, "
     "host_used_gib, host_total_gib, host_usage_fraction, threshold, process_used_gib, anon_rss_gib, "
     "workers_killed, tried_to_allocate_gib} (catalog/host_memory.py)",
+    "no_device": "no usable accelerator: no platform, no driver, no GPU visible, a driver too old for the "
+    "image's CUDA, or a CPU-only PyTorch; {form: no_platform|no_driver|no_gpu|driver_too_old|cpu_torch} and, "
+    "where printed, {library, driver_version} (catalog/platform.py)",
     "sampler_oom": "OOM while warming up the sampler/pooler with N dummy requests",
     "load_oom": "vLLM's own 'Failed to load model - not enough GPU memory'",
     "free_memory": "startup check: free memory below gpu_memory_utilization x total",

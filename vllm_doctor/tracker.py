@@ -63,6 +63,7 @@ FAILURE_KINDS = MEMORY_KINDS | {
     "cuda_error",
     "exception",
     "host_oom",
+    "no_device",
 }
 #: Facts where TP ranks each print their own value: the smallest is what the engine can use.
 SMALLEST_WINS = ("kv_tokens", "max_concurrency", "gpu_blocks", "kv_available_gib")

@@ -1,7 +1,7 @@
 """The message catalog: every vLLM (and PyTorch) message vllm-doctor recognises.
 
 Each family module (``config``, ``startup``, ``checks``, ``kv_cache``, ``oom``,
-``host_memory``, ``scheduler``, ``requests``, ``errors``, ``timing``, ``stalls``) holds a table of :class:`Pattern` objects. A pattern
+``host_memory``, ``platform``, ``scheduler``, ``requests``, ``errors``, ``timing``, ``stalls``) holds a table of :class:`Pattern` objects. A pattern
 names the vLLM source file that prints its message (see ``shared/vllm-messages.md``
 for the wording by version), one or more *anchor* literals that must occur in the
 message before its regular expression is tried, and how to turn a match into an
@@ -22,7 +22,7 @@ from typing import Dict, List, Sequence, Tuple
 
 from ..events import Event
 from ..record import Record
-from . import checks, config, errors, host_memory, kv_cache, oom, requests, scheduler, stalls, startup, timing
+from . import checks, config, errors, host_memory, kv_cache, oom, platform, requests, scheduler, stalls, startup, timing
 from .normalise import join_arg_tuples
 from .pattern import (  # noqa: F401 - the catalog's public names
     FLOAT_FIELDS,
@@ -39,7 +39,20 @@ from .pattern import (  # noqa: F401 - the catalog's public names
 
 def _collect() -> List[Pattern]:
     pats: List[Pattern] = []
-    for mod in (config, startup, checks, kv_cache, oom, host_memory, scheduler, requests, errors, timing, stalls):
+    for mod in (
+        config,
+        startup,
+        checks,
+        kv_cache,
+        oom,
+        host_memory,
+        platform,
+        scheduler,
+        requests,
+        errors,
+        timing,
+        stalls,
+    ):
         pats.extend(mod.PATTERNS)
     names = [p.name for p in pats]
     dupes = {n for n in names if names.count(n) > 1}
@@ -81,6 +94,7 @@ FAILURES = frozenset(
         "kv_error",
         "oom",
         "host_oom",
+        "no_device",
         "sampler_oom",
         "load_oom",
         "free_memory",

@@ -10,6 +10,12 @@ What it means:
     compiled shapes are too large for the core; shorter sequences (``max_model_len``) and fewer
     tokens per step (``max_num_batched_tokens``) fit it, ``gpu_memory_utilization`` does not.
 
+    No usable accelerator is here too, as a finding of its own: no platform detected, no
+    driver in the container (``libcuda.so.1`` missing), no GPU visible, a driver older than the
+    CUDA the image was built for, or a CPU-only PyTorch (catalog/platform.py). vLLM stops before
+    it loads anything: the fix is the container's GPU access or the driver, never a memory
+    setting.
+
     Host RAM running out is here too, as a finding of its own: Ray's memory monitor, the
     kernel's OOM killer or the container runtime killing a worker for host memory ("Task was
     killed due to the node running low on memory", "Out of memory: Killed process N",
@@ -19,6 +25,11 @@ Why it happens:
     Kernel or driver bugs, hardware faults, version mismatches, configuration mistakes.
 
 Remedies, in order:
+    No accelerator: give the container the GPUs (``docker run --gpus all`` with the NVIDIA
+    Container Toolkit; a Kubernetes ``nvidia.com/gpu`` limit with the device plugin) and check
+    ``CUDA_VISIBLE_DEVICES``; a driver too old: a newer driver, or an image built for the CUDA
+    the driver supports; a CPU-only PyTorch: the CUDA build vLLM pins.
+    Otherwise:
     1. Read the quoted exception; search the vLLM issue tracker for it with your vLLM and
        driver versions.
     2. For CUDA errors: rerun with ``CUDA_LAUNCH_BLOCKING=1`` to get the real failing call;
@@ -42,6 +53,7 @@ from __future__ import annotations
 
 from typing import List, Sequence
 
+from ..events import Phase
 from ..run import Failure, Run
 from ..verdict import Finding
 from .plan import constraints
@@ -130,6 +142,92 @@ def _host_memory(run: Run, failures: Sequence[Failure], phase: str) -> Finding:
     )
 
 
+#: What each form of ``no_device`` (catalog/platform.py) says, for the title.
+NO_DEVICE_FORMS = {
+    "no_platform": "vLLM detected no GPU platform",
+    "no_driver": "the NVIDIA driver is not visible in the process",
+    "no_gpu": "no GPU is visible to the process",
+    "driver_too_old": "the NVIDIA driver is too old for this build's CUDA",
+    "cpu_torch": "the installed PyTorch is a CPU-only build",
+}
+
+
+def _no_device(run: Run, failures: Sequence[Failure]) -> Finding:
+    """No usable accelerator (``no_device`` events, catalog/platform.py): the container's GPU
+    access, the driver or the PyTorch build, never a memory setting. The most telling form
+    printed names it (a missing driver explains "no platform detected")."""
+    forms = [f.data.get("form") for f in failures]
+    order = ("driver_too_old", "cpu_torch", "no_driver", "no_gpu", "no_platform")
+    form = next((x for x in order if x in forms), "no_platform")
+    d = merged_data([f for f in failures if f.data.get("form") == form] + list(failures))
+    facts = {"form": form, **{k: d[k] for k in ("library", "driver_version") if k in d}}
+    what = NO_DEVICE_FORMS[form]
+    if d.get("library") and form in ("no_driver", "no_platform"):
+        what += f" ({d['library']} missing)"
+    elif d.get("library"):
+        what += f"; {d['library']} missing"
+    title = f"Startup failed: {what}: not a memory problem"
+    access = remedy(
+        "Give the container the GPUs: docker run --gpus all (NVIDIA Container Toolkit), or a Kubernetes "
+        "nvidia.com/gpu limit with the NVIDIA device plugin; nvidia-smi inside the container must list them",
+        None,
+        "without the driver and the devices mounted in, vLLM finds no GPU",
+        "host",
+    )
+    visible = remedy(
+        "Check CUDA_VISIBLE_DEVICES (and NVIDIA_VISIBLE_DEVICES): an empty or wrong value hides every GPU",
+        None,
+        None,
+        "host",
+    )
+    if form == "driver_too_old":
+        rem = [
+            remedy(
+                "Update the NVIDIA driver to one that supports this build's CUDA, or run a vLLM build for the CUDA "
+                "the driver supports (nvidia-smi prints it)",
+                None,
+                "the driver is older than the CUDA runtime vLLM and PyTorch were built with",
+                "host",
+            )
+        ]
+    elif form == "cpu_torch":
+        rem = [
+            remedy(
+                "Install the CUDA build of PyTorch that vLLM pins (pip install vllm brings it; a later pip install "
+                "torch from the CPU index replaces it)",
+                None,
+                None,
+                "host",
+            )
+        ]
+    else:
+        rem = [
+            access,
+            visible,
+            remedy(
+                "On a machine without an NVIDIA GPU, install the vLLM build for its accelerator (ROCm, XPU, TPU, "
+                "CPU): the CUDA build finds no platform there",
+                None,
+                None,
+                "host",
+            )
+            if form == "no_platform"
+            else None,
+        ]
+    why = "vLLM never reached a GPU"
+    return finding(
+        RULE,
+        run,
+        "startup",
+        title,
+        facts,
+        failure_evidence(failures, "no accelerator") + consequence_evidence(run, 2),
+        rem,
+        [f"Memory settings (gpu_memory_utilization, max_model_len): {why}"],
+        forbids=[("gpu_memory_utilization", "lower", why), ("max_model_len", "lower", why)],
+    )
+
+
 def _compile_limit(run: Run, failures: Sequence[Failure], phase: str) -> Finding:
     """An on-chip scratch memory of the accelerator core (XLA:TPU ``smem``, ``vmem``, ``sflag``)
     ran out while XLA compiled the model for its shapes (catalog/oom.py
@@ -172,6 +270,14 @@ def _compile_limit(run: Run, failures: Sequence[Failure], phase: str) -> Finding
 
 
 def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List[Finding]:
+    if not failures:
+        return []
+    device = [f for f in failures if f.kind == "no_device"]
+    if device and run.phase < Phase.READY:
+        return [_no_device(run, device)]
+    # A server that came up had its accelerator: a warning about one (a process that needs
+    # no GPU) is no failure of it.
+    failures = [f for f in failures if f.kind != "no_device"]
     if not failures:
         return []
     host = [f for f in failures if f.kind == "host_oom"]

@@ -30,6 +30,8 @@ SELF_EVIDENT = {
     "quant_error": ("quantization_unsupported", "startup"),
     "config_error": ("config_limit_error", "startup"),
     "too_long": ("request_too_long", "runtime"),
+    # No accelerator at all: vLLM stops before it loads anything (catalog/platform.py).
+    "no_device": ("other", "startup"),
 }
 
 
@@ -56,7 +58,7 @@ def failure_phase(f: Failure, run: Run) -> Optional[Phase]:
         return Phase.LOADING_WEIGHTS
     if f.kind == "kv_error":
         return Phase.KV_SIZING
-    if f.kind in ("free_memory", "quant_error", "config_error"):
+    if f.kind in ("free_memory", "quant_error", "config_error", "no_device"):
         return Phase.CONFIG
     if f.kind == "profiling_error":
         return Phase.WEIGHTS_LOADED
