@@ -422,3 +422,65 @@ def test_a_note_made_a_sentence_keeps_its_units_and_names():
     notes = " ".join(v.primary.notes)
     assert notes.startswith("Only 1 of 37 checkpoint shards")
     assert "139.72 GiB: the weights read so far cannot fill the GPU" in notes
+
+
+# -- a vLLM message quoted deep inside a long foreign line (a controller's klog line, n03) ---
+
+#: A Go controller's access line with the vLLM API server's JSON error body at its end, the
+#: way llm-d's launcher logs a failed call; the message sits past the first 600 characters.
+_KLOG = (
+    'I0902 00:55:35.305769       1 inference-server.go:2282] "HTTP call done" worker=1 node="host1" '
+    'serverUID="8c60c439-a9db-4b38-82b1-c7df3341dc5a" requesterName="my-request-02-00-46-04-td8hd" '
+    'instanceID="IiWd70K6nRygTCRBFQeKHC_yw4XZalBuBxOYgeh7oS5Ii" providerName="launcher-02-00-46-04-mjdh4" '
+    'purpose="{purpose}" method="POST" url="http://192.0.2.54:8006/{path}" '
+    'httpCallStartTime="2026-09-02T00:55:35.245886758Z" latencySecs=0.059773795 statusCode=500 '
+    'err="HTTP POST \\"http://192.0.2.54:8006/{path}\\" returned unexpected status 500; bodyReadErr=<nil>; '
+    'responseBody={{\\"error\\":{{\\"message\\":\\"{message}\\",\\"type\\":\\"InternalServerError\\",'
+    '\\"param\\":null,\\"code\\":500}}}}"'
+)
+
+
+@pytest.mark.parametrize(
+    "purpose,path,message,words",
+    [
+        ("wake", "wake_up", "Call to wake_up method failed: CUDA Error: out of memory at <path>:163", "out of memory"),
+        (
+            "generate",
+            "v1/completions",
+            "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.56 GiB of which "
+            "1.02 GiB is free.",
+            "CUDA out of memory",
+        ),
+        (
+            "generate",
+            "v1/completions",
+            "RuntimeError: CUDA error: an illegal memory access was encountered",
+            "illegal memory access",
+        ),
+    ],
+)
+def test_a_message_past_the_head_of_a_long_foreign_line_is_in_the_evidence(purpose, path, message, words):
+    line = _KLOG.format(purpose=purpose, path=path, message=message)
+    assert len(line) > 700 and line.index(words) > 600
+    v = diagnose([line], name="controller.log")
+    (e,) = [e for e in v.findings[0].evidence if e.line == 1]
+    assert len(e.text) <= 600 and words in e.text and e.text.startswith("I0902 00:55:35.305769")
+    shown = render(v, "text", width=80)
+    assert " ".join(words.split()) in " ".join(shown.split())
+
+
+def test_evidence_keeps_the_head_of_a_long_line_whose_message_opens_it():
+    from vllm_doctor.rules.rule import MAX_EVIDENCE_CHARS, evidence_text
+
+    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.25 GiB. " + "x" * 800
+    assert evidence_text(oom) == oom[: MAX_EVIDENCE_CHARS - 3] + "..."
+    assert evidence_text("  short  ") == "short"
+
+
+def test_clip_keeps_an_anchor_of_several_words_whole_and_splits_a_word_longer_than_the_budget():
+    body = 'err="x"; responseBody={\\"error\\":{\\"message\\":\\"CUDA Error: out of memory at <path>:163\\",\\"code\\":500}}'
+    text = "I0902 00:55:35.305769 1 inference-server.go:2282] " + "key=value " * 30 + body
+    out, cut = clip(text, 160, ["CUDA Error: out of memory at"])
+    assert cut and len(out) <= 160
+    assert "CUDA Error: out of memory at" in out and out.startswith("I0902")
+    assert anchors_for("out of memory", {}, text)[:1] == ["CUDA Error: out of memory at"]

@@ -20,6 +20,8 @@ from .names import CLIP
 
 # Where a clause ends: after . ; , : followed by a space, or before an opening parenthesis.
 _CLAUSE_END = regex.compile(r"(?<=[.;,:!?])\s+|\s+(?=\()")
+# A piece of a word too long to keep whole: up to and including its next delimiter.
+_PIECE = regex.compile(r"[^,;{}\[\]]+[,;{}\[\]]*|[,;{}\[\]]+")
 # A note that names a configuration value or fact ("max_model_len = 29000", "weights_gib"):
 # context for the incident, not the incident itself.
 _CONTEXT_NOTE = regex.compile(r"^(?:[a-z][a-z0-9_]*(?: = .*)?|phase: .*)$")
@@ -54,11 +56,18 @@ ANCHOR_FACTS = (
 )
 
 
-def anchors_for(note: Optional[str], facts: Optional[Dict[str, Any]] = None) -> List[str]:
+#: At most this many of the catalog's message anchors are kept in a clipped incident line.
+MESSAGE_ANCHORS = 2
+
+
+def anchors_for(note: Optional[str], facts: Optional[Dict[str, Any]] = None, text: str = "") -> List[str]:
     """Text a clipped line must keep: for a setting's line, the key its note names
     (``gpu_memory_utilization = 0.9`` keeps ``gpu_memory_utilization``) and the value; for an
     incident's line, the numbers the finding reads from the log (``9.97``, ``434176``: the
-    clauses that carry them are the ones that matter) and co-tenant processes (``Process 4242``)."""
+    clauses that carry them are the ones that matter), co-tenant processes (``Process 4242``)
+    and, given the line's ``text``, the words by which the catalog recognised its message
+    (:data:`vllm_doctor.catalog.ANCHORS`, the longest :data:`MESSAGE_ANCHORS` present: a
+    ``CUDA Error: out of memory`` deep in a JSON body a controller logged)."""
     out: List[str] = []
     if note and is_context(note):
         key, _, value = note.partition(" = ")
@@ -78,6 +87,11 @@ def anchors_for(note: Optional[str], facts: Optional[Dict[str, Any]] = None) -> 
             out += [str(value), f"{value:,}"]
         elif isinstance(value, float) and abs(value) >= 1:
             out += [f"{value:.2f}", f"{value:g}"]
+    if text:
+        from ..catalog import ANCHORS
+
+        present = sorted((a for a in ANCHORS if len(a) >= 6 and a in text), key=len, reverse=True)
+        out += present[:MESSAGE_ANCHORS]
     return [a for a in dict.fromkeys(out) if a]
 
 
@@ -103,7 +117,12 @@ def clip(text: str, budget: int, anchors: Sequence[str] = ()) -> Tuple[str, bool
             fine.append((a, b))
             continue
         for w in regex.finditer(r"\S+", text[a:b]):
-            fine.append((a + w.start(), a + w.end()))
+            if w.end() - w.start() <= budget // 2:
+                fine.append((a + w.start(), a + w.end()))
+                continue
+            # a word longer still (a JSON body without spaces): split after its punctuation
+            for p in _PIECE.finditer(w.group()):
+                fine.append((a + w.start() + p.start(), a + w.start() + p.end()))
     spans = fine
     low = text.lower()
     n = len(spans)
@@ -111,17 +130,25 @@ def clip(text: str, budget: int, anchors: Sequence[str] = ()) -> Tuple[str, bool
     def cost(i: int) -> int:  # the clause and the separator before it
         return spans[i][1] - (spans[i - 1][1] if i else spans[i][0])
 
-    # Clauses holding an anchor, in the anchors' order of importance.
+    # Clauses holding an anchor, in the anchors' order of importance: each place an anchor
+    # occurs keeps the clauses (or words) it overlaps, together or not at all (an anchor of
+    # several words split into words is kept whole).
     must: List[int] = []
-    for x in anchors:
-        x = x.lower().strip()
-        must += [i for i, (a, b) in enumerate(spans) if i and i not in must and x and x in low[a:b]]
     chosen = {0}
     used = cost(0)
-    for i in must:
-        if used + cost(i) + 3 <= budget:
-            chosen.add(i)
-            used += cost(i) + 3
+    for x in anchors:
+        x = x.lower().strip()
+        if not x:
+            continue
+        at = low.find(x)
+        while at >= 0:
+            group = [i for i, (a, b) in enumerate(spans) if i and a < at + len(x) and b > at and i not in chosen]
+            extra = sum(cost(i) for i in group) + 3
+            if group and used + extra <= budget:
+                chosen.update(group)
+                must += group
+                used += extra
+            at = low.find(x, at + len(x))
     # Then the opening run, in order, as far as it fits (a sentence end preferred).
     end = 0
     for i in range(1, n):

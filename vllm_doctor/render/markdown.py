@@ -164,7 +164,7 @@ def _evidence(f) -> List[str]:
             note = "; ".join(
                 x for x in (note, f"also line{'s' if len(r.also) > 1 else ''} {', '.join(map(str, r.also))}") if x
             )
-        text, cut = clip(r.text, TICKET_EVIDENCE_CHARS, anchors_for(r.note, f.facts))
+        text, cut = clip(r.text, TICKET_EVIDENCE_CHARS, anchors_for(r.note, f.facts, r.text))
         clipped |= cut
         shown.append(f"{where}{when}  {text}" + (f"   <- {note}" if note else ""))
         full.append(f"{where}  {r.text}")

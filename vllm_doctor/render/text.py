@@ -344,7 +344,7 @@ def _evidence(v: _View, f) -> bool:
         tail = " \u2190 " + "; ".join(x for x in (note, also) if x) if (note or also) else ""
         # The incident's own lines get up to three lines of the screen, a setting's one.
         budget = (CONTEXT_LINES if is_context(note) else EVIDENCE_LINES) * (v.width - indent) - len(tail) - 2
-        text, cut = clip(r.text, budget, anchors_for(r.notes[0] if r.notes else None, f.facts))
+        text, cut = clip(r.text, budget, anchors_for(r.notes[0] if r.notes else None, f.facts, r.text))
         clipped_any |= cut
         body = Text(text)
         if r.source != f.source:

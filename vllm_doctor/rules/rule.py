@@ -23,6 +23,35 @@ from ..verdict import Evidence, Finding, Remedy
 MAX_FINDING_EVIDENCE = 10
 #: Characters of a line an evidence entry keeps (the renderers clip further for a terminal).
 MAX_EVIDENCE_CHARS = 600
+#: Of those, characters kept around a message that sits past the head of a longer line (a
+#: controller's JSON body quoting vLLM's error), before and after where it starts.
+MESSAGE_WINDOW = (120, 280)
+#: Catalog anchors shorter than this are too common to say where the message is ("Error:").
+MIN_MESSAGE_ANCHOR = 8
+
+
+def evidence_text(text: str) -> str:
+    """``text`` (stripped) in at most :data:`MAX_EVIDENCE_CHARS` characters: whole when it
+    fits, else its head; when the head holds no message the catalog recognises and a later
+    part does (a catalog anchor of :data:`MIN_MESSAGE_ANCHOR` characters or more, the first
+    one past the head), the head is shortened and a :data:`MESSAGE_WINDOW` around that
+    message follows it. Each cut is marked ``...``."""
+    text = text.strip()
+    if len(text) <= MAX_EVIDENCE_CHARS:
+        return text
+    from ..catalog import ANCHORS
+
+    head = MAX_EVIDENCE_CHARS - 3
+    found = [text.find(a) for a in ANCHORS if len(a) >= MIN_MESSAGE_ANCHOR and a in text]
+    if not found or min(found) < head - MESSAGE_WINDOW[1]:
+        return text[:head] + "..."
+    at = min(p for p in found)
+    before, after = MESSAGE_WINDOW
+    start, end = max(at - before, 0), min(at + after, len(text))
+    window = text[start:end] + ("..." if end < len(text) else "")
+    keep = MAX_EVIDENCE_CHARS - len(window) - 5
+    return text[:keep] + " ... " + window
+
 
 CONFIDENCE = ("high", "medium", "low")
 
@@ -52,9 +81,7 @@ def ev(line: Optional[Line], note: Optional[str] = None) -> Optional[Evidence]:
     """Evidence from a kept :class:`~vllm_doctor.run.Line` (None passes through)."""
     if line is None:
         return None
-    text = line.text.strip()
-    if len(text) > MAX_EVIDENCE_CHARS:
-        text = text[: MAX_EVIDENCE_CHARS - 3] + "..."
+    text = evidence_text(line.text)
     kind = "metric" if line.metric is not None else "log"
     return Evidence(
         source=line.source, line=line.lineno, text=text, note=note, time=line.time, kind=kind, metric=line.metric
