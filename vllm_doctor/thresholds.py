@@ -109,6 +109,13 @@ FRAGMENTATION_GIB = 0.5
 # -- Co-tenants (VD102, VD200) ----------------------------------------------------------------
 #: A co-tenant holding at least this share of the GPU is worth blaming at startup.
 SIGNIFICANT_FOREIGN_SHARE = 0.05
+#: Memory neither free nor held by the failing process, where the OOM message lists no other
+#: process (a container cannot see other PIDs; the pre-2.2 torch format lists none), counts
+#: as held by others from this share of the device. Higher than a listed co-tenant's share:
+#: the old format cannot tell this process's memory outside PyTorch (CUDA context, NCCL or
+#: HCCL buffers: a few GiB at most) from other processes' (n06: 50.3 of 60.97 GiB on an NPU
+#: whose PyTorch held 10.65).
+UNLISTED_FOREIGN_SHARE = 0.25
 #: Share of the memory left free by co-tenants that a lowered utilization takes (margin).
 FREE_SHARE_TAKEN = 0.95
 #: Initial and current free memory (GiB) closer than this are "unchanged" in the profiling

@@ -10,8 +10,9 @@ decided here, with what the whole run says about vLLM's own PIDs
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from .. import thresholds
 from ..memory import foreign_gib, split_processes
 from ..run import Failure, Run
 from ..units import tidy
@@ -47,6 +48,15 @@ DEVICE_NAMES = {
 }
 
 
+#: The tool that lists the processes on each backend's devices (the OOM message's ``backend``).
+MONITORS = {"HIP": "amd-smi", "NPU": "npu-smi info", "XPU": "xpu-smi", "HPU": "hl-smi", "MLU": "cnmon"}
+
+
+def monitor(facts: Dict[str, Any]) -> str:
+    """``nvidia-smi``, or the tool that shows who holds the memory of the OOM's accelerator."""
+    return MONITORS.get(facts.get("oom_backend"), "nvidia-smi")
+
+
 def device_memory(facts: Dict[str, Any]) -> str:
     """``GPU memory`` (CUDA, ROCm/HIP), or what the accelerator's memory is called."""
     return DEVICE_NAMES.get(facts.get("oom_backend"), "GPU memory")
@@ -59,6 +69,40 @@ def co_tenants_of(f: Failure, run: Run) -> List[Tuple[int, float]]:
     return _split(f, run)[1]
 
 
+def unlisted_gib(f: Failure, run: Run) -> Optional[float]:
+    """GiB of the device that were neither free nor the failing process's when ``f``'s OOM
+    message lists no other process: total - free - this process's memory (``this process has
+    M memory in use``), or, in the old torch format that lists none, total - free - reserved
+    by PyTorch. None when the message lists another process (:func:`co_tenants_of` says who)
+    or lacks the numbers."""
+    d = f.data
+    total, free = d.get("gpu_total_gib"), d.get("gpu_free_gib")
+    if not total or free is None:
+        return None
+    if "processes" in d:
+        own, others = _split(f, run)
+        if others or own is None or d.get("processes_cut"):
+            return None
+        # NVML may see none of this process's memory across a PID namespace ("this process
+        # has 0 bytes memory in use", x018): what PyTorch reserved is a floor
+        held = max(own[1], d.get("pytorch_allocated_gib", 0.0) + d.get("reserved_unallocated_gib", 0.0))
+    elif d.get("form") == "torch-old" and d.get("pytorch_reserved_gib") is not None:
+        held = d["pytorch_reserved_gib"]
+    else:
+        return None
+    return max(total - free - held, 0.0)
+
+
+def held_unlisted(f: Failure, run: Run) -> Optional[float]:
+    """:func:`unlisted_gib` when it reaches :data:`~vllm_doctor.thresholds.UNLISTED_FOREIGN_SHARE`
+    of the device (then other processes hold it, unnamed), else None."""
+    held = unlisted_gib(f, run)
+    total = f.data.get("gpu_total_gib")
+    if held is None or not total or held < thresholds.UNLISTED_FOREIGN_SHARE * total:
+        return None
+    return held
+
+
 def oom_facts(failures: Sequence[Failure], run: Run) -> Dict[str, Any]:
     """Numbers of the first OOM message with numbers, and who holds the GPU.
 
@@ -66,6 +110,8 @@ def oom_facts(failures: Sequence[Failure], run: Run) -> Dict[str, Any]:
     printed, ``oom_form``; ``co_tenant_pids`` (PIDs of other processes on that GPU; ``[]``
     when the message lists only vLLM's own process; absent when it lists none at all),
     ``co_tenant_gib`` and ``co_tenant_total_gib``, ``vllm_process_gib`` / ``vllm_pid``;
+    ``held_unlisted_gib`` (memory other processes hold that the message does not list,
+    :func:`held_unlisted`);
     ``ranks`` that printed it and ``times_printed``.
     """
     facts: Dict[str, Any] = {}
@@ -90,6 +136,9 @@ def oom_facts(failures: Sequence[Failure], run: Run) -> Dict[str, Any]:
             facts["vllm_process_gib"] = tidy(own[1], 4)
             if own[0] is not None:
                 facts["vllm_pid"] = own[0]
+    unlisted = held_unlisted(source, run)
+    if unlisted is not None:
+        facts["held_unlisted_gib"] = tidy(unlisted, 4)
     ranks = sorted({line.rank for f in failures for line in f.lines if line.rank is not None})
     if ranks:
         facts["ranks"] = ranks

@@ -27,7 +27,7 @@ from .. import defaults, thresholds
 from ..processes import is_worker_process
 from ..run import Line, Run
 from ..verdict import Finding, Remedy
-from .oom import co_tenants_of
+from .oom import co_tenants_of, held_unlisted
 
 #: Settings whose values are fractions (two decimals), the rest are counts.
 FRACTIONS = {"gpu_memory_utilization"}
@@ -82,7 +82,7 @@ class Constraints:
     def _held_by_others(self) -> float:
         held = 0.0
         for f in self.run.failures:
-            held = max(held, sum(g for _, g in co_tenants_of(f, self.run)))
+            held = max(held, sum(g for _, g in co_tenants_of(f, self.run)), held_unlisted(f, self.run) or 0.0)
             if f.kind == "free_memory" and f.data.get("gpu_total_gib") and f.data.get("gpu_free_gib") is not None:
                 held = max(held, f.data["gpu_total_gib"] - f.data["gpu_free_gib"])
         free = self.run.facts.get("gpu_startup_free_gib")

@@ -46,7 +46,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from .. import thresholds
 from ..run import Failure, Run
 from ..verdict import Finding
-from .oom import device_memory, oom_facts
+from .oom import device_memory, monitor, oom_facts
 from .plan import Constraints, constraints
 from .rule import Rule, config_evidence, consequence_evidence, failure_evidence, finding, remedy
 
@@ -78,6 +78,11 @@ def _title(facts: Dict[str, Any], co: List[int], oversized: bool) -> str:
         return (
             f"Out of {device_memory(facts)} while serving: co-tenant process(es) {', '.join(map(str, co))} hold "
             f"{facts.get('co_tenant_total_gib', 0):.2f} GiB of the GPU"
+        )
+    if facts.get("held_unlisted_gib"):
+        return (
+            f"Out of {device_memory(facts)} while serving: {facts['held_unlisted_gib']:.2f} GiB of the GPU is held "
+            "outside vLLM by processes the message does not list"
         )
     if oversized:
         return (
@@ -192,12 +197,20 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List
         return [_waking(run, failures, facts, co, c)]
     rem = [
         remedy(
-            f"Move the co-tenant process(es) {', '.join(map(str, co))} off this GPU (check with nvidia-smi)",
+            f"Move the co-tenant process(es) {', '.join(map(str, co))} off this GPU (check with {monitor(facts)})",
             None,
             f"they hold {facts.get('co_tenant_total_gib', 0):.2f} GiB vLLM did not account for",
             "host",
         )
         if co
+        else remedy(
+            f"Find and move what holds {facts['held_unlisted_gib']:.2f} GiB of this GPU outside vLLM (run "
+            f"{monitor(facts)} on the host: the message lists no other process, a container cannot see them)",
+            None,
+            None,
+            "host",
+        )
+        if facts.get("held_unlisted_gib")
         else None,
         c.lower(
             "gpu_memory_utilization",

@@ -37,7 +37,7 @@ from .. import thresholds
 from ..run import Failure, Run
 from ..units import tidy
 from ..verdict import Finding
-from .oom import oom_facts
+from .oom import device_memory, monitor, oom_facts
 from .plan import constraints
 from .rule import Rule, consequence_evidence, failure_evidence, finding, merged_data, remedy
 
@@ -79,11 +79,19 @@ def _profiling(data: Dict[str, Any], facts: Dict[str, Any], notes: List[str]) ->
 def _crowded_oom(failures, run: Run, facts: Dict[str, Any]) -> str:
     facts.update(oom_facts(failures, run))
     T, held = facts.get("gpu_total_gib"), facts.get("co_tenant_total_gib")
+    unlisted = facts.get("held_unlisted_gib")
+    if held is None and unlisted is not None:
+        held = unlisted
     if T and held is not None and held < T:
         facts["held_by_others_gib"] = tidy(held, 2)
         fit = math.floor((T - held) / T * 100 * thresholds.FREE_SHARE_TAKEN) / 100
         if fit >= thresholds.SIGNIFICANT_FOREIGN_SHARE:
             facts["gpu_memory_utilization_that_fits"] = fit
+    if not facts.get("co_tenant_pids") and unlisted is not None:
+        return (
+            f"Startup OOM: {unlisted:.2f} of {T:.2f} GiB of the {device_memory(facts).split(' (')[0]} is held "
+            "outside this process (the message lists no other process)"
+        )
     return (
         f"Startup OOM with co-tenant process(es) {', '.join(map(str, facts.get('co_tenant_pids', [])))} "
         f"holding {facts.get('co_tenant_total_gib', 0):.2f} GiB of the GPU"
@@ -110,6 +118,11 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List
     pids = facts.get("co_tenant_pids")
     if pids:
         held_why = f"PIDs {', '.join(map(str, pids))}"
+    elif facts.get("held_unlisted_gib") is not None:
+        held_why = (
+            f"{facts['held_by_others_gib']:.2f} GiB is held by processes the message does not list: "
+            f"run {monitor(facts)} on the host, a container cannot see them"
+        )
     elif facts.get("held_by_others_gib"):
         held_why = f"{facts['held_by_others_gib']:.2f} GiB is held by others"
     else:
@@ -117,13 +130,18 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List
     c = constraints(run)
     rem = [
         remedy(
-            "Free the GPU: stop or move the other processes using it (nvidia-smi shows them)", None, held_why, "host"
+            f"Free the GPU: stop or move the other processes using it ({monitor(facts)} shows them)",
+            None,
+            held_why,
+            "host",
         ),
         c.lower(
             "gpu_memory_utilization",
             fit,
             "Or lower gpu_memory_utilization to what is free now",
-            f"{facts.get('gpu_free_gib')} GiB free of {facts.get('gpu_total_gib')} GiB"
+            f"{facts['gpu_total_gib']:.2f} GiB less the {facts['held_by_others_gib']:.2f} GiB held by others"
+            if fit and facts.get("held_by_others_gib") and facts.get("gpu_total_gib")
+            else f"{facts.get('gpu_free_gib')} GiB free of {facts.get('gpu_total_gib')} GiB"
             if "gpu_free_gib" in facts and fit
             else "the free memory at startup is not in the log: check nvidia-smi",
         ),

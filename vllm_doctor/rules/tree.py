@@ -20,7 +20,7 @@ from ..memory import model_weights_estimate
 from ..processes import is_engine_process
 from ..run import Failure, Run
 from ..tracker import MEMORY_KINDS
-from .oom import co_tenants_of
+from .oom import co_tenants_of, held_unlisted
 
 #: Failure kinds whose own message names the problem (and so its class and phase).
 SELF_EVIDENT = {
@@ -188,7 +188,11 @@ def memory_class_at(phase: Phase) -> str:
 def _crowded(f: Failure, run: Run) -> bool:
     """Other processes hold a significant share of the GPU, as the OOM message lists them."""
     total = f.data.get("gpu_total_gib")
-    if not total or "processes" not in f.data:
+    if not total:
+        return False
+    if held_unlisted(f, run) is not None:
+        return True  # held by processes the message does not list (a container hides them)
+    if "processes" not in f.data:
         return False
     others = co_tenants_of(f, run)
     return sum(g for _, g in others) >= thresholds.SIGNIFICANT_FOREIGN_SHARE * total
