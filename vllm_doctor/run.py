@@ -462,6 +462,10 @@ class Run:
     stalls: StallLog = field(default_factory=StallLog)
     markers: Dict[str, Line] = field(default_factory=dict)
     vllm_pids: Set[int] = field(default_factory=set)
+    #: ``(name, rank)`` of each of vLLM's local worker processes that printed (``Worker_TP1``,
+    #: ``VllmWorkerProcess``, ``VllmWorker`` with its ``rank=``): what they prove of the world
+    #: size is the plan's to say (rules/plan.py).
+    worker_procs: Set[Tuple[str, Optional[int]]] = field(default_factory=set)
     engine_hints: Set[str] = field(default_factory=set)
     start_patterns: Set[Tuple[str, str]] = field(default_factory=set)
     recognised: int = 0

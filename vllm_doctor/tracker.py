@@ -25,7 +25,7 @@ from typing import Any, Callable, Deque, Dict, List, Optional, Set, Tuple
 
 from .events import Event, Phase
 from .frames import code_tags, frame_tags, looks_like_code
-from .processes import engine_of_process, is_vllm_process
+from .processes import engine_of_process, is_vllm_process, is_worker_process
 from .record import Record
 from .run import Consequence, Failure, Line, Run, StatsSample
 
@@ -413,6 +413,8 @@ class SourceTracker:
             run.vllm_pids.add(rec.pid)
         if rec.unit and rec.pids and len(run.vllm_pids) < MAX_PIDS:
             run.vllm_pids.add(rec.pids[0])
+        if is_worker_process(rec.proc) and len(run.worker_procs) < MAX_PIDS:
+            run.worker_procs.add((rec.proc, rec.rank))
         engine = engine_of_process(rec.proc, rec.rank)
         if engine:
             run.engine_hints.add(engine)
@@ -650,6 +652,7 @@ class SourceTracker:
             "preemption": (run.preemption.max_cumulative, frozenset(run.preemption.modes)),
             "http_statuses": frozenset(run.http.by_status),
             "vllm_pids": frozenset(run.vllm_pids),
+            "worker_procs": frozenset(run.worker_procs),
             "engine_hints": frozenset(run.engine_hints),
             "start_patterns": frozenset(run.start_patterns),
             "sibling_tags": frozenset(run.sibling_tags),

@@ -23,11 +23,16 @@ import math
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+import regex
+
 from .. import defaults, thresholds
 from ..processes import is_worker_process
 from ..run import Line, Run
 from ..verdict import Finding, Remedy
 from .oom import co_tenants_of, held_unlisted
+
+#: The tensor-parallel rank in a V1 worker's name (``Worker_TP1``, ``Worker_PP0_TP3_EP3``).
+_TP_NAME = regex.compile(r"_TP(?P<tp>[0-9]{1,4})(?![0-9])")
 
 #: Settings whose values are fractions (two decimals), the rest are counts.
 FRACTIONS = {"gpu_memory_utilization"}
@@ -149,15 +154,9 @@ class Constraints:
             return defaults.max_num_batched_tokens(self.version, self.engine, self.gpu_total_gib, self.offline)
         if setting == "tensor_parallel_size":
             tp = self._world_tp()
-            ranks = self._ranks_at_least()
-            pp = self.run.value("pipeline_parallel_size") or 1
-            if ranks and -(-ranks // pp) > tp:
-                low = -(-ranks // pp)
-                return defaults.Default(
-                    low,
-                    low,
-                    f"at least {{value}} (the OOM is on GPU {ranks - 1}, and vLLM's workers use cuda:<local rank>)",
-                )
+            low, why = self.tp_at_least()
+            if low > tp:
+                return defaults.Default(low, low, f"at least {{value}} ({why})")
             return defaults.Default(tp, tp, "{value}, from the world size" if tp > 1 else "vLLM's default")
         if setting == "kv_cache_dtype":
             return None
@@ -173,6 +172,34 @@ class Constraints:
             if isinstance(f.data.get("gpu_index"), int) and f.lines and is_worker_process(f.lines[0].proc)
         ]
         return max(idx) + 1 if idx else 0
+
+    def tp_at_least(self) -> Tuple[int, str]:
+        """The smallest tensor_parallel_size the log proves, and how (0 and "" when nothing
+        does): a worker's OOM on GPU N (:meth:`_ranks_at_least`); a worker named ``_TP<n>``
+        (vLLM adds ``_TP<rank>`` to a worker's name only when tensor_parallel_size > 1:
+        vllm/v1/executor/multiproc_executor.py setup_proc_title_and_log_prefix), so n + 1 and
+        at least 2; a ``VllmWorker`` printing ``rank=N`` (world size N + 1); V0's
+        ``VllmWorkerProcess`` (started for ranks 1 to world_size - 1, the driver being rank 0:
+        vllm/executor/multiproc_gpu_executor.py), so a world of at least 2. A world size is
+        divided by pipeline_parallel_size, rounding up."""
+        pp = self.run.value("pipeline_parallel_size") or 1
+        best, why = 0, ""
+        ranks = self._ranks_at_least()
+        if ranks:
+            best, why = -(-ranks // pp), f"the OOM is on GPU {ranks - 1}, and vLLM's workers use cuda:<local rank>"
+        for name, rank in sorted(self.run.worker_procs, key=str):
+            m = _TP_NAME.search(name)
+            if m:
+                n, because = max(int(m["tp"]) + 1, 2), f"a worker is named {name}, and vLLM names TP ranks only above 1"
+            elif name == "VllmWorkerProcess":
+                n, because = -(-2 // pp), "V0 starts VllmWorkerProcess workers only for ranks 1 and up"
+            elif name.startswith("VllmWorker") and rank is not None:
+                n, because = -(-(rank + 1) // pp), f"a worker of rank {rank} printed"
+            else:
+                continue
+            if n > best:
+                best, why = n, because
+        return best, why
 
     def _world_tp(self) -> int:
         world = self.run.value("world_size")

@@ -114,10 +114,11 @@ def _regression(run: Run, facts: Dict[str, Any], G: Optional[float]) -> Optional
 
 
 def _span_why(c: Constraints, tp: int) -> str:
-    """What shows the run's GPUs: the printed world size, or the GPU index a worker failed on."""
+    """What shows the run's GPUs: the printed world size, or what proves a lower bound (the GPU
+    index a worker failed on, the workers' names: :meth:`~.plan.Constraints.tp_at_least`)."""
     if c.run.value("world_size"):
-        return "world size"
-    return f"at least that many: a worker failed on GPU {tp - 1}, and vLLM's workers use cuda:<local rank>"
+        return "as the world size says"
+    return f"at least that many, since {c.tp_at_least()[1]}"
 
 
 def _tp_remedy(c: Constraints, est: Optional[Dict[str, Any]], facts: Dict[str, Any], G: Optional[float]) -> Remedy:
@@ -130,7 +131,7 @@ def _tp_remedy(c: Constraints, est: Optional[Dict[str, Any]], facts: Dict[str, A
         return remedy(
             action + " only if the node has more GPUs",
             None,
-            f"the run already spans {tp} GPUs ({_span_why(c, tp)}); add nodes (pipeline parallelism) or use a "
+            f"the run already spans {tp} GPUs, {_span_why(c, tp)}; add nodes (pipeline parallelism) or use a "
             "smaller model",
         )
     if est and G:
