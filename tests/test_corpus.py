@@ -66,8 +66,6 @@ KNOWN_WRONG_FACTS: set = {
     "m22-omni-buildkite-ui-actions-for-line-artefacts-cudacachingallocator-oom-bytes.log",
     "p10-skyrl-pr-colocated-fsdp-ctx-sampler-warmup-oom-process-796mib-hand-edited.log",
     "p12-gaudi1-hpu-v0-weights-15gib-then-pt-lazy-fatal-error-mqllmengine.log",
-    # stats lines in Markdown table cells: only the first row is read
-    "m25-ascend-markdown-table-cells-v0-stats-256-running-768-pending-kv-7p9-vs-97p8.log",
     # one message split by blank lines between its wrapped pieces
     "p16-fast-agent-deepseek-hosted-api-context-131072-requested-131134-not-vllm.log",
     # "GPU  has": the device index missing from the OOM message

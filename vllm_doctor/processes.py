@@ -67,3 +67,37 @@ def engine_of_process(name: Optional[str], rank: Optional[int]) -> Optional[str]
     if name == "VllmWorkerProcess":
         return "v0"
     return None
+
+
+#: RL frameworks that run vLLM inside their own processes, next to the model being trained
+#: (colocated): the names of their processes that print vLLM's lines, and the path of their
+#: package in traceback frames. Sources: verl's fused ``WorkerDict`` Ray actor (actor, rollout
+#: and reference in one process); OpenRLHF's ``ActorModelRayActor`` / ``LLMRayActor``; TRL's
+#: ``trl/trainer`` (GRPO with ``vllm_mode="colocate"``); ms-swift's ``swift/`` rollout;
+#: SkyRL's ``skyrl`` packages.
+TRAINER_PROCESSES = {
+    "WorkerDict": "verl",
+    "ActorModelRayActor": "OpenRLHF",
+    "LLMRayActor": "OpenRLHF",
+    "PolicyModelRayActor": "OpenRLHF",
+}
+TRAINER_PATHS = {
+    "/verl/": "verl",
+    "/openrlhf/": "OpenRLHF",
+    "/trl/trainer/": "TRL",
+    "/swift/": "ms-swift",
+    "/skyrl": "SkyRL",
+}
+
+
+def trainer_of(proc: Optional[str] = None, path: str = "") -> Optional[str]:
+    """The RL framework a process name or a frame's file path belongs to (see
+    :data:`TRAINER_PROCESSES`, :data:`TRAINER_PATHS`), or None."""
+    if proc:
+        for name, framework in TRAINER_PROCESSES.items():
+            if proc.startswith(name):
+                return framework
+    for part, framework in TRAINER_PATHS.items():
+        if part in path:
+            return framework
+    return None

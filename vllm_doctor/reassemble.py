@@ -115,6 +115,12 @@ def _same_lead(prev: str, text: str) -> bool:
     return sp >= SAME_LEAD_MIN and prev.startswith(text[: sp + 1])
 
 
+#: A table row or a boxed pane line ends with its border and the next one opens with it: rows
+#: of equal width look like a hard wrap at that width (m25: stats lines in Markdown cells).
+TABLE_ROW_START = ("|", "│", "┃")
+_TABLE_ROW_END = regex.compile(r"[|│┃]\s*$")
+
+
 def _continues(prev: Record, cur: Record) -> Optional[str]:
     """Return the separator to join ``cur`` onto ``prev`` with, or None if it is no continuation."""
     # A continuation carries no envelope of its own, or only the same outer wrapper as the
@@ -130,6 +136,8 @@ def _continues(prev: Record, cur: Record) -> Optional[str]:
         return None  # a paste's '...' says lines were left out: it continues nothing
     if shell_continued(prev.text) and text.strip():
         return " "
+    if _TABLE_ROW_END.search(prev.text) and text.lstrip().startswith(TABLE_ROW_START):
+        return None  # rows of a Markdown table (or a boxed pane): each closed, however wide
     if prev.at_width and could_be_rest(text) and not _same_lead(prev.text, text):
         # The line filled the width the input was wrapped at: this is its rest, cut at that
         # column exactly. A cut before a space keeps the space ("cuda:0" + " (111.99/..."); a

@@ -466,6 +466,10 @@ class Run:
     #: ``VllmWorkerProcess``, ``VllmWorker`` with its ``rank=``): what they prove of the world
     #: size is the plan's to say (rules/plan.py).
     worker_procs: Set[Tuple[str, Optional[int]]] = field(default_factory=set)
+    #: The RL framework vLLM runs inside, colocated with the model it trains (a process name or
+    #: a frame's path: processes.trainer_of), and the first line that showed it.
+    trainer: Optional[str] = None
+    trainer_line: Optional[Line] = None
     engine_hints: Set[str] = field(default_factory=set)
     start_patterns: Set[Tuple[str, str]] = field(default_factory=set)
     recognised: int = 0

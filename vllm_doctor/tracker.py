@@ -25,7 +25,7 @@ from typing import Any, Callable, Deque, Dict, List, Optional, Set, Tuple
 
 from .events import Event, Phase
 from .frames import code_tags, frame_tags, looks_like_code
-from .processes import engine_of_process, is_vllm_process, is_worker_process
+from .processes import engine_of_process, is_vllm_process, is_worker_process, trainer_of
 from .record import Record
 from .run import Consequence, Failure, Line, Run, StatsSample
 
@@ -415,6 +415,12 @@ class SourceTracker:
             run.vllm_pids.add(rec.pids[0])
         if is_worker_process(rec.proc) and len(run.worker_procs) < MAX_PIDS:
             run.worker_procs.add((rec.proc, rec.rank))
+        if run.trainer is None:
+            trainer = trainer_of(rec.proc) or next(
+                (trainer_of(path=e.data.get("path", "")) for e in events if e.kind == "tb_frame"), None
+            )
+            if trainer is not None:
+                run.trainer, run.trainer_line = trainer, Line.of(rec)
         engine = engine_of_process(rec.proc, rec.rank)
         if engine:
             run.engine_hints.add(engine)
@@ -653,6 +659,7 @@ class SourceTracker:
             "http_statuses": frozenset(run.http.by_status),
             "vllm_pids": frozenset(run.vllm_pids),
             "worker_procs": frozenset(run.worker_procs),
+            "trainer": run.trainer,
             "engine_hints": frozenset(run.engine_hints),
             "start_patterns": frozenset(run.start_patterns),
             "sibling_tags": frozenset(run.sibling_tags),

@@ -19,6 +19,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 from ..run import Failure, Run
 from ..verdict import Finding
 from . import (
+    colocation,
     config_limit_error,
     cuda_graph_capture_oom,
     engine_stall,
@@ -180,6 +181,7 @@ def diagnose_run(
     if any(f.class_id != "unknown" and f.severity in ("critical", "warning") for f in findings):
         findings = [f for f in findings if f.class_id != "unknown"]
     findings.sort(key=lambda f: (SEVERITY_ORDER.get(f.severity, 9), ORDER.get(f.class_id, 99)))
+    colocation.apply(findings, run)
     changed = reconcile(findings, run)
     if plan_changes is not None:
         plan_changes.extend(changed)

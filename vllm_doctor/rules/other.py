@@ -239,6 +239,17 @@ def _compile_limit(run: Run, failures: Sequence[Failure], phase: str) -> Finding
     facts = {k: d[k] for k in ("memory_space", "space_used_gib", "space_capacity_gib", "exceeded_by_gib") if k in d}
     c = constraints(run)
     rem = [
+        # A kernel's scoped vmem limit is a constant of the kernel (Pallas' vmem_limit_bytes),
+        # raised release by release where a model needed more (tpu-inference PR 508: ragged
+        # paged attention): the first thing to try, before shrinking what is served.
+        remedy(
+            "Upgrade vLLM's TPU backend (tpu-inference): a kernel's scoped vmem limit is set in the release and "
+            "raised where models needed more",
+            None,
+            None,
+        )
+        if space == "vmem"
+        else None,
         c.halve(
             "max_model_len",
             "Compile for shorter sequences: lower max_model_len",
