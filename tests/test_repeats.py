@@ -623,7 +623,7 @@ REVIEWED_FIELDS = {
     "Run": "command_keys config config_lines consequences dropped_failures end_line engine_hints errors_seen "
     "fact_lines facts failures first_error first_unexplained_error http index markers phase phase_lines "
     "preemption recognised records sibling_tags source stalls start_line start_patterns stats "
-    "unexplained_errors vllm_pids",
+    "trainer trainer_line unexplained_errors vllm_pids worker_procs",
     "Failure": "context_tags data exception kind kinds last_seq lines patterns phase_at repeats seq stream tags "
     "text_hashes",
     "StatsSeries": "access_after_last count engine first intervals_with_preemptions last lines_after_last "
