@@ -34,6 +34,18 @@ ENGINE_PROCESS_NAMES = ("EngineCore", "Worker", "VllmWorker", "RayWorker", "Work
 _V1_NAMES = ("EngineCore", "APIServer", "ApiServer", "Worker_TP")
 
 
+#: Packages of vLLM itself and of its platform plugins and forks, as they appear in a frame's
+#: path: a traceback through them is vLLM output (vllm-omni's diffusion workers, vllm-ascend,
+#: vllm-gaudi and its HPU extension, tpu-inference, vllm-metax).
+VLLM_PATHS = ("/vllm/", "/vllm_omni/", "/vllm_ascend/", "/vllm_gaudi/", "/vllm_hpu_extension/", "/tpu_inference/")
+
+
+def is_vllm_path(path: str) -> bool:
+    """True when a traceback frame's file ``path`` is in vLLM or one of its plugins
+    (:data:`VLLM_PATHS`)."""
+    return any(p in path for p in VLLM_PATHS)
+
+
 def is_vllm_process(name: Optional[str]) -> bool:
     """True when ``name`` (a process prefix's name) is one of vLLM's own processes."""
     return bool(name) and name.startswith(VLLM_PROCESS_NAMES)

@@ -25,7 +25,7 @@ from typing import Any, Callable, Deque, Dict, List, Optional, Set, Tuple
 
 from .events import Event, Phase
 from .frames import code_tags, frame_tags, looks_like_code
-from .processes import engine_of_process, is_vllm_process, is_worker_process, trainer_of
+from .processes import engine_of_process, is_vllm_path, is_vllm_process, is_worker_process, trainer_of
 from .record import Record
 from .run import Consequence, Failure, Line, Run, StatsSample
 
@@ -451,7 +451,7 @@ class SourceTracker:
             d = next(e for e in events if e.kind == "tb_frame").data
             path = d["path"]
             st.add_frame(d["func"], path, frame_tags(d["func"], path), line)
-            if "/vllm/" in path:
+            if is_vllm_path(path):
                 if "/vllm/v1/" in path:
                     run.engine_hints.add("v1")
                 elif "/vllm/engine/" in path or "/vllm/worker/worker.py" in path:
