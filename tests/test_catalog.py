@@ -1523,10 +1523,17 @@ HOST = [
 # No usable accelerator (catalog/platform.py): each wording as vLLM or PyTorch prints it.
 PLATFORM = [
     case(
+        "platform_detected",
+        "config",
+        "INFO 09-02 06:44:03 [__init__.py:239] Automatically detected platform rocm.",
+        platform="rocm",
+    ),
+    case(
         "no_platform_detected",
         "no_device",
         "INFO 09-02 06:44:03 [__init__.py:245] No platform detected, vLLM is running on UnspecifiedPlatform",
         form="no_platform",
+        probe=True,
     ),
     case(
         "device_type_not_inferred",
@@ -1544,6 +1551,7 @@ PLATFORM = [
         "cannot open shared object file: No such file or directory')",
         form="no_driver",
         library="libcuda.so.1",
+        probe=True,
     ),
     case(
         "vllm_c_without_driver",
@@ -1552,6 +1560,7 @@ PLATFORM = [
         'cannot open shared object file: No such file or directory")',
         form="no_driver",
         library="libnvidia-ml.so.1",
+        probe=True,
     ),
     case(
         "torch_no_nvidia_driver",
@@ -1565,8 +1574,15 @@ PLATFORM = [
         "no_device",
         "pynvml.NVMLError_LibraryNotFound: NVML Shared Library Not Found",
         form="no_driver",
+        probe=True,
     ),
-    case("nvml_not_found", "no_device", "pynvml.NVMLError_DriverNotLoaded: Driver Not Loaded", form="no_driver"),
+    case(
+        "nvml_not_found",
+        "no_device",
+        "pynvml.NVMLError_DriverNotLoaded: Driver Not Loaded",
+        form="no_driver",
+        probe=True,
+    ),
     case("no_gpus_available", "no_device", "RuntimeError: No CUDA GPUs are available", form="no_gpu"),
     case("no_gpus_available", "no_device", "RuntimeError: No HIP GPUs are available", form="no_gpu"),
     case(
@@ -2470,8 +2486,6 @@ def test_success_access_lines_and_request_logging_are_not_recognised():
         "cannot open shared object file: No such file or directory')",
         "WARNING 09-02 06:44:03 [_custom_ops.py:20] Failed to import from vllm._C with ImportError('/usr/lib/"
         "python3/site-packages/vllm/_C.abi3.so: undefined symbol: _ZN3c104cuda9SetDeviceEi')",
-        # the platform that WAS detected
-        "INFO 09-02 06:44:03 [__init__.py:239] Automatically detected platform cuda.",
     ],
 )
 def test_what_is_not_a_missing_accelerator(line):
@@ -2570,6 +2584,7 @@ def test_look_alikes_of_the_stall_messages_are_not_stalls():
 
 #: Patterns that never fire cut short (they declare cut_from=NO_CUT), with the reason.
 NOT_CUTTABLE = {
+    "platform_detected": "the platform's name is the whole message: cut, it names no platform",
     "exception_line": "the exception name must be whole; once it is, '(?P<msg>.*)$' takes a cut message as it is",
     "traceback_frame": "a frame cut before its function name names nothing a tag could be read from",
     "startup_memory_summary_free": "cut before 'on startup.' it may be the free-memory failure, which opens with the "

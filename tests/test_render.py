@@ -484,3 +484,18 @@ def test_clip_keeps_an_anchor_of_several_words_whole_and_splits_a_word_longer_th
     assert cut and len(out) <= 160
     assert "CUDA Error: out of memory at" in out and out.startswith("I0902")
     assert anchors_for("out of memory", {}, text)[:1] == ["CUDA Error: out of memory at"]
+
+
+def test_the_evidence_window_never_starts_or_ends_inside_a_word():
+    # breakit3: a window that began inside an hf_ token printed its tail, which no redaction
+    # pattern knows without the prefix
+    from vllm_doctor.rules.rule import MAX_EVIDENCE_CHARS, evidence_text
+
+    token = "hf_" + "aBcDeFgHiJkLmNoPqRsTuVwXyZ012345"
+    for pad in range(0, 160, 7):
+        line = "x " * 250 + "y" * pad + f' "token":"{token}" "body":"CUDA out of memory. Tried to allocate 2.00 GiB."'
+        out = evidence_text(line)
+        assert len(out) <= MAX_EVIDENCE_CHARS and "CUDA out of memory" in out
+        words = out.replace("...", " ").split()
+        assert all(w in line.split() or token in w for w in words if "token" not in w), out
+        assert token in out or token[3:] not in out and token[-12:] not in out

@@ -88,17 +88,22 @@ def engine_of_process(name: Optional[str], rank: Optional[int]) -> Optional[str]
 #: ``trl/trainer`` (GRPO with ``vllm_mode="colocate"``); ms-swift's ``swift/`` rollout;
 #: SkyRL's ``skyrl`` packages.
 TRAINER_PROCESSES = {
-    "WorkerDict": "verl",
-    "ActorModelRayActor": "OpenRLHF",
-    "LLMRayActor": "OpenRLHF",
+    "WorkerDict": "verl",  # actor, rollout and reference in one process (the hybrid engine)
+    "ActorModelRayActor": "OpenRLHF",  # the training actor (LLMRayActor, the engine alone, is no proof)
     "PolicyModelRayActor": "OpenRLHF",
 }
+#: The frameworks' own sub-packages (a directory merely named ``swift`` or ``verl`` is not one).
 TRAINER_PATHS = {
-    "/verl/": "verl",
-    "/openrlhf/": "OpenRLHF",
+    "/verl/workers/": "verl",
+    "/verl/trainer/": "verl",
+    "/verl/single_controller/": "verl",
+    "/openrlhf/trainer/": "OpenRLHF",
+    "/openrlhf/cli/": "OpenRLHF",
     "/trl/trainer/": "TRL",
-    "/swift/": "ms-swift",
-    "/skyrl": "SkyRL",
+    "/swift/trainers/": "ms-swift",
+    "/swift/llm/": "ms-swift",
+    "/swift/cli/": "ms-swift",
+    "/skyrl_train/": "SkyRL",
 }
 
 

@@ -116,6 +116,10 @@ SIGNIFICANT_FOREIGN_SHARE = 0.05
 #: HCCL buffers: a few GiB at most) from other processes' (n06: 50.3 of 60.97 GiB on an NPU
 #: whose PyTorch held 10.65).
 UNLISTED_FOREIGN_SHARE = 0.25
+#: A worker's name or rank proves at most this many ranks (plan.tp_at_least): beyond the
+#: largest deployments (a 72-GPU NVLink rack, multi-node TP), a name such as Worker_TP9999 is
+#: a damaged line, not a 10,000-GPU run whose weights "should fit".
+MAX_PROVEN_RANKS = 128
 #: Share of the memory left free by co-tenants that a lowered utilization takes (margin).
 FREE_SHARE_TAKEN = 0.95
 #: Initial and current free memory (GiB) closer than this are "unchanged" in the profiling

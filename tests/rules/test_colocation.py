@@ -84,3 +84,18 @@ def test_a_failure_that_is_not_about_memory_gets_no_trainer_remedy():
     v = diagnose(lines, name="rl.log")
     assert v.primary_class == "other"
     assert not any("shares this GPU" in r.action for f in v.findings for r in f.remedies)
+
+
+@pytest.mark.parametrize(
+    "prefix,path",
+    [
+        ("", "/home/swift/venv/lib/python3.12/site-packages/vllm/v1/worker/gpu_model_runner.py"),
+        ("", "/data/verl/envs/lib/python3.12/site-packages/vllm/v1/worker/gpu_model_runner.py"),
+        ("(LLMRayActor pid=77) ", "/usr/lib/python3.12/site-packages/vllm/v1/worker/gpu_model_runner.py"),
+    ],
+)
+def test_a_directory_named_like_a_framework_or_its_engine_actor_alone_is_no_trainer(prefix, path):
+    # breakit3: only the frameworks' own sub-packages and their training actors prove colocation
+    lines = _frames(prefix, [(path, "load_model")]) + [prefix + _OOM]
+    v = diagnose(lines, name="srv.log")
+    assert v.findings and not any("shares this GPU" in r.action for f in v.findings for r in f.remedies)

@@ -39,12 +39,19 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
-from .pattern import Pattern
+from .pattern import NO_CUT, Pattern
 
 
-def _form(form: str):
+def _form(form: str, probe: bool = False):
+    """Build a ``no_device`` event of ``form``; ``probe`` marks a message vLLM also prints while
+    it probes for platforms on a machine that has another one (NVML missing on ROCm, a CUDA
+    extension without libcuda): evidence only when nothing else failed and no platform was
+    detected (rules/other.py)."""
+
     def build(m, rec) -> Dict[str, Any]:
         data: Dict[str, Any] = {"form": form}
+        if probe:
+            data["probe"] = True
         groups = m.groupdict()
         if groups.get("library"):
             data["library"] = groups["library"]
@@ -57,13 +64,23 @@ def _form(form: str):
 
 PATTERNS = [
     Pattern(
+        "platform_detected",
+        "config",
+        ("Automatically detected platform",),
+        r"Automatically detected platform (?P<platform>[A-Za-z0-9_]+)\.",
+        "vllm/platforms/__init__.py resolve_current_platform_cls_qualname",
+        None,
+        lambda m, rec: {"platform": m["platform"]},
+        NO_CUT,
+    ),
+    Pattern(
         "no_platform_detected",
         "no_device",
         ("vLLM is running on UnspecifiedPlatform",),
         r"No platform detected, vLLM is running on UnspecifiedPlatform",
         "vllm/platforms/__init__.py resolve_current_platform_cls_qualname",
         None,
-        _form("no_platform"),
+        _form("no_platform", probe=True),
     ),
     Pattern(
         "device_type_not_inferred",
@@ -91,7 +108,7 @@ PATTERNS = [
         r"cannot open shared object file",
         "vllm/_custom_ops.py, vllm/platforms/interface.py (logger.warning of the ImportError)",
         None,
-        _form("no_driver"),
+        _form("no_driver", probe=True),
     ),
     Pattern(
         "torch_no_nvidia_driver",
@@ -109,7 +126,7 @@ PATTERNS = [
         r"NVML Shared Library Not Found|NVMLError_(?:DriverNotLoaded|LibraryNotFound)",
         "pynvml NVMLError_LibraryNotFound / NVMLError_DriverNotLoaded (vllm/platforms/cuda.py uses NVML)",
         None,
-        _form("no_driver"),
+        _form("no_driver", probe=True),
     ),
     Pattern(
         "no_gpus_available",

@@ -284,8 +284,13 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List
     if not failures:
         return []
     device = [f for f in failures if f.kind == "no_device"]
+    sure = [f for f in device if not f.data.get("probe")]
+    if not sure and (run.value("platform") or any(f.kind not in ("no_device", "traceback") for f in run.failures)):
+        # a platform was found, or something else failed with its own message: the probe's
+        # words were no failure (a traceback cut before its exception names nothing else)
+        device = []
     if device and run.phase < Phase.READY:
-        return [_no_device(run, device)]
+        return [_no_device(run, sure or device)]
     # A server that came up had its accelerator: a warning about one (a process that needs
     # no GPU) is no failure of it.
     failures = [f for f in failures if f.kind != "no_device"]

@@ -197,6 +197,7 @@ class Constraints:
                 n, because = -(-(rank + 1) // pp), f"a worker of rank {rank} printed"
             else:
                 continue
+            n = min(n, thresholds.MAX_PROVEN_RANKS)
             if n > best:
                 best, why = n, because
         return best, why

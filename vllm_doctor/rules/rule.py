@@ -48,9 +48,16 @@ def evidence_text(text: str) -> str:
     at = min(p for p in found)
     before, after = MESSAGE_WINDOW
     start, end = max(at - before, 0), min(at + after, len(text))
+    # Cuts fall between words: a token cut in two would escape the redaction of its pattern
+    # (an hf_ token's tail without its prefix).
+    space = text.find(" ", start, at)
+    start = space + 1 if space >= 0 else at
+    space = text.rfind(" ", at, end)
+    end = space if end < len(text) and space > at else end
     window = text[start:end] + ("..." if end < len(text) else "")
     keep = MAX_EVIDENCE_CHARS - len(window) - 5
-    return text[:keep] + " ... " + window
+    space = text.rfind(" ", 0, keep)
+    return text[: space if space > 0 else keep] + " ... " + window
 
 
 CONFIDENCE = ("high", "medium", "low")
