@@ -174,6 +174,13 @@ BULK_LINES = [
     "INFO 07-03 23:23:42 [logger.py:39] Received request cmpl-0123: prompt: 'Hello', params: SamplingParams(n=1, "
     "best_of=1, use_beam_search=False, max_tokens=16), prompt_token_ids: [1, 2], lora_request: None, "
     "prompt_adapter_request: None.",
+    # prompts in plain English: the model, time, tables (a gate literal common in prose, such
+    # as "odel " once chosen for the model runner lines, makes every request line a gate hit
+    # and the gate several times slower); the words of bench/generate.py's prompts among them
+    "(APIServer pid=1) INFO 11-30 10:00:00 [logger.py:49] Received request chatcmpl-0002: prompt: 'the quick brown"
+    " fox jumps over the lazy dog while the model reads a long context about memory, caches, tokens and schedulers"
+    " in a busy inference server; explain the model in time for the table, is it able to run this model twice',"
+    " params: SamplingParams(n=1, temperature=0.7, top_p=0.95, max_tokens=512), lora_request: None.",
 ]
 
 

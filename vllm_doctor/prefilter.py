@@ -81,7 +81,8 @@ PREFERRED_GATE: Tuple[str, ...] = (
     # stats lines and startup reports
     "Avg prompt", "ing: ", "Prefix cache hit", "KV ", "vLLM", "oading", "Chunked prefill", "Using max model len",
     "aximum", "To serve at least", "args:", "PreemptionMode", "MQLLMEngine", "oute", "Engine loop", "encountered",
-    "LLM engine", "Processed prompts", "Actual usage", "█  version",
+    "LLM engine", "Processed prompts", "Actual usage", "█  version", "V2 Model", "V1 model", "Barrier", "iteration t",
+    "No available", "divisible by",
     # TPU: tpu-inference's HBM lines, XLA's compile-time early abort
     "total_hbm", "hbm=[(", "Aborting compilation",
     # lower-case phrases
