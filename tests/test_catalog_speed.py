@@ -184,3 +184,42 @@ def test_the_common_cases_of_the_number_parsers():
     assert units.to_float("2148.9") == 2148.9 and units.to_float("12.") == 12.0 and units.to_float(".5") == 0.5
     for bad in ("٣", "²", "1.2.3", "", ".", "9" * 49):
         assert outcome(units.to_int, bad) == "refused" == outcome(units.to_float, bad), bad
+
+
+def reference_convert(name, value):
+    """catalog.convert for counts and rates as it was written before its common case."""
+    from vllm_doctor.catalog import FLOAT_FIELDS, FLOAT_RANGES, INT_FIELDS
+
+    if name in INT_FIELDS:
+        number = reference_to_int(value)
+        if number < 0:
+            raise ValueError
+        return number
+    assert name in FLOAT_FIELDS
+    number = reference_to_float(value)
+    low, high = FLOAT_RANGES.get(name, (0.0, 1e18))
+    if not low <= number <= high or (name == "gpu_memory_utilization" and number == 0):
+        raise ValueError
+    return number
+
+
+NUMERIC = sorted(catalog.INT_FIELDS | catalog.FLOAT_FIELDS)
+
+
+@given(st.sampled_from(NUMERIC), st.one_of(COUNTS, st.integers(-5, 10**19).map(str), st.floats().map(str)))
+def test_convert_reads_and_refuses_what_it_did_for_every_numeric_field(name, text):
+    got, want = outcome(lambda t: catalog.convert(name, t), text), outcome(lambda t: reference_convert(name, t), text)
+    assert got == want and type(got) is type(want)
+
+
+def test_a_plain_cut_from_is_looked_for_as_text_and_any_other_by_its_expression():
+    from vllm_doctor.catalog.pattern import _occurs
+
+    assert _occurs("reqs, Swapped: ", "Running: 3 reqs, Swapped: 0", TIMEOUT)
+    assert not _occurs("reqs, Swapped: ", "Running: 3 reqs, Waiting: 0", TIMEOUT)
+    assert _occurs("on startup\\s*(?:is|falls)", "memory on startup  is", TIMEOUT)
+    assert _occurs("a.b", "axb", TIMEOUT) and not _occurs("a\\.b", "axb", TIMEOUT)
+    for p in PATTERNS:  # each cut_from read the way it is compiled: as text only when plain
+        if p.cut_from not in (None, NO_CUT):
+            plain = not any(c in p.cut_from for c in ".^$*+?{}[]\\|()")
+            assert plain == (regex.escape(p.cut_from, special_only=True, literal_spaces=True) == p.cut_from), p.cut_from

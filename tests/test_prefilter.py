@@ -59,14 +59,20 @@ def _catalog_literals():
     )
 
 
-def test_the_gate_covers_every_anchor_and_tag_function_in_at_most_two_teddy_groups():
+def test_the_gate_covers_every_anchor_and_tag_function_in_at_most_four_teddy_groups():
     gate = prefilter.GATE
-    assert prefilter.MAX_GATE == 64 and prefilter.MAX_GATE_GROUPS == 2
-    assert len(gate) <= prefilter.MAX_GATE * prefilter.MAX_GATE_GROUPS
+    assert prefilter.MAX_GATE == 64 and prefilter.MAX_GATE_GROUPS == 4 and prefilter.PROSE_GROUP == 24
     gates, _, _ = prefilter._automata()
     long_groups = [part for _, part in gates if all(len(gate[i]) >= prefilter.SHORT for i in part)]
     assert 1 <= len(long_groups) <= prefilter.MAX_GATE_GROUPS
     assert all(len(part) <= prefilter.MAX_GATE for part in long_groups)
+    # the literals that start like prose words are in small groups of their own
+    for part in long_groups:
+        starts = {prefilter._prose_start(gate[i]) for i in part}
+        assert len(starts) == 1
+        assert len(part) <= (prefilter.PROSE_GROUP if starts == {True} else prefilter.MAX_GATE)
+    assert prefilter._prose_start("init") and prefilter._prose_start(" time")
+    assert not prefilter._prose_start("Avg prompt") and not prefilter._prose_start('File "')
     # every gate literal is searched exactly once
     assert sorted(i for _, part in gates for i in part) == list(range(len(gate)))
     uncovered = sorted(lit for lit in _catalog_literals() if not any(g in lit for g in gate))
