@@ -125,7 +125,10 @@ def _hits(path: str, start: int, end: int, out: dict, fold=None, base: int = 0) 
                 elif nxt not in cand:
                     ne = find(b"\n", nxt)
                     yield line + 1, cap(block[nxt:ne]), -1 if at is None else at + ne + 1, False
-            lines += count(b"\n", 0, stop)
+            # ``line`` is ``lines`` plus the newlines before ``pos``: only the rest is counted (a
+            # second count of the whole block cost as much as the gate). With a fold the whole
+            # block is counted again, whatever the fold took.
+            lines = line + count(b"\n", pos, stop) if fold is None else lines + count(b"\n", 0, stop)
         out["lines"] = lines
         if want_next and end < os.fstat(fd).st_size:
             nxt, after = line_at(fd, end)

@@ -18,7 +18,7 @@ recognise contains one of them, which is what a block pre-filter may rely on.
 
 from __future__ import annotations
 
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, FrozenSet, List, Sequence, Tuple
 
 from ..events import Event
 from ..record import Record
@@ -68,20 +68,54 @@ for _i, _p in enumerate(PATTERNS):
     for _a in _p.anchors:
         _BY_ANCHOR.setdefault(_a, []).append((_i, _p))
 _ANCHOR_LIST: Tuple[str, ...] = tuple(sorted(ANCHORS))
+#: For each anchor of _ANCHOR_LIST (by index), the catalog indexes of the patterns it selects.
+_PATTERNS_OF: Tuple[Tuple[int, ...], ...] = tuple(tuple(i for i, _ in _BY_ANCHOR[a]) for a in _ANCHOR_LIST)
+
+try:  # a wheel on all major platforms (the pre-filter's dependency); without it, one test per anchor
+    import ahocorasick_rs as _ac
+except ImportError:  # pragma: no cover - exercised only where the wheel is missing
+    _ac = None
+#: Every occurrence of every anchor in one pass (standard semantics, overlapping matches: an
+#: anchor inside another, or overlapping it, is found too), over the UTF-8 bytes of the text.
+#: A valid UTF-8 pattern matches UTF-8 bytes only at character boundaries, so the anchors
+#: found are exactly those ``anchor in text`` finds (``tests/test_catalog_speed.py``).
+_AUTOMATON = _ac.BytesAhoCorasick([a.encode("utf-8") for a in _ANCHOR_LIST]) if _ac is not None else None
+#: Patterns (catalog order) for each set of anchors seen: the catalog's own structure, never
+#: a result. Bounded: past this many distinct sets, new ones are computed each time.
+_SELECTED: Dict[FrozenSet[int], Tuple[Tuple[int, Pattern], ...]] = {}
+MAX_SELECTED = 4096
 
 
-def _anchors_in(text: str) -> List[Tuple[int, Pattern]]:
-    """The patterns whose anchors occur in ``text``, in catalog order.
+def _select(found: FrozenSet[int]) -> Sequence[Tuple[int, Pattern]]:
+    """The patterns selected by the anchors of ``_ANCHOR_LIST`` indexed by ``found``, in
+    catalog order (each once)."""
+    chosen = _SELECTED.get(found)
+    if chosen is None:
+        chosen = tuple((i, PATTERNS[i]) for i in sorted({i for a in found for i in _PATTERNS_OF[a]}))
+        if len(_SELECTED) < MAX_SELECTED:
+            _SELECTED[found] = chosen
+    return chosen
 
-    A plain substring test per anchor (CPython's fast search, in C) beats one regular
-    expression alternation of all anchors by a wide margin (measured: bench/run.py).
+
+def _anchors_in_loop(text: str) -> Sequence[Tuple[int, Pattern]]:
+    """:func:`_anchors_in` by one substring test per anchor (no ``ahocorasick_rs``)."""
+    return _select(frozenset(k for k, a in enumerate(_ANCHOR_LIST) if a in text))
+
+
+def _anchors_in(text: str) -> Sequence[Tuple[int, Pattern]]:
+    """The patterns whose anchors occur in ``text``, in catalog order: ``(catalog index,
+    pattern)`` pairs, each pattern once.
+
+    One Aho-Corasick pass over the text (``ahocorasick_rs``, in Rust) finds every anchor
+    present, where a substring test per anchor cost about 200 ``in`` tests a line
+    (measured on the stats lines of bench/generate.py's busy log: 19 us against 2-3 us).
     """
-    found: Dict[int, Pattern] = {}
-    for a in _ANCHOR_LIST:
-        if a in text:
-            for i, p in _BY_ANCHOR[a]:
-                found[i] = p
-    return sorted(found.items(), key=lambda item: item[0])
+    if _AUTOMATON is None:
+        return _anchors_in_loop(text)
+    hits = _AUTOMATON.find_matches_as_indexes(text.encode("utf-8", "surrogatepass"), overlapping=True)
+    if not hits:
+        return ()
+    return _select(frozenset([k for k, _, _ in hits]))
 
 
 #: Event kinds that are a failure on their own: one whose number cannot be read (an over-long

@@ -100,12 +100,17 @@ def convert(name: str, value: str) -> Any:
     dropped where it is read instead of carrying ``inf`` or ``"4k"`` into the arithmetic.
     """
     if name in INT_FIELDS:
+        if len(value) <= 18 and value.isdigit() and value.isascii():
+            return int(value)  # the common case, as to_int reads it: ASCII digits, below MAX_COUNT
         number = to_int(value)
         if number < 0:
             raise ValueError(f"{name} cannot be negative: {value[:40]!r}")
         return number
     if name in FLOAT_FIELDS:
-        number = to_float(value)
+        if len(value) <= 48 and value.isascii() and value.replace(".", "", 1).isdigit():
+            number = float(value)  # the common case ("2148.9"), as to_float reads it
+        else:
+            number = to_float(value)
         low, high = FLOAT_RANGES.get(name, (0.0, 1e18))
         if not low <= number <= high or (name == "gpu_memory_utilization" and number == 0):
             raise ValueError(f"{name} out of range: {value[:40]!r}")
@@ -166,6 +171,12 @@ class Pattern:
         ``timeout`` seconds."""
         if self.cut_from == NO_CUT:
             return None
+        if self.cut_from is not None and not _occurs(self.cut_from, text, timeout):
+            # A necessary condition, checked first because it is cheap: the distinctive part
+            # must occur in the text at all. Looked for from the text's start it is found
+            # wherever the check below finds it (lookbehinds and \b see before a search's
+            # start; ^ never matches there; no cut_from uses \G: tests/test_catalog_speed.py).
+            return None
         rx = self.compiled()
         end = len(text)
         while True:
@@ -187,6 +198,21 @@ class Pattern:
 
 
 _CACHE: Dict[str, "regex.Pattern"] = {}
+#: Characters with a meaning in a ``regex`` expression outside a set: an expression without
+#: any of them matches itself, literally.
+_META = frozenset(".^$*+?{}[]\\|()")
+_PLAIN: Dict[str, bool] = {}
+
+
+def _occurs(rx: str, text: str, timeout: float) -> bool:
+    """True when ``rx`` matches somewhere in ``text``: a substring test when ``rx`` is plain
+    text (``reqs, Swapped: ``), else a search. Raises the ``regex`` module's TimeoutError."""
+    plain = _PLAIN.get(rx)
+    if plain is None:
+        plain = _PLAIN[rx] = not _META.intersection(rx)
+    if plain:
+        return rx in text
+    return _compiled(rx).search(text, timeout=timeout) is not None
 
 
 def _compiled(rx: str) -> "regex.Pattern":
