@@ -101,6 +101,9 @@ PREFERRED_GATE: Tuple[str, ...] = (
     "_model", "load", "aptur", "kv_cache", "init", "_run", "_loop", "dummy", "valid", "verify", "_check", "_async",
     "engine_", "core_engines", "multimodal", "marlin", "create_", "get_", "sample_tokens", "_queue", "execute",
     "output_", "warm", "tune", "wake_up",
+    # no usable accelerator (catalog/platform.py)
+    "UnspecifiedPlatform", "infer device", "Device string", "vllm._C", "NVIDIA driver", "NVML", "GPUs are",
+    "CUDA-capable", "CUDA gpu", "insufficient for CUDA", "Torch not compiled", "detected platform",
 )  # fmt: skip
 
 

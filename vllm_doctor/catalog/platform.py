@@ -143,7 +143,7 @@ PATTERNS = [
         "nvidia_driver_too_old",
         "no_device",
         (
-            "driver on your system is too old",
+            "NVIDIA driver on your system is too old",
             "driver version is insufficient for CUDA runtime",
             "unsupported display driver / cuda driver combination",
             "forward compatibility was attempted on non supported HW",
