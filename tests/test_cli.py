@@ -117,7 +117,56 @@ def test_explain_accepts_any_case_and_dash_or_underscore(spelling):
 
 def test_explain_suggests_the_nearest_names_on_a_miss():
     result = CliRunner().invoke(main, ["explain", "kv_cache_capacty"])
-    assert result.exit_code == 2 and "did you mean kv_cache_capacity" in result.output
+    assert result.exit_code == 2 and "did you mean VD101 kv_cache_capacity?" in result.output
+
+
+@pytest.mark.parametrize(
+    "name,message",
+    [
+        # a code prefix: every code it begins, in the case `vllm-doctor rules` prints
+        ("VD3", "'VD3' is not a code; the codes that begin with it: " + ", ".join(f"VD30{i}" for i in range(1, 9))),
+        ("vd10", "'vd10' is not a code; the codes that begin with it: " + ", ".join(f"VD10{i}" for i in range(7))),
+        # a near-miss code: the nearest codes, upper case, with their class ids
+        ("VD999", "'VD999' is not a code; did you mean VD900 other or VD901 unknown?"),
+        # part of a class id: the classes that hold it
+        ("kv", "'kv' is not a class id or code; did you mean VD101 kv_cache_capacity or VD301 kv_pressure?"),
+        ("high-gpu", "'high-gpu' is not a class id or code; did you mean VD303 high_gpu_memory_utilization?"),
+        (
+            "oom",
+            "'oom' is not a class id or code; the classes that hold it: VD100 weight_load_oom, "
+            "VD103 cuda_graph_capture_oom, VD104 sampler_warmup_oom, VD200 runtime_oom",
+        ),
+        # too many to list, or nothing near: counted, and pointed at the list
+        ("VD", "'VD' is not a class id or code; 22 codes begin with it; `vllm-doctor rules` lists them"),
+        ("nope", "'nope' is not a class id or code; `vllm-doctor rules` lists them"),
+    ],
+)
+def test_explain_a_prefix_or_near_miss_is_one_line_listing_the_codes(name, message):
+    """ux2: `explain VD3` printed `did you mean vd308, vd307, vd306?; ...`: lower case, three
+    arbitrary near codes and not the eight it begins."""
+    p = cli("explain", name)
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr == (
+        f"vllm-doctor: error: Invalid value for CLASS_OR_CODE: {message} (see `vllm-doctor explain --help`)\n"
+    )
+
+
+def test_select_a_near_miss_lists_the_codes_as_explain_does():
+    p = cli("diagnose", str(fixture_path("s001-llama31-8b-3090-kv-29k.log")), "--select", "VD101,kv")
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr == (
+        "vllm-doctor: error: Invalid value for --select: 'kv' is not a class id or code; did you mean "
+        "VD101 kv_cache_capacity or VD301 kv_pressure? (see `vllm-doctor diagnose --help`)\n"
+    )
+
+
+def test_lookup_names_what_a_miss_may_have_meant():
+    from vllm_doctor.rules import UnknownRule, lookup
+
+    with pytest.raises(UnknownRule) as caught:
+        lookup("vd2")
+    assert [r.code for r in caught.value.matches] == ["VD200", "VD201", "VD202", "VD203"]
+    assert caught.value.listed and isinstance(caught.value, KeyError)
 
 
 def test_explain_unknown_is_a_usage_error():
