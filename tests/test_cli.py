@@ -10,6 +10,7 @@ from click.testing import CliRunner
 from conftest import fixture_path
 
 from vllm_doctor.cli import cli as main
+from vllm_doctor.formats import TRIED
 from vllm_doctor.rules import RULES
 
 
@@ -69,6 +70,43 @@ def test_gzip_input_gives_the_same_class(tmp_path):
     gz.write_bytes(gzip.compress(src.read_bytes()))
     d = json.loads(run("diagnose", "-f", "json", str(gz)).output)
     assert d["primary_class"] == "kv_cache_capacity"
+
+
+@pytest.mark.parametrize(
+    "fmt,on_stdout,on_stderr", [("text", 1, 0), ("json", 1, 1), ("markdown", 0, 1)], ids=["text", "json", "markdown"]
+)
+def test_formats_tried_is_said_once_where_the_operator_reads_it(fmt, on_stdout, on_stderr):
+    """ux2: the formats tried were in the title (shortened on line 1, then printed whole under
+    it) and again on standard error. Now once in the verdict (the source's note), and on
+    standard error only when standard output is for a program or a ticket."""
+    p = subprocess.run(
+        [sys.executable, "-m", "vllm_doctor", "diagnose", "-f", fmt, "-"],
+        input="hello\nworld\n",
+        capture_output=True,
+        text=True,
+    )
+    assert p.returncode == 3
+    assert (p.stdout.count("formats tried"), p.stderr.count("formats tried")) == (on_stdout, on_stderr)
+    if fmt == "json":
+        d = json.loads(p.stdout)
+        assert d["title"] == "Nothing recognisable as vLLM output in the input"
+        assert d["sources"][0]["notes"] == [f"nothing recognisable as vLLM output (formats tried: {TRIED})"]
+
+
+def test_formats_tried_is_listed_once_for_several_unrecognised_inputs(tmp_path):
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    a.write_text("hello\n")
+    b.write_text("world\n")
+    d = json.loads(cli("diagnose", "-f", "json", str(a), str(b)).stdout)
+    assert [s["notes"] for s in d["sources"]] == [
+        [f"nothing recognisable as vLLM output (formats tried: {TRIED})"],
+        [f"nothing recognisable as vLLM output (formats tried: as for {a})"],
+    ]
+
+
+def test_a_recognised_log_has_no_formats_tried_note():
+    d = json.loads(run("diagnose", "-f", "json", str(fixture_path("s001-llama31-8b-3090-kv-29k.log"))).output)
+    assert not any("formats tried" in n for s in d["sources"] for n in s["notes"])
 
 
 def test_binary_and_invalid_utf8_do_not_crash():

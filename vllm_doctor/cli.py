@@ -322,7 +322,9 @@ def diagnose(
     if plot_note:
         streams.write_stderr(plot_note[1])
         failed = failed or plot_note[0]
-    if verdict.exit_code == EXIT_UNRECOGNISED:
+    if verdict.exit_code == EXIT_UNRECOGNISED and fmt != "text" and not (output and output != "-"):
+        # The text view says it in its sources block; JSON and Markdown on standard output
+        # are for a program or a ticket, so the operator reads it here, once.
         from .formats import TRIED
 
         streams.write_stderr(f"vllm-doctor: nothing recognisable as vLLM output (formats tried: {TRIED})")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import chain
 from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Tuple
 
@@ -551,6 +551,27 @@ def _fold_repeats(findings: List[Finding]) -> Tuple[List[Finding], Dict[str, int
     return shown, {cls: len(rest) for cls, rest in folded.items()}
 
 
+def _note_formats_tried(sources: List[SourceSummary]) -> List[SourceSummary]:
+    """Nothing was recognised: each source read says so in its notes, where every view shows
+    it once (the text's sources block, JSON ``sources[].notes``, the Markdown's), the first
+    with the formats auto-detection tried (:data:`~vllm_doctor.formats.TRIED`), the others
+    pointing at it. A source whose notes already say what was not read (stats lines whose
+    numbers cannot be read: vLLM's lines, in a format that was recognised) needs no list of
+    formats. The title stays short: a title this long was shortened on line 1 and printed
+    whole again below it. Returns copies: the results' own summaries are unchanged."""
+    from .formats import TRIED
+
+    out: List[SourceSummary] = []
+    first: Optional[str] = None
+    for s in sources:
+        if s.error is None and not s.notes:
+            said = TRIED if first is None else f"as for {first}"
+            s = replace(s, notes=s.notes + [f"nothing recognisable as vLLM output (formats tried: {said})"])
+            first = first or s.name
+        out.append(s)
+    return out
+
+
 def build_verdict(
     results: List[SourceResult], unreadable: Iterable[Tuple[str, str]] = (), select: Optional[frozenset] = None
 ) -> Verdict:
@@ -582,12 +603,9 @@ def build_verdict(
         notes = [f for r in results for f in r.findings]
         verdict = Verdict("healthy", h.code, "ok", _healthy_title(h.summary, notes, select))
     else:
-        from .formats import TRIED
-
         u = BY_NAME["unknown"]
-        verdict = Verdict(
-            "unknown", u.code, "unknown", f"Nothing recognisable as vLLM output in the input (formats tried: {TRIED})"
-        )
+        verdict = Verdict("unknown", u.code, "unknown", "Nothing recognisable as vLLM output in the input")
+        sources = _note_formats_tried(sources)
     ordered = sorted(results, key=lambda r: best is None or r.summary.name != best.source)
     findings = [f for r in ordered for f in r.findings]
     if best is not None:
