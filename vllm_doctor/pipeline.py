@@ -21,7 +21,8 @@ from .catalog import Catalog
 from .envelopes import _PROC, MAX_RECORD_CHARS, Envelopes, source_key, unwrap
 from .frames import code_tags, looks_like_code
 from .reassemble import MAX_JOINED, WRAP_MIN_WIDTH, Reassembler, _open_oom, shell_continued
-from .rules import BY_NAME, diagnose_run, new_observers
+from .rules import BY_NAME, diagnose_run, healthy, new_observers
+from .rules.rule import read_from
 from .sources import ARCHIVE_ERRORS
 from .tracker import RunBudget, SourceTracker, unexplained_error
 from .verdict import SEVERITY_RANK, Finding, RunSummary, SourceSummary, Verdict
@@ -512,6 +513,13 @@ def _headline(results: List[SourceResult], primaries: List[Finding]) -> Finding:
     return min(primaries, key=rank)
 
 
+def _read_from(results: List[SourceResult]) -> str:
+    """Where the sources with vLLM output were read, for a clean verdict's title: ``the log``,
+    ``the metrics`` (every one a metrics series alone), or ``the logs and metrics``."""
+    where = {read_from(run) for r in results if r.summary.vllm_output for run in r.tracker.runs}
+    return where.pop() if len(where) == 1 else "the logs and metrics"
+
+
 def _healthy_title(summary: str, notes: List[Finding], select: Optional[frozenset]) -> str:
     """A clean verdict's headline: what the notes under it say, so "healthy" never hides a
     slowdown the rules did see, nor claims more than the selected rules looked at."""
@@ -601,7 +609,7 @@ def build_verdict(
     elif any(s.vllm_output for s in sources):
         h = BY_NAME["healthy"]
         notes = [f for r in results for f in r.findings]
-        verdict = Verdict("healthy", h.code, "ok", _healthy_title(h.summary, notes, select))
+        verdict = Verdict("healthy", h.code, "ok", _healthy_title(healthy.title(_read_from(results)), notes, select))
     else:
         u = BY_NAME["unknown"]
         verdict = Verdict("unknown", u.code, "unknown", "Nothing recognisable as vLLM output in the input")
