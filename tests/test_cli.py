@@ -73,7 +73,7 @@ def test_gzip_input_gives_the_same_class(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "fmt,on_stdout,on_stderr", [("text", 1, 0), ("json", 1, 1), ("markdown", 0, 1)], ids=["text", "json", "markdown"]
+    "fmt,on_stdout,on_stderr", [("text", 1, 0), ("json", 1, 1), ("markdown", 1, 1)], ids=["text", "json", "markdown"]
 )
 def test_formats_tried_is_said_once_where_the_operator_reads_it(fmt, on_stdout, on_stderr):
     """ux2: the formats tried were in the title (shortened on line 1, then printed whole under
