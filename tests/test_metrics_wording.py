@@ -83,7 +83,7 @@ def test_the_storm_from_metrics_names_the_scrape_and_what_the_metrics_lack(tmp_p
     f = verdict_of(scrapes(tmp_path, "storm", SEQUENCES["storm"])).primary
     why = {r.action: r.why for r in f.remedies}
     assert why["Give the KV cache more memory"] == (
-        "every extra GiB becomes KV cache blocks: 0.03 above 0.05 as /metrics reports it (scrape 1)"
+        "every extra GiB becomes KV cache blocks: 0.03 above 0.05 as /metrics reports it in scrape 1"
     )
     assert why["Lower demand: fewer concurrent sequences"].endswith(
         "vLLM's V1 default 256-1024 for the API server on a GPU of unknown size, not in the metrics"
@@ -135,7 +135,7 @@ def test_metrics_beside_a_log_keep_the_log_wordings_for_what_the_log_gave():
     why = {r.action: r.why for r in f.remedies}
     assert (
         why["Give the KV cache more memory"]
-        == "every extra GiB becomes KV cache blocks: 0.03 above 0.05 as printed (line 1)"
+        == "every extra GiB becomes KV cache blocks: 0.03 above 0.05 as printed on line 1"
     )
     assert why["Or a shorter max_model_len, if the workload allows"].endswith("it is not in the log")
 

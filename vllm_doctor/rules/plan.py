@@ -38,8 +38,9 @@ FRACTIONS = {"gpu_memory_utilization"}
 class InForce:
     """The value of a setting that ran: ``low``..``high`` (one value when the log prints it),
     ``known`` when the log printed it (``line`` says where), ``why`` one plain phrase with the
-    value and where it comes from (``0.85 as printed (line 12)``, ``vLLM's default 1, not
-    printed in the log``), which remedies' reasons quote inside theirs."""
+    value and where it comes from (``0.85 as printed on line 12``, ``vLLM's default 1, not
+    printed in the log``), which remedies' reasons quote inside theirs (so no parentheses of
+    its own around the line: the renderers put the reason in parentheses)."""
 
     setting: str
     low: Optional[float]
@@ -101,15 +102,15 @@ class Constraints:
             return InForce(setting, value, value, True, f"{value} {said}", line)
         if value is not None:
             line = self.run.line_for(setting)
-            where = f"line {line.lineno}" if line else read_from(self.run)
+            where = f"on line {line.lineno}" if line else f"in {read_from(self.run)}"
             if line is not None and line.metric is not None:  # a metrics scrape gave it, not a log line
-                said, where = "as /metrics reports it", f"scrape {line.lineno}"
-            return InForce(setting, value, value, True, f"{fmt(setting, value)} {said} ({where})", line)
+                said, where = "as /metrics reports it", f"in scrape {line.lineno}"
+            return InForce(setting, value, value, True, f"{fmt(setting, value)} {said} {where}", line)
         stated = self._stated(setting)
         if stated is not None:
             value, line = stated
-            where = f"line {line.lineno}" if line else "the log"
-            return InForce(setting, value, value, True, f"{fmt(setting, value)} as the error prints it ({where})", line)
+            where = f"on line {line.lineno}" if line else "in the log"
+            return InForce(setting, value, value, True, f"{fmt(setting, value)} as the error prints it {where}", line)
         d = self._default(setting)
         floor = self._at_least(setting)
         if d is None and floor is None:
