@@ -622,5 +622,6 @@ def build_verdict(
     verdict.findings, verdict.omitted_findings = _fold_repeats(findings)
     verdict.runs = runs
     verdict.sources = sources
+    verdict.selected_rules = sorted(select) if select is not None else None
     verdict.tool_version = __version__
     return verdict
