@@ -10,6 +10,7 @@ from click.testing import CliRunner
 from conftest import fixture_path
 
 from vllm_doctor.cli import cli as main
+from vllm_doctor.formats import TRIED
 from vllm_doctor.rules import RULES
 
 
@@ -71,6 +72,43 @@ def test_gzip_input_gives_the_same_class(tmp_path):
     assert d["primary_class"] == "kv_cache_capacity"
 
 
+@pytest.mark.parametrize(
+    "fmt,on_stdout,on_stderr", [("text", 1, 0), ("json", 1, 1), ("markdown", 1, 1)], ids=["text", "json", "markdown"]
+)
+def test_formats_tried_is_said_once_where_the_operator_reads_it(fmt, on_stdout, on_stderr):
+    """ux2: the formats tried were in the title (shortened on line 1, then printed whole under
+    it) and again on standard error. Now once in the verdict (the source's note), and on
+    standard error only when standard output is for a program or a ticket."""
+    p = subprocess.run(
+        [sys.executable, "-m", "vllm_doctor", "diagnose", "-f", fmt, "-"],
+        input="hello\nworld\n",
+        capture_output=True,
+        text=True,
+    )
+    assert p.returncode == 3
+    assert (p.stdout.count("formats tried"), p.stderr.count("formats tried")) == (on_stdout, on_stderr)
+    if fmt == "json":
+        d = json.loads(p.stdout)
+        assert d["title"] == "Nothing recognisable as vLLM output in the input"
+        assert d["sources"][0]["notes"] == [f"nothing recognisable as vLLM output (formats tried: {TRIED})"]
+
+
+def test_formats_tried_is_listed_once_for_several_unrecognised_inputs(tmp_path):
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    a.write_text("hello\n")
+    b.write_text("world\n")
+    d = json.loads(cli("diagnose", "-f", "json", str(a), str(b)).stdout)
+    assert [s["notes"] for s in d["sources"]] == [
+        [f"nothing recognisable as vLLM output (formats tried: {TRIED})"],
+        [f"nothing recognisable as vLLM output (formats tried: as for {a})"],
+    ]
+
+
+def test_a_recognised_log_has_no_formats_tried_note():
+    d = json.loads(run("diagnose", "-f", "json", str(fixture_path("s001-llama31-8b-3090-kv-29k.log"))).output)
+    assert not any("formats tried" in n for s in d["sources"] for n in s["notes"])
+
+
 def test_binary_and_invalid_utf8_do_not_crash():
     r = run("diagnose", "-f", "json", "-", input=bytes(range(256)) * 50)
     assert r.exit_code == 3
@@ -117,7 +155,56 @@ def test_explain_accepts_any_case_and_dash_or_underscore(spelling):
 
 def test_explain_suggests_the_nearest_names_on_a_miss():
     result = CliRunner().invoke(main, ["explain", "kv_cache_capacty"])
-    assert result.exit_code == 2 and "did you mean kv_cache_capacity" in result.output
+    assert result.exit_code == 2 and "did you mean VD101 kv_cache_capacity?" in result.output
+
+
+@pytest.mark.parametrize(
+    "name,message",
+    [
+        # a code prefix: every code it begins, in the case `vllm-doctor rules` prints
+        ("VD3", "'VD3' is not a code; the codes that begin with it: " + ", ".join(f"VD30{i}" for i in range(1, 9))),
+        ("vd10", "'vd10' is not a code; the codes that begin with it: " + ", ".join(f"VD10{i}" for i in range(7))),
+        # a near-miss code: the nearest codes, upper case, with their class ids
+        ("VD999", "'VD999' is not a code; did you mean VD900 other or VD901 unknown?"),
+        # part of a class id: the classes that hold it
+        ("kv", "'kv' is not a class id or code; did you mean VD101 kv_cache_capacity or VD301 kv_pressure?"),
+        ("high-gpu", "'high-gpu' is not a class id or code; did you mean VD303 high_gpu_memory_utilization?"),
+        (
+            "oom",
+            "'oom' is not a class id or code; the classes that hold it: VD100 weight_load_oom, "
+            "VD103 cuda_graph_capture_oom, VD104 sampler_warmup_oom, VD200 runtime_oom",
+        ),
+        # too many to list, or nothing near: counted, and pointed at the list
+        ("VD", "'VD' is not a class id or code; 22 codes begin with it; `vllm-doctor rules` lists them"),
+        ("nope", "'nope' is not a class id or code; `vllm-doctor rules` lists them"),
+    ],
+)
+def test_explain_a_prefix_or_near_miss_is_one_line_listing_the_codes(name, message):
+    """ux2: `explain VD3` printed `did you mean vd308, vd307, vd306?; ...`: lower case, three
+    arbitrary near codes and not the eight it begins."""
+    p = cli("explain", name)
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr == (
+        f"vllm-doctor: error: Invalid value for CLASS_OR_CODE: {message} (see `vllm-doctor explain --help`)\n"
+    )
+
+
+def test_select_a_near_miss_lists_the_codes_as_explain_does():
+    p = cli("diagnose", str(fixture_path("s001-llama31-8b-3090-kv-29k.log")), "--select", "VD101,kv")
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr == (
+        "vllm-doctor: error: Invalid value for --select: 'kv' is not a class id or code; did you mean "
+        "VD101 kv_cache_capacity or VD301 kv_pressure? (see `vllm-doctor diagnose --help`)\n"
+    )
+
+
+def test_lookup_names_what_a_miss_may_have_meant():
+    from vllm_doctor.rules import UnknownRule, lookup
+
+    with pytest.raises(UnknownRule) as caught:
+        lookup("vd2")
+    assert [r.code for r in caught.value.matches] == ["VD200", "VD201", "VD202", "VD203"]
+    assert caught.value.listed and isinstance(caught.value, KeyError)
 
 
 def test_explain_unknown_is_a_usage_error():

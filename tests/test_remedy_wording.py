@@ -50,7 +50,7 @@ def test_a_reason_joins_the_parenthesis_an_action_ends_with():
         "Halve KV per token",
         "a precision trade-off to evaluate; about 47296 tokens",
     )
-    assert why_parts("Lower it (see (a) below)", "x") == ("Lower it", "see (a) below; x")
+    assert why_parts("Lower it (see (a) below)", "x") == ("Lower it", "see [a] below; x")  # never nested
     assert why_parts("Lower max_model_len", "because") == ("Lower max_model_len", "because")
     assert why_parts("(all of it)", "y") == ("(all of it)", "y")
     assert why_parts("Lower it (a)", None) == ("Lower it (a)", None)

@@ -249,7 +249,7 @@ def diagnose(
         _fail("cannot read standard input: it is closed")
     _ERRORS.redact = not no_redact
     fmt = fmt or "text"
-    from .rules import select_rules
+    from .rules import UnknownRule, select_rules
 
     if select is not None and not select.replace(",", "").strip():
         raise click.BadParameter(
@@ -258,7 +258,7 @@ def diagnose(
         )
     try:
         chosen = select_rules(select.split(",")) if select else None
-    except KeyError as exc:
+    except UnknownRule as exc:
         raise click.BadParameter(exc.args[0], param_hint="--select") from None
     # Metrics inputs (a scrape, a directory of scrapes, a query_range export, --metrics URL)
     # are split off the FILE arguments and read into series, judged below beside the logs.
@@ -322,7 +322,9 @@ def diagnose(
     if plot_note:
         streams.write_stderr(plot_note[1])
         failed = failed or plot_note[0]
-    if verdict.exit_code == EXIT_UNRECOGNISED:
+    if verdict.exit_code == EXIT_UNRECOGNISED and fmt != "text" and not (output and output != "-"):
+        # The text view says it in its sources block; JSON and Markdown on standard output
+        # are for a program or a ticket, so the operator reads it here, once.
         from .formats import TRIED
 
         streams.write_stderr(f"vllm-doctor: nothing recognisable as vLLM output (formats tried: {TRIED})")
@@ -865,12 +867,13 @@ def explain(name: str) -> None:
     Prints what it means, why it happens, the remedies in order, what does not help, and the
     vLLM sources it rests on."""
     from .render.pages import rewrap
-    from .rules import lookup
+    from .rules import UnknownRule, lookup
 
     try:
         rule = lookup(name)
-    except KeyError as exc:
-        raise click.UsageError(f"{exc.args[0]}; `vllm-doctor rules` lists them") from None
+    except UnknownRule as exc:
+        hint = "" if exc.listed else "; `vllm-doctor rules` lists them"
+        raise click.BadParameter(exc.args[0] + hint, param_hint="CLASS_OR_CODE") from None
     _answer(f"{rule.code} {rule.name} ({rule.severity})\n\n" + rewrap(rule.explanation, _text_width()) + "\n")
 
 

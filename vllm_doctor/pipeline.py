@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import chain
 from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Tuple
 
@@ -21,7 +21,8 @@ from .catalog import Catalog
 from .envelopes import _PROC, MAX_RECORD_CHARS, Envelopes, source_key, unwrap
 from .frames import code_tags, looks_like_code
 from .reassemble import MAX_JOINED, WRAP_MIN_WIDTH, Reassembler, _open_oom, shell_continued
-from .rules import BY_NAME, diagnose_run, new_observers
+from .rules import BY_NAME, diagnose_run, healthy, new_observers
+from .rules.rule import read_from
 from .sources import ARCHIVE_ERRORS
 from .tracker import RunBudget, SourceTracker, unexplained_error
 from .verdict import SEVERITY_RANK, Finding, RunSummary, SourceSummary, Verdict
@@ -512,6 +513,13 @@ def _headline(results: List[SourceResult], primaries: List[Finding]) -> Finding:
     return min(primaries, key=rank)
 
 
+def _read_from(results: List[SourceResult]) -> str:
+    """Where the sources with vLLM output were read, for a clean verdict's title: ``the log``,
+    ``the metrics`` (every one a metrics series alone), or ``the logs and metrics``."""
+    where = {read_from(run) for r in results if r.summary.vllm_output for run in r.tracker.runs}
+    return where.pop() if len(where) == 1 else "the logs and metrics"
+
+
 def _healthy_title(summary: str, notes: List[Finding], select: Optional[frozenset]) -> str:
     """A clean verdict's headline: what the notes under it say, so "healthy" never hides a
     slowdown the rules did see, nor claims more than the selected rules looked at."""
@@ -551,6 +559,27 @@ def _fold_repeats(findings: List[Finding]) -> Tuple[List[Finding], Dict[str, int
     return shown, {cls: len(rest) for cls, rest in folded.items()}
 
 
+def _note_formats_tried(sources: List[SourceSummary]) -> List[SourceSummary]:
+    """Nothing was recognised: each source read says so in its notes, where every view shows
+    it once (the text's sources block, JSON ``sources[].notes``, the Markdown's), the first
+    with the formats auto-detection tried (:data:`~vllm_doctor.formats.TRIED`), the others
+    pointing at it. A source whose notes already say what was not read (stats lines whose
+    numbers cannot be read: vLLM's lines, in a format that was recognised) needs no list of
+    formats. The title stays short: a title this long was shortened on line 1 and printed
+    whole again below it. Returns copies: the results' own summaries are unchanged."""
+    from .formats import TRIED
+
+    out: List[SourceSummary] = []
+    first: Optional[str] = None
+    for s in sources:
+        if s.error is None and not s.notes:
+            said = TRIED if first is None else f"as for {first}"
+            s = replace(s, notes=s.notes + [f"nothing recognisable as vLLM output (formats tried: {said})"])
+            first = first or s.name
+        out.append(s)
+    return out
+
+
 def build_verdict(
     results: List[SourceResult], unreadable: Iterable[Tuple[str, str]] = (), select: Optional[frozenset] = None
 ) -> Verdict:
@@ -580,14 +609,11 @@ def build_verdict(
     elif any(s.vllm_output for s in sources):
         h = BY_NAME["healthy"]
         notes = [f for r in results for f in r.findings]
-        verdict = Verdict("healthy", h.code, "ok", _healthy_title(h.summary, notes, select))
+        verdict = Verdict("healthy", h.code, "ok", _healthy_title(healthy.title(_read_from(results)), notes, select))
     else:
-        from .formats import TRIED
-
         u = BY_NAME["unknown"]
-        verdict = Verdict(
-            "unknown", u.code, "unknown", f"Nothing recognisable as vLLM output in the input (formats tried: {TRIED})"
-        )
+        verdict = Verdict("unknown", u.code, "unknown", "Nothing recognisable as vLLM output in the input")
+        sources = _note_formats_tried(sources)
     ordered = sorted(results, key=lambda r: best is None or r.summary.name != best.source)
     findings = [f for r in ordered for f in r.findings]
     if best is not None:
@@ -596,5 +622,6 @@ def build_verdict(
     verdict.findings, verdict.omitted_findings = _fold_repeats(findings)
     verdict.runs = runs
     verdict.sources = sources
+    verdict.selected_rules = sorted(select) if select is not None else None
     verdict.tool_version = __version__
     return verdict

@@ -47,7 +47,9 @@ specific to it.
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+import difflib
+import unicodedata
+from typing import Callable, Dict, List, Optional, Tuple
 
 import regex
 
@@ -156,6 +158,16 @@ def names_secret(key: str) -> bool:
     return _SECRET_NAME.fullmatch(key.lstrip("-")) is not None
 
 
+#: An environment variable that names a secret, written with its value after spaces alone
+#: (a Dockerfile's ``ENV HF_TOKEN hf_...``, csh's ``setenv OPENAI_API_KEY sk-...``, an env
+#: dump pasted as columns): upper case, a compound name (``HF_TOKEN``, ``API_KEY``, not a
+#: bare ``TOKEN``), and a value that looks like one (a digit in it, or a token's own
+#: prefix), so prose such as ``HF_TOKEN is not set`` keeps its words.
+_SECRET_ENV = regex.compile(
+    r"(?<![A-Za-z0-9_])(?:(?:[A-Z0-9]+_)*(?:API_?KEY|ACCESS_?KEY|SECRET_?KEY|PRIVATE_?KEY|AUTH_?TOKEN)"
+    r"|(?:[A-Z0-9]+_)+(?:TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?))[ \t]+"
+    r"(?=[^\s'\",;]*[0-9]|hf_|api_org_|sk-|gh[pousr]_|github_pat_|glpat-|xox|eyJ|AKIA|ASIA)(?![^\s'\",;]*<redacted>)"
+)
 _SECRET_FLAG = regex.compile(
     r"(?i)(?<![A-Za-z0-9-])--[a-z0-9-]{0,30}?(?:api-key|token|password|secret)(?![a-z0-9-])\s+"
 )
@@ -326,6 +338,51 @@ def _prompt_accept(m, start: int) -> Optional[bool]:
     return nxt not in ("'", '"', "[", "{")
 
 
+#: Equal runs shorter than this between two replaced spans are folded into the replacement
+#: when a redaction of the NFKC form is mapped back (a placeholder's letters that happen to
+#: match the secret's stay the placeholder's).
+_MIN_KEPT_RUN = 4
+
+
+def _on_compatibility_form(text: str, redact: Callable[[str], str]) -> str:
+    """``redact`` applied to ``text`` as NFKC reads it, the result in ``text``'s own characters.
+
+    Fullwidth or other compatibility forms (``ｈｆ＿...``, ``ＡＰＩ＿ＫＥＹ＝...``) are what
+    vLLM's users paste from wide-character terminals and documents; the rules match ASCII.
+    Each character is NFKC-normalised on its own (so positions map back), the rules run on
+    that, and the spans they left alone are printed as the original characters; what they
+    replaced is the placeholder. A text already in NFKC is redacted as it is."""
+    if unicodedata.is_normalized("NFKC", text):
+        return redact(text)
+    parts = [unicodedata.normalize("NFKC", ch) for ch in text]
+    norm = "".join(parts)
+    owner: List[int] = []  # index of the original character each normalised one came from
+    starts: List[int] = []  # where each original character's normal form starts in norm
+    for i, part in enumerate(parts):
+        starts.append(len(owner))
+        owner.extend([i] * len(part))
+    done = redact(norm)
+    if done == norm:
+        return text
+    ops = difflib.SequenceMatcher(None, norm, done, autojunk=False).get_opcodes()
+    out: List[str] = []
+    for n, (tag, a1, a2, b1, b2) in enumerate(ops):
+        short = 0 < n < len(ops) - 1 and a2 - a1 < _MIN_KEPT_RUN
+        if tag != "equal" or short:
+            out.append(done[b1:b2])
+            continue
+        j = a1
+        while j < a2:  # whole original characters inside the run, else their normalised form
+            i = owner[j]
+            if starts[i] == j and j + len(parts[i]) <= a2:
+                out.append(text[i])
+                j += len(parts[i])
+            else:
+                out.append(norm[j])
+                j += 1
+    return "".join(out)
+
+
 class Redactor:
     """Redacts strings and verdicts, giving hosts, pods and users stable pseudonyms
     (``<host-1>``, ``<pod-1>``, ``<user-1>``, numbered in order of first appearance) for as
@@ -374,6 +431,7 @@ class Redactor:
         for rx, placeholder in _TOKENS:
             text = rx.sub(lambda m, p=placeholder: self._token(m, p), text, timeout=TIMEOUT)
         text = _mask_values(text, _SECRET_KEY, "<redacted>", _secret_accept)
+        text = _mask_values(text, _SECRET_ENV, "<redacted>")
         return _mask_values(
             text, _SECRET_FLAG, "<redacted>", lambda m, s: None if m.string[s : s + 1] == "-" else False
         )
@@ -388,7 +446,7 @@ class Redactor:
         if "PRIVATE KEY" in text:
             text = _PEM.sub("<private key redacted>", text, timeout=TIMEOUT)
         try:
-            return self.scrub(self._secret_rules(text))
+            return _on_compatibility_form(text, lambda t: self.scrub(self._secret_rules(t)))
         except TimeoutError as exc:
             if not regex_timed_out(exc):
                 raise
@@ -441,7 +499,7 @@ class Redactor:
             if original != redacted and original in text:
                 text = text.replace(original, redacted)
         try:
-            return self.scrub(self._rules(text))
+            return _on_compatibility_form(text, lambda t: self.scrub(self._rules(t)))
         except TimeoutError as exc:
             if not regex_timed_out(exc):
                 raise

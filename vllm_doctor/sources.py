@@ -219,6 +219,38 @@ _BOMS = (
 )
 
 
+#: Bytes of an input without a BOM that are held to sniff UTF-16 / UTF-32 (a text with a NUL
+#: byte in its first ones), and that the sniff reads at most.
+SNIFF_BYTES = 64
+SNIFF_MAX = 512
+
+
+def sniff_wide(head: bytes) -> Optional[str]:
+    """The codec of a text in UTF-32 or UTF-16 written without a BOM (Windows tools, a
+    ``iconv -t UTF-16LE``), from its first bytes: ASCII text in it puts NUL bytes at fixed
+    offsets (UTF-16 LE: every odd byte; BE: every even one; UTF-32: three of each four). A
+    codec is named when at least 3 in 4 of the units read have that shape, and the other
+    bytes are mostly not NUL (a block of zeros is no text); else None (UTF-8, as before)."""
+    head = head[:SNIFF_MAX]
+    quads = [head[i : i + 4] for i in range(0, len(head) - 3, 4)]
+    pairs = [head[i : i + 2] for i in range(0, len(head) - 1, 2)]
+    if len(pairs) < 2:
+        return None
+
+    def most(units, shape) -> bool:
+        return sum(1 for u in units if shape(u)) * 4 >= len(units) * 3
+
+    if quads and most(quads, lambda q: q[1:] == b"\0\0\0" and q[0]):
+        return "utf-32-le"
+    if quads and most(quads, lambda q: q[:3] == b"\0\0\0" and q[3]):
+        return "utf-32-be"
+    if most(pairs, lambda p: p[1] == 0 and p[0]):
+        return "utf-16-le"
+    if most(pairs, lambda p: p[0] == 0 and p[1]):
+        return "utf-16-be"
+    return None
+
+
 def archive_error(src: "Source", exc: BaseException, where: str) -> None:
     """A read failed: a damaged archive is diagnosed as far as it could be read
     (``src.truncated``); a plain file that cannot be read is an :class:`InputError`."""
@@ -232,8 +264,10 @@ class Decoder:
 
     The encoding is chosen on the first bytes: a UTF-32 or UTF-16 byte-order mark (LE or
     BE) selects that codec (decoded incrementally, invalid sequences become U+FFFD, then
-    re-encoded as UTF-8); a UTF-8 BOM is dropped; anything else passes through unchanged
-    (it is decoded as UTF-8 with replacement where a line is read). ``encoding`` names the
+    re-encoded as UTF-8); a UTF-8 BOM is dropped; without a BOM, first bytes that hold a NUL
+    are sniffed (:func:`sniff_wide`, on up to :data:`SNIFF_BYTES` held first) for UTF-16 or
+    UTF-32 written without one; anything else passes through unchanged (it is decoded as
+    UTF-8 with replacement where a line is read). ``encoding`` names the
     codec once known (None before the first 4 bytes, ``"utf-8"`` without a BOM).
     """
 
@@ -246,16 +280,21 @@ class Decoder:
         """UTF-8 bytes for ``data``; ``final`` at the end of the input flushes what is held."""
         if self.encoding is None:
             data = self._head + data
-            if len(data) < 4 and not final and any(bom.startswith(data) for bom, _ in _BOMS):
-                self._head = data  # could still be a BOM (UTF-16 LE or UTF-32 LE?): wait
+            maybe = len(data) == 1 or b"\0" in data or any(bom.startswith(data) for bom, _ in _BOMS)
+            if len(data) < 4 and not final and maybe:
+                self._head = data  # a BOM, or UTF-16 without one (its NUL is the 2nd byte)? wait
+                return b""
+            bom = next(((b, enc) for b, enc in _BOMS if data.startswith(b)), None)
+            if bom is None and len(data) < SNIFF_BYTES and not final and b"\0" in data:
+                self._head = data  # a NUL early: UTF-16 without a BOM? wait for enough to tell
                 return b""
             self._head = b""
             self.encoding = "utf-8"
-            for bom, enc in _BOMS:
-                if data.startswith(bom):
-                    data = data[len(bom) :]
-                    self.encoding = enc
-                    break
+            if bom is not None:
+                data = data[len(bom[0]) :]
+                self.encoding = bom[1]
+            elif b"\0" in data[:SNIFF_MAX]:
+                self.encoding = sniff_wide(data) or "utf-8"
             if self.encoding != "utf-8":
                 self._dec = codecs.getincrementaldecoder(self.encoding)("replace")
         if self._dec is None:
@@ -372,7 +411,8 @@ def windows(src: Source, size: int = WINDOW, on_read=None, decode: bool = True) 
 
 def _plain_region(src: Source):
     """(fd, start) for a regular, uncompressed file read from its start that needs no
-    transcoding (no UTF-16/32 BOM; start skips a UTF-8 one), else None."""
+    transcoding (no UTF-16/32 BOM, nor such a text without one: :func:`sniff_wide`; start
+    skips a UTF-8 BOM), else None."""
     if not hasattr(os, "pread") or src.compression is not None or (src.raw is not None and src.stream is not src.raw):
         return None  # (no pread on Windows: the stream reader reads it)
     try:
@@ -382,8 +422,10 @@ def _plain_region(src: Source):
             return None
     except (OSError, AttributeError, ValueError):
         return None
-    head = os.pread(fd, 4, 0)
+    head = os.pread(fd, SNIFF_MAX, 0)
     if head.startswith((b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")):
+        return None
+    if b"\0" in head and sniff_wide(head):  # UTF-16/32 without a BOM: the Decoder transcodes it
         return None
     return fd, 3 if head.startswith(b"\xef\xbb\xbf") else 0
 

@@ -31,7 +31,8 @@ Shapes (also in ``vllm_doctor/verdict.schema.json``, the published contract):
 * :class:`Verdict` - the whole answer: ``primary_class`` (the most severe finding of the
   newest failing run; ``healthy`` when nothing is wrong; ``unknown`` when nothing is
   recognisable or the root cause is not in the log), ``primary`` (that finding itself, so
-  its facts and remedies are the headline's own) and everything above.
+  its facts and remedies are the headline's own), ``selected_rules`` (the class ids
+  ``--select`` ran, null when all ran) and everything above.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-SCHEMA_VERSION = "1.3"
+SCHEMA_VERSION = "1.4"
 SEVERITY_RANK = {"critical": 3, "warning": 2, "info": 1, "ok": 0}
 
 
@@ -143,6 +144,9 @@ class Verdict:
     schema_version: str = SCHEMA_VERSION
     primary_finding: Optional[Finding] = None
     omitted_findings: Dict[str, int] = field(default_factory=dict)  # class -> findings folded away
+    #: the class ids of the rules ``--select`` ran (sorted), None when every rule ran: a clean
+    #: verdict then means only that these found nothing (the views say "not checked")
+    selected_rules: Optional[List[str]] = None
 
     @property
     def exit_code(self) -> int:
@@ -187,4 +191,5 @@ class Verdict:
             "omitted_findings": dict(self.omitted_findings),
             "runs": [asdict(r) for r in self.runs],
             "sources": [asdict(s) for s in self.sources],
+            "selected_rules": None if self.selected_rules is None else list(self.selected_rules),
         }

@@ -206,15 +206,36 @@ def fact_pool(verdict, finding) -> Dict[str, Any]:
     return {k: v for k, v in pool.items() if v is not None}
 
 
+#: Formats of a metrics source (:mod:`vllm_doctor.metrics.parse`): its stats are scrapes.
+_METRICS_FORMATS = frozenset({"prometheus", "openmetrics", "query_range", "metrics"})
+
+
+def stats_from_metrics(verdict, finding) -> bool:
+    """True when the stats of ``finding``'s run (the newest run's for None) came from
+    /metrics scrapes, not from a log's stats lines: its evidence is scrapes, or its source is
+    a metrics series, or a log source the metrics filled (``sources[].metrics``)."""
+    if finding is not None and any(e.kind == "metric" for e in finding.evidence):
+        return True
+    run = run_of(verdict, finding)
+    for s in verdict.sources:
+        if run is not None and s.name == run.source:
+            return bool(s.metrics) or set(s.format.split("+")) <= _METRICS_FORMATS
+    return False
+
+
 def fact_rows(verdict, finding) -> List[Tuple[str, str]]:
     """The key facts of ``finding`` (or of the newest run when None) as ``(label, value)``
-    rows (see :data:`FACT_ROWS`); ``vLLM``, ``model`` and host are :func:`context_rows`."""
+    rows (see :data:`FACT_ROWS`); ``vLLM``, ``model`` and host are :func:`context_rows`. The
+    stats row says where they came from: ``Stats lines`` of a log, or ``Metrics``."""
     pool = fact_pool(verdict, finding)
     rows = []
     for label, get in FACT_ROWS:
         value = get(pool)
         if value is not None:
-            rows.append((label(pool) if callable(label) else label, value))
+            label = label(pool) if callable(label) else label
+            if label == "Stats lines" and stats_from_metrics(verdict, finding):
+                label = "Metrics"
+            rows.append((label, value))
     return rows
 
 

@@ -6,8 +6,9 @@ first**; a summary table in words and units (source, host or pod, first and last
 time from the log, vLLM version, model, GPU, the key facts); the stats of a runtime episode
 as sparklines; the evidence clipped to the clauses that matter in a fenced block of
 ``source:line`` rows (the full lines in a collapsed block below it when any was clipped);
-numbered remedies with their flags; what does not help; the other findings; a footer with
-the tool's name and version. Sources are named as given on the command line, an absolute
+numbered remedies with their flags; what does not help; the other findings; the notes on
+the input (what was not read: sources[].notes, unreadable inputs); a footer with the tool's
+name and version. Sources are named as given on the command line, an absolute
 path by its file name only (:func:`~.names.display_source`).
 
 Every piece of text that can come from a log is quoted so that no Markdown or HTML in it
@@ -207,6 +208,16 @@ def _finding(verdict, f) -> List[str]:
     return out + _sparklines(verdict, f) + _evidence(f) + _remedies(f)
 
 
+def _source_notes(verdict) -> List[str]:
+    """What of the input was not read, as the text view's sources block says it: an input
+    that could not be read (its error) and every source's notes (skipped scrape files,
+    failed or interrupted scrapes, ignored samples, lines whose numbers cannot be read,
+    the formats tried), one list item each, named by source."""
+    items = [f"- {code(display_source(s.name))}: not read: {prose(s.error)}" for s in verdict.sources if s.error]
+    items += [f"- {code(display_source(s.name))}: {prose(n)}" for s in verdict.sources for n in s.notes]
+    return ["Notes on the input:", ""] + items + [""] if items else []
+
+
 def render_markdown(verdict) -> str:
     """The verdict as a Markdown incident ticket (see the module doc)."""
     p = verdict.primary
@@ -236,6 +247,7 @@ def render_markdown(verdict) -> str:
     others = [f for f in others if f.severity != "info"] + [f for f in others if f.severity == "info"]
     for f in others:
         out += _finding(verdict, f)
+    out += _source_notes(verdict)
     src = ", ".join(
         f"{code(display_source(s.name))} ({_n(s.lines, 'line')}, {_n(s.runs, 'run')})" for s in verdict.sources
     )

@@ -62,11 +62,18 @@ def short_source(name: str, limit: int = 40) -> str:
     return f"{inp} [{key}]" if key else inp
 
 
+#: Parentheses inside a reason the renderers put in parentheses: brackets, as typesetting
+#: nests them (``(... vLLM's default 0.90-0.92 [0.92 from vLLM 0.20], not printed ...)``).
+_INNER = str.maketrans("()", "[]")
+
+
 def why_parts(action: str, why: Optional[str]) -> Tuple[str, Optional[str]]:
     """A remedy's action and its reason as a renderer prints them, ``action (why)``: where the
     action already ends in a parenthesis (``... with an fp8 KV cache (a precision trade-off to
     evaluate)``) the reason joins it (``(a precision trade-off to evaluate; about 47296
-    tokens ...)``) rather than opening a second one. ``(action, None)`` without a reason."""
+    tokens ...)``) rather than opening a second one; parentheses inside the reason become
+    brackets, so the printed line never nests them (a reason quotes others' phrases, such as
+    a version's default, that hold their own). ``(action, None)`` without a reason."""
     if not why:
         return action, None
     if action.endswith(")"):
@@ -75,6 +82,6 @@ def why_parts(action: str, why: Optional[str]) -> Tuple[str, Optional[str]]:
             depth += {")": 1, "(": -1}.get(action[i], 0)
             if depth == 0:
                 if i and action[:i].strip():
-                    return action[:i].rstrip(), f"{action[i + 1 : -1]}; {why}"
+                    return action[:i].rstrip(), f"{action[i + 1 : -1]}; {why}".translate(_INNER)
                 break
-    return action, why
+    return action, why.translate(_INNER)

@@ -26,9 +26,6 @@ SYMPTOM = {
     "not checked": "Not checked: the selected rules found nothing",
 }
 
-#: How :func:`vllm_doctor.pipeline.build_verdict` opens a clean verdict when ``--select`` ran
-#: only some rules (``No problem found by the selected rules (engine_stall, ...).``).
-SELECTED_ONLY = "No problem found by the selected rules ("
 #: What the text and Markdown views call such a verdict, and its "severity".
 NOT_CHECKED, SELECTED_RULES_ONLY = "not checked", "selected rules only"
 #: Phases after which a server is up (events.Phase labels).
@@ -37,7 +34,7 @@ UP_PHASES = ("ready", "serving")
 
 def not_checked(verdict):
     """``verdict`` as the text and Markdown views show it: a clean verdict of ``--select``
-    (some rules only) is "not checked", never "healthy" (the rules that would explain a
+    (``verdict.selected_rules`` set: some rules only) is "not checked", never "healthy" (the rules that would explain a
     failure may not have run): the class reads ``not checked``, the severity ``selected rules
     only``, and the title says the selected rules found nothing and, where the log shows it,
     that the server never became ready (the last phase its runs reached). Any other verdict
@@ -45,10 +42,9 @@ def not_checked(verdict):
     selected rules' verdict, 0) are not changed."""
     import copy
 
-    if verdict.primary_class != "healthy" or not verdict.title.startswith(SELECTED_ONLY):
+    if verdict.primary_class != "healthy" or verdict.selected_rules is None:
         return verdict
-    rules = verdict.title[len(SELECTED_ONLY) :].rstrip(".").removesuffix(")")
-    title = f"the selected rules ({rules}) found nothing"
+    title = f"the selected rules ({', '.join(verdict.selected_rules)}) found nothing"
     known = [r for r in verdict.runs if r.phase_reached and r.phase_reached != "unknown"]
     down = [r for r in known if r.phase_reached not in UP_PHASES]
     if down and len(verdict.runs) == 1:

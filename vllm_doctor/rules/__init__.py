@@ -85,24 +85,72 @@ def _key(text: str) -> str:
     return text.strip().lower().replace("-", "_")
 
 
+class UnknownRule(KeyError):
+    """A name that is neither a class id nor a code. ``matches`` holds the rules it may have
+    meant (in the diagnosis order), ``args[0]`` the one-line message that lists them by code,
+    as ``vllm-doctor rules`` prints codes (``VD301``) and class ids (``kv_pressure``);
+    ``listed`` is False when the message lists none (no match, or too many to list)."""
+
+    def __init__(self, message: str, matches: Tuple[Rule, ...], listed: bool) -> None:
+        super().__init__(message)
+        self.matches = matches
+        self.listed = listed
+
+
+#: At most this many matches are listed (``VD3``: 8 codes); more (``VD``: 22) are counted.
+_LISTED = 10
+
+
+def _matches(key: str) -> Tuple[Rule, ...]:
+    """The rules a ``_key``-ed name may have meant: codes it begins (``vd3`` -> every VD3xx),
+    class ids that hold it (``kv`` -> kv_cache_capacity, kv_pressure), else the nearest by
+    spelling (difflib ratio >= 0.5, at most 3: ``vd309`` -> VD308...)."""
+    found = [r for r in RULES if r.code.lower().startswith(key) or (len(key) >= 2 and key in r.name)]
+    if found:
+        return tuple(found)
+    names = {r.code.lower(): r for r in RULES}
+    names.update((r.name, r) for r in RULES)
+    near = difflib.get_close_matches(key, list(names), n=3, cutoff=0.5)
+    seen: List[Rule] = []
+    for n in near:
+        if names[n] not in seen:
+            seen.append(names[n])
+    return tuple(sorted(seen, key=lambda r: ORDER[r.name]))
+
+
 def lookup(name: str) -> Rule:
     """The rule named by a class id or code, in any case, with ``-`` or ``_``
-    (``VD303``, ``vd303``, ``high-gpu-memory-utilization``). Raises KeyError with the
-    nearest names in its message when there is none."""
+    (``VD303``, ``vd303``, ``high-gpu-memory-utilization``).
+
+    Raises :class:`UnknownRule` (a KeyError) when there is none: its message is one line
+    that lists the codes it may have meant (``'VD3' is not a code; the codes that begin with it: VD301, ...``;
+    ``'kv-cache' is not a class id or code; did you mean VD101 kv_cache_capacity?``)."""
     key = _key(name)
     for r in RULES:
         if key in (r.code.lower(), r.name):
             return r
-    names = [r.name for r in RULES] + [r.code.lower() for r in RULES]
-    near = difflib.get_close_matches(key, names, n=3, cutoff=0.5)
-    hint = f"; did you mean {', '.join(near)}?" if near else ""
-    raise KeyError(f"unknown class or code {name!r}{hint}")
+    matches = _matches(key) if key else ()
+    what = "a code" if key.startswith("vd") and key[2:].isdigit() else "a class id or code"
+    message = f"{name.strip()!r} is not {what}"
+    prefix = len(matches) > 1 and all(r.code.lower().startswith(key) for r in matches)
+    if len(matches) > _LISTED:
+        message += f"; {len(matches)} {'codes begin with it' if prefix else 'classes hold it'}"
+        raise UnknownRule(message, matches, listed=False)
+    if prefix:
+        message += f"; the codes that begin with it: {', '.join(r.code for r in matches)}"
+    elif len(matches) > 3:
+        message += f"; the classes that hold it: {', '.join(f'{r.code} {r.name}' for r in matches)}"
+    elif matches:
+        named = [f"{r.code} {r.name}" for r in matches]
+        message += f"; did you mean {' or '.join([', '.join(named[:-1]), named[-1]] if len(named) > 1 else named)}?"
+    raise UnknownRule(message, matches, listed=bool(matches))
 
 
 def select_rules(select: Optional[Iterable[str]]) -> Optional[frozenset]:
     """Class ids of the rules a ``select`` list names: codes, class ids, or code prefixes
     (``VD1`` for every startup rule, as ruff selects by prefix). None selects all. Raises
-    KeyError (with the nearest names) for an entry that names nothing."""
+    :class:`UnknownRule` (a KeyError listing what it may have meant) for an entry that names
+    nothing."""
     if select is None:
         return None
     chosen = set()
@@ -188,4 +236,14 @@ def diagnose_run(
     return findings
 
 
-__all__ = ["RULES", "BY_NAME", "BY_CODE", "Rule", "lookup", "select_rules", "new_observers", "diagnose_run"]
+__all__ = [
+    "RULES",
+    "BY_NAME",
+    "BY_CODE",
+    "Rule",
+    "UnknownRule",
+    "lookup",
+    "select_rules",
+    "new_observers",
+    "diagnose_run",
+]

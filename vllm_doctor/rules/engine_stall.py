@@ -72,7 +72,7 @@ from ..run import Failure, Line, Run, StallSignal, StatsSample, WaitEpisode
 from ..tracker import MEMORY_KINDS
 from ..verdict import Finding, Remedy
 from .plan import Constraints, constraints
-from .rule import Rule, config_evidence, ev, finding, remedy
+from .rule import Rule, config_evidence, ev, finding, not_printed, read_from, remedy, stats_from
 
 #: The release that added scheduler_reserve_full_isl (vllm/config/scheduler.py, read in 0.19.1).
 RESERVE_FULL_ISL_SINCE = (0, 19, 0)
@@ -230,7 +230,7 @@ def _blocked(run: Run) -> Optional[Finding]:
         "kv_tokens": run.value("kv_tokens"),
         "max_model_len": run.value("max_model_len"),
     }
-    rem = _length_remedies(constraints(run), run) + [_watch()]
+    rem = _length_remedies(constraints(run), run) + [_watch(run)]
     evidence = [ev(obs.best_first, "waiting, none running, 0 tokens/s"), ev(obs.best_last, "still blocked")]
     evidence += config_evidence(run, ("kv_tokens", "max_model_len"))
     return finding(RULE, run, "runtime", title, facts, evidence, rem, confidence="medium")
@@ -284,7 +284,7 @@ def _wedge_finding(run: Run, title: str, facts, evidence) -> Finding:
         remedy(
             "Check the GPUs (nvidia-smi): a GPU at 100% with no progress, or an Xid error in dmesg", None, None, "host"
         ),
-        _watch(),
+        _watch(run),
     ]
     dont = ["Memory settings: nothing is allocating while the engine is stuck"]
     # Wait warnings that do not decide by themselves (an old release's, printed when idle too)
@@ -293,12 +293,12 @@ def _wedge_finding(run: Run, title: str, facts, evidence) -> Finding:
     return finding(RULE, run, "runtime", title, facts, evidence, rem, dont, confidence="low")
 
 
-def _watch() -> Remedy:
+def _watch(run: Run) -> Remedy:
+    why = "the log goes quiet when the engine does: vLLM logs idle stats at DEBUG only"
+    if stats_from(run) == "the metrics":
+        why = f"the metrics showed this one; {why}"
     return remedy(
-        "Watch /metrics (vllm:num_requests_running, generation tokens) to catch the next one",
-        None,
-        "the log goes quiet when the engine does: vLLM logs idle stats at DEBUG only",
-        "host",
+        "Watch /metrics (vllm:num_requests_running, generation tokens) to catch the next one", None, why, "host"
     )
 
 
@@ -522,7 +522,7 @@ def _hung(run: Run) -> Optional[Finding]:
             "that failure comes first"
         )
     evidence += _episode_evidence(ep)
-    rem.append(_watch())
+    rem.append(_watch(run))
     return finding(
         RULE,
         run,
@@ -598,7 +598,7 @@ def _waited(run: Run) -> Optional[Finding]:
     if resolved and ep.resolved_by is not None:
         evidence.append(ev(ep.resolved_by, "progress again"))
     before_ready = ep.phase_at < Phase.READY and not resolved
-    rem = _diagnose_remedies(run, names_work, before_ready, bool(ep.data.get("names_quantization"))) + [_watch()]
+    rem = _diagnose_remedies(run, names_work, before_ready, bool(ep.data.get("names_quantization"))) + [_watch(run)]
     confidence = "low" if startup or resolved else "medium"
     return finding(RULE, run, phase, title, facts, evidence, rem, _no_memory_remedy(run), notes, confidence)
 
@@ -662,18 +662,18 @@ def _queued(run: Run) -> Optional[Finding]:
     rem: List[Optional[Remedy]] = []
     notes: List[str] = []
     if limit is None:
+        unsaid = "the log does not print it" if read_from(run) == "the log" else "not in the metrics"
         check_seqs = remedy(
-            f"Check max_num_seqs (the log does not print it): if it is {R}, that is the limit holding the queue: "
-            "raise it",
+            f"Check max_num_seqs ({unsaid}): if it is {R}, that is the limit holding the queue: raise it",
             None,
-            f"max_num_seqs is not printed in the log; vLLM runs at most that many at once, and {R} run while "
+            f"max_num_seqs is {not_printed(run)}; vLLM runs at most that many at once, and {R} run while "
             "none is admitted",
             "server",
         )
         if not no_room:
             rem.append(check_seqs)
         else:
-            notes.append(f"max_num_seqs is not printed in the log: if it was set to {R}, that is what holds the queue")
+            notes.append(f"max_num_seqs is {not_printed(run)}: if it was set to {R}, that is what holds the queue")
     rem.append(
         remedy(
             "Find the request at the head of the queue and the ones holding the KV cache: a long request (a long "
@@ -684,7 +684,7 @@ def _queued(run: Run) -> Optional[Finding]:
         )
     )
     rem += _length_remedies(c, run)
-    rem.append(_watch())
+    rem.append(_watch(run))
     forbids = []
     dont: List[str] = []
     if limit is not None:

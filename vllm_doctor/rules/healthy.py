@@ -30,6 +30,12 @@ from ..verdict import Finding
 from .rule import Rule
 
 
+def title(where: str = "the log") -> str:
+    """The clean verdict's headline, naming where it was read (``the log``, ``the metrics``:
+    :func:`~vllm_doctor.rules.rule.read_from`)."""
+    return f"No memory or slowdown problem found in {where}."
+
+
 def check(run: Run, failures: Sequence[Failure], phase: str = "") -> List[Finding]:
     return []  # healthy is what the verdict says when no rule finds anything
 
@@ -38,7 +44,7 @@ RULE = Rule(
     code="VD000",
     name="healthy",
     severity="ok",
-    summary="No memory or slowdown problem found in the log.",
+    summary=title(),
     doc=__doc__,
     check=check,
 )

@@ -29,7 +29,7 @@ from .. import thresholds
 from ..run import Failure, Run
 from ..verdict import Finding
 from .preemption_storm import episode_of, is_storm, warning_facts
-from .rule import Rule, ev, finding, remedy
+from .rule import Rule, ev, finding, remedy, stats_from
 
 
 def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List[Finding]:
@@ -44,7 +44,7 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List
     if ep:
         facts["saturated_intervals"] = ep.intervals
     evidence = [ev(p.first, "preemption warning"), ev(ep.first if ep else None, "saturated interval")]
-    rem = [remedy("Watch the stats lines; if waiting grows with KV usage near 100%, add KV cache memory")]
+    rem = [remedy(f"Watch {stats_from(run)}; if waiting grows with KV usage near 100%, add KV cache memory")]
     title = "Mild KV cache pressure (not sustained: not a storm)"
     return [finding(RULE, run, "runtime", title, facts, evidence, rem, confidence="low")]
 

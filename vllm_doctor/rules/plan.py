@@ -30,6 +30,7 @@ from ..processes import is_worker_process
 from ..run import Line, Run
 from ..verdict import Finding, Remedy
 from .oom import co_tenants_of, held_unlisted
+from .rule import not_printed, read_from
 
 #: The tensor-parallel rank in a V1 worker's name (``Worker_TP1``, ``Worker_PP0_TP3_EP3``).
 _TP_NAME = regex.compile(r"_TP(?P<tp>[0-9]{1,4})(?![0-9])")
@@ -42,8 +43,9 @@ FRACTIONS = {"gpu_memory_utilization"}
 class InForce:
     """The value of a setting that ran: ``low``..``high`` (one value when the log prints it),
     ``known`` when the log printed it (``line`` says where), ``why`` one plain phrase with the
-    value and where it comes from (``0.85 as printed (line 12)``, ``vLLM's default 1, not
-    printed in the log``), which remedies' reasons quote inside theirs."""
+    value and where it comes from (``0.85 as printed on line 12``, ``vLLM's default 1, not
+    printed in the log``), which remedies' reasons quote inside theirs (so no parentheses of
+    its own around the line: the renderers put the reason in parentheses)."""
 
     setting: str
     low: Optional[float]
@@ -105,23 +107,25 @@ class Constraints:
             return InForce(setting, value, value, True, f"{value} {said}", line)
         if value is not None:
             line = self.run.line_for(setting)
-            where = f"line {line.lineno}" if line else "the log"
-            return InForce(setting, value, value, True, f"{fmt(setting, value)} {said} ({where})", line)
+            where = f"on line {line.lineno}" if line else f"in {read_from(self.run)}"
+            if line is not None and line.metric is not None:  # a metrics scrape gave it, not a log line
+                said, where = "as /metrics reports it", f"in scrape {line.lineno}"
+            return InForce(setting, value, value, True, f"{fmt(setting, value)} {said} {where}", line)
         stated = self._stated(setting)
         if stated is not None:
             value, line = stated
-            where = f"line {line.lineno}" if line else "the log"
-            return InForce(setting, value, value, True, f"{fmt(setting, value)} as the error prints it ({where})", line)
+            where = f"on line {line.lineno}" if line else "in the log"
+            return InForce(setting, value, value, True, f"{fmt(setting, value)} as the error prints it {where}", line)
         d = self._default(setting)
         floor = self._at_least(setting)
         if d is None and floor is None:
-            return InForce(setting, None, None, False, "not in the log")
+            return InForce(setting, None, None, False, f"not in {read_from(self.run)}")
         if d is None or (floor is not None and floor > d.high):
             return InForce(setting, floor, floor, False, f"at least {fmt(setting, floor)} ({self._floor_why})")
         low = max(d.low, floor) if floor is not None else d.low
         shown = fmt(setting, low) if low == d.high else f"{fmt(setting, low)}-{fmt(setting, d.high)}"
         whose = d.why.replace("{value}", shown) if "{value}" in d.why else f"{d.why} {shown}"
-        return InForce(setting, low, d.high, False, f"{whose}, not printed in the log")
+        return InForce(setting, low, d.high, False, f"{whose}, {not_printed(self.run)}")
 
     def _stated(self, setting: str) -> Optional[Tuple[float, Optional[Line]]]:
         """The value of ``setting`` an error message prints as the one it checked ("Total
@@ -255,15 +259,16 @@ class Constraints:
         action: str,
         reason: str,
         floor: int = 1,
-        unknown: str = "the value in force is not in the log",
+        unknown: Optional[str] = None,
         printed_only: bool = False,
     ) -> Remedy:
         """A remedy lowering a count ``setting`` to half the value in force (at least ``floor``),
         ``why`` = ``reason`` and the arithmetic; without a value in force, ``reason`` and
-        ``unknown`` (and no number). ``printed_only``: halve only a value the log prints, never
+        ``unknown`` (default: the value in force is not in the log, or the metrics) and no number. ``printed_only``: halve only a value the log prints, never
         a version's default (where a guessed default could break another limit)."""
         now = self.in_force(setting)
         if not now.low or (printed_only and not now.known):
+            unknown = unknown or f"the value in force is not in {read_from(self.run)}"
             return self.lower(setting, None, action, f"{reason}; {unknown}")
         return self.lower(setting, max(floor, int(now.low) // 2), action, f"{reason}: half of {now.why}")
 
@@ -275,7 +280,7 @@ class Constraints:
             return self.unset(setting, "lower", action, why)
         target = round(target, 2) if setting in FRACTIONS else int(target)
         if now.low is not None and target >= now.low:
-            reason = f"the value in force is {now.why}; no lower value follows from the log"
+            reason = f"the value in force is {now.why}; no lower value follows from {read_from(self.run)}"
             return self.unset(setting, "lower", action, f"{why}; {reason}" if why else reason)
         return self.set_to(setting, target, action, self._with_in_force(why, now), "lower")
 

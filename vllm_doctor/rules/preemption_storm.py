@@ -38,7 +38,7 @@ from .. import thresholds
 from ..run import Failure, Line, Run, StatsSample
 from ..verdict import Finding
 from .plan import constraints
-from .rule import Rule, ev, finding, remedy
+from .rule import Rule, ev, finding, read_from, remedy, stats_from
 
 
 @dataclass
@@ -208,8 +208,12 @@ def _title(run: Run, ep: Optional[Episode], facts: Dict[str, Any]) -> str:
             )
     if p.warnings or s.preemptions_total:
         return "KV cache saturated, requests preempted: " + "; ".join(bits)
-    why = "V0 logs only every 50th preemption" if (s.engine or run.engine) == "v0" else "V1 logs no preemptions"
-    return f"KV cache saturated with requests waiting ({why}; judged from the stats lines): " + "; ".join(bits)
+    if stats_from(run) == "the metrics":  # vLLM's counter read 0 over the saturated intervals
+        why = "the metrics count no preemption; judged from KV cache usage and requests waiting"
+    else:
+        v0 = (s.engine or run.engine) == "v0"
+        why = f"{'V0 logs only every 50th preemption' if v0 else 'V1 logs no preemptions'}; judged from the stats lines"
+    return f"KV cache saturated with requests waiting ({why}): " + "; ".join(bits)
 
 
 def _remedies(run: Run, facts: Dict[str, Any]) -> List[Any]:
@@ -246,13 +250,13 @@ def _remedies(run: Run, facts: Dict[str, Any]) -> List[Any]:
             "max_num_seqs",
             max(1, int(base) // 2) if base else None,
             "Lower demand: fewer concurrent sequences",
-            seqs_why if base else "the value in force is not in the log",
+            seqs_why if base else f"the value in force is not in {read_from(run)}",
         ),
         remedy(
             "Or a shorter max_model_len, if the workload allows",
             None,
             (f"currently {L}; " if L else "")
-            + "the workload's longest request, which the log does not show, decides how much shorter",
+            + f"the workload's longest request decides how much shorter; it is not in {read_from(run)}",
         ),
     ]
 

@@ -31,7 +31,7 @@ from .. import thresholds
 from ..run import Failure, Line, Run, StatsSample
 from ..verdict import Finding, Remedy
 from .plan import constraints
-from .rule import Rule, ev, finding, remedy
+from .rule import Rule, ev, finding, read_from, remedy
 
 
 @dataclass
@@ -60,7 +60,7 @@ def _batch_limit(run: Run, ran: int) -> Remedy:
         return c.raise_to("max_num_seqs", 2 * (seqs.high or seqs.low), action, why)
     tokens = c.in_force("max_num_batched_tokens")
     if not tokens.high:
-        return remedy(action, None, "max_num_batched_tokens is not in the log (V0 without chunked prefill)")
+        return remedy(action, None, f"max_num_batched_tokens is not in {read_from(run)} (V0 without chunked prefill)")
     why = (
         f"at most {ran} requests ran, fewer than max_num_seqs allows: the per-step token budget "
         f"({tokens.why}) admits new requests as their prefill fits"

@@ -82,10 +82,10 @@ def _prompt_limit(run: Run, d, facts, failures) -> Finding:
             "max_num_batched_tokens",
             need,
             "Set max_num_batched_tokens to at least the prompt (or enable chunked prefill)",
-            f"the limit is min(max_model_len, max_num_batched_tokens); max_model_len is {mml.why}, so the limit is "
+            f"the limit is the smaller of max_model_len and max_num_batched_tokens; max_model_len is {mml.why}, so the limit is "
             "max_num_batched_tokens"
             if by_batch
-            else "the limit is min(max_model_len, max_num_batched_tokens) without chunked prefill",
+            else "the limit is the smaller of max_model_len and max_num_batched_tokens without chunked prefill",
         ),
         remedy(
             f"If max_model_len is what limits (it is at least {limit}), raise it only as far as the model supports "

@@ -84,6 +84,29 @@ class Rule:
         return inspect.cleandoc(self.doc or "").replace("``", "`")
 
 
+def read_from(run: Run) -> str:
+    """Where ``run`` was read, as wordings name it: ``"the metrics"`` for a run that stands for
+    a metrics series alone (:func:`vllm_doctor.metrics.view.run_of`: its ``metrics`` marker is
+    on the run's own source), else ``"the log"`` (a log, with or without metrics beside it:
+    the log gives its config and phase)."""
+    m = run.markers.get("metrics")
+    return "the metrics" if m is not None and m.source == run.source else "the log"
+
+
+def stats_from(run: Run) -> str:
+    """Where ``run``'s stats samples came from, as wordings name it: ``"the metrics"`` when a
+    metrics series filled them (alone, or beside a log that printed none:
+    :func:`vllm_doctor.metrics.view.fill`), else ``"the stats lines"``."""
+    return "the metrics" if "metrics" in run.markers else "the stats lines"
+
+
+def not_printed(run: Run) -> str:
+    """``"not printed in the log"``, or ``"not in the metrics"`` for a run read from metrics
+    alone (see :func:`read_from`)."""
+    where = read_from(run)
+    return "not printed in the log" if where == "the log" else f"not in {where}"
+
+
 def ev(line: Optional[Line], note: Optional[str] = None) -> Optional[Evidence]:
     """Evidence from a kept :class:`~vllm_doctor.run.Line` (None passes through)."""
     if line is None:

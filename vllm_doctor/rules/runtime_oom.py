@@ -108,7 +108,7 @@ def _lower_utilization(c: Constraints, facts: Dict[str, Any]) -> Tuple[Optional[
     if not now.known:
         why += f"; {now.why}"
         if facts.get("vllm_process_gib"):
-            why += f" (vLLM held {facts['vllm_process_gib']:.2f} GiB at the OOM, the overshoot included)"
+            why += f"; vLLM held {facts['vllm_process_gib']:.2f} GiB at the OOM, the overshoot included"
     return target, why
 
 

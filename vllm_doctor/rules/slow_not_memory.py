@@ -35,7 +35,7 @@ from typing import List, Optional, Sequence
 from .. import thresholds
 from ..run import Failure, Line, Run, StatsSample
 from ..verdict import Finding
-from .rule import Rule, ev, finding, remedy
+from .rule import Rule, ev, finding, remedy, stats_from
 
 
 @dataclass
@@ -98,7 +98,7 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List
         remedy(
             "Turn off optional per-token work one at a time (speculative decoding, guided decoding) and compare",
             None,
-            "the generation throughput per request in the stats lines is the measure",
+            f"the generation throughput per request in {stats_from(run)} is the measure",
         ),
         remedy("Compare with a plain benchmark of the same model on the same GPU (vllm bench)", None, None, "host"),
     ]
