@@ -100,7 +100,10 @@ def _crowded_oom(failures, run: Run, facts: Dict[str, Any]) -> str:
 
 def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List[Finding]:
     if not failures:
-        return []
+        # No KV memory beside another instance or vllm-omni stage (judged in kv_cache_capacity).
+        from .kv_cache_capacity import co_tenant_findings
+
+        return co_tenant_findings(run)
     data = merged_data(failures)
     facts: Dict[str, Any] = {}
     notes: List[str] = []
