@@ -116,11 +116,17 @@ def test_no_kv_memory_beside_another_instance_is_contention_never_a_lower(lines)
     assert f.facts.get("kv_tokens") is None  # not the other instance's 1,880,320
     assert not any(r.flag and r.flag.startswith("--gpu-memory-utilization") and "lower" in r.action for r in f.remedies)
     assert any("Lowering this instance's gpu_memory_utilization" in d for d in f.does_not_help)
-    assert any(r.flag == "--kv-cache-memory-bytes" for r in f.remedies)
+    assert any("--kv-cache-memory-bytes" in r.action for r in f.remedies)
 
 
 def test_both_utilizations_printed_give_the_sum_the_second_needs():
-    lines = two_instances_interleaved(KV_ZERO)
+    args = "non-default args: {'model': 'Qwen/Qwen3-8B', 'gpu_memory_utilization': 0.4}"
+    first, second = (
+        two_instances_sequential("EngineCore_DP0", KV_ZERO)[:3],
+        two_instances_sequential("EngineCore_DP0", KV_ZERO)[4:],
+    )
+    lines = [v1("APIServer", 100, "INFO", args), *first, v1("APIServer", 200, "INFO", args), *second]
+    assert len(track(lines).runs) == 2
     f = diagnose(lines, name="two.log").primary
     assert f.remedies[0].flag == "--gpu-memory-utilization 0.80"  # 0.4 + the other's 0.4
 

@@ -304,7 +304,8 @@ class SourceTracker:
         * A one-per-instance process (:func:`instance_role`) under a pid the current run
           does not know, where the run already has that role under another pid, is a second
           instance: the earliest running run without that role takes it while instances
-          interleave, else it opens a new run.
+          interleave, else it opens a new run once the current run got past its
+          configuration.
         """
         key = rec.stream
         owner = self.owner.get(key) if rec.pid is not None else None
@@ -357,7 +358,9 @@ class SourceTracker:
             for run in self.runs:
                 if role not in run.roles and _alive(run) and run.prefixed_records and self._instances_since(run):
                     return run
-        if role in self.run.roles:
+        if role in self.run.roles and self.run.phase >= Phase.LOADING_WEIGHTS:
+            # the run got past its configuration: a second startup (an excerpt mixing one
+            # configuration line with another server's lines is not one)
             return self._new_run(rec.lineno, "instance")
         return self.run
 

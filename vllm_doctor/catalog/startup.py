@@ -257,6 +257,8 @@ PATTERNS = [
             "kv_available_gib": round(int(m["available"]) / 2**30, 4),
             "gpu_total_gib": round(int(m["total"]) / 2**30, 4),
         },
+        # "Available memory: N" alone is too common a phrase to read as the KV budget
+        cut_from=NO_CUT,
     ),
     # The post-warm-up summary is one message of several sentences, often pasted one
     # sentence a line: each sentence is recognised on its own (its numbers and their roles).

@@ -430,8 +430,9 @@ def _co_tenant_instance(run: Run, c: Constraints, cap: Dict[str, Any], other: Ne
             f"device counts against this instance's utilization x total budget: {share}",
         ),
         remedy(
-            "Or size this instance's KV cache directly, so the utilization budget no longer decides it",
-            "--kv-cache-memory-bytes",
+            "Or size this instance's KV cache directly with --kv-cache-memory-bytes, so the utilization budget no "
+            "longer decides it",
+            None,
             "vLLM 0.10.2 and later: the KV cache gets that many bytes whatever the device's other use; "
             "pick what fits beside the other instance",
         ),
@@ -467,6 +468,8 @@ def _co_tenant_stages(run: Run, facts: Dict[str, Any]):
         remedy(
             "Or give each stage an explicit budget: per-stage gpu_memory_utilization summing below 1 on a shared GPU, "
             "or kv_cache_memory_bytes for the LLM stage (vllm-omni then skips the profiling estimate)",
+            None,
+            "each stage then sizes its memory from its own share; the stages' shares are not in the log",
         ),
     ]
     dont = [
@@ -486,19 +489,19 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List
     """The KV capacity finding of ``run`` for the failures routed here (none when a budget of
     zero or less is printed as a fact). A co-tenant of the same kind (another instance, another
     vllm-omni stage) is left to ``startup_memory_contention`` (:func:`co_tenant_findings`)."""
-    return _check(run, failures, co_tenant=False)
+    return _check(run, failures, co_tenant=None)
 
 
-def co_tenant_findings(run: Run) -> List[Finding]:
+def co_tenant_findings(run: Run, rule: Rule) -> List[Finding]:
     """The ``startup_memory_contention`` finding of a run whose KV budget is zero or less
     beside a co-tenant of the same kind: an earlier vLLM instance of the paste that is up
     (``Run.neighbours``) or other stages of a vllm-omni server; [] otherwise. Called by the
-    contention rule when no failure was routed to it."""
+    contention rule (``rule``, whose finding it is) when no failure was routed to it."""
     failures = [f for f in run.failures if f.kind == "kv_error" or (f.kind == "traceback" and "kv_check" in f.tags)]
-    return _check(run, failures, co_tenant=True)
+    return _check(run, failures, co_tenant=rule)
 
 
-def _check(run: Run, failures: Sequence[Failure], co_tenant: bool) -> List[Finding]:
+def _check(run: Run, failures: Sequence[Failure], co_tenant: Optional[Rule]) -> List[Finding]:
     from_facts = _budget_failure_from_facts(run)
     if not failures and not from_facts:
         return []
@@ -534,10 +537,10 @@ def _check(run: Run, failures: Sequence[Failure], co_tenant: bool) -> List[Findi
         + consequence_evidence(run, 1)
     )
     other = _other_instance(run) if c.get("kv_budget_exhausted") else None
-    shared = data.get("variant") not in PHYSICAL_OOM and (
+    shared = data.get("variant") not in PHYSICAL_OOM and bool(
         other is not None or (c.get("kv_budget_exhausted") and _omni_stages(run))
     )
-    if shared != co_tenant:
+    if shared != (co_tenant is not None):
         return []
     if data.get("variant") in PHYSICAL_OOM:
         facts["variant"] = data["variant"]
@@ -551,10 +554,8 @@ def _check(run: Run, failures: Sequence[Failure], co_tenant: bool) -> List[Findi
             evidence.append(ev(other.line, f"the other instance (run {other.index}) got this far"))
         else:
             title, rem, dont, forbids = _co_tenant_stages(run, facts)
-        from .startup_memory_contention import RULE as CONTENTION  # its finding; that rule imports this one
-
         return [
-            finding(CONTENTION, run, "startup", title, facts, evidence, rem, dont, confidence="medium", forbids=forbids)
+            finding(co_tenant, run, "startup", title, facts, evidence, rem, dont, confidence="medium", forbids=forbids)
         ]
     elif c.get("kv_budget_exhausted"):
         title = "KV cache budget exhausted: weights and activations already fill gpu_memory_utilization"
