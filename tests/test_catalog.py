@@ -452,6 +452,23 @@ STARTUP = [
         kv_available_gib=25.91,
     ),
     case("available_kv_memory", "facts", fixture_line("s031", 4), kv_available_gib=-2.77),
+    # vllm-ascend's own line, in bytes (fixtures/logs m09 lines 6 and 14, its launcher's prefix left out)
+    case(
+        "ascend_available_memory",
+        "facts",
+        "(EngineCore_DP0 pid=3052) INFO 01-15 06:46:16 [worker_v1.py:270] Available memory: 23106324992, "
+        "total memory: 65452113920",
+        kv_available_gib=21.5194,
+        gpu_total_gib=60.957,
+    ),
+    case(
+        "ascend_available_memory",
+        "facts",
+        "(EngineCore_DP0 pid=4146) INFO 01-15 06:47:41 [worker_v1.py:270] Available memory: 0, total memory: "
+        "65452113920",
+        kv_available_gib=0.0,
+        gpu_total_gib=60.957,
+    ),
     # TPU, tpu-inference's JAX worker (fixtures/logs h024): per-device (used, limit) pairs, and the
     # worker's sums over its devices
     case("tpu_hbm_usage", "facts", fixture_line("h024", 3), gpu_total_gib=30.75, gpu_free_gib=30.75, tpu_devices=1),
@@ -2585,6 +2602,7 @@ def test_look_alikes_of_the_stall_messages_are_not_stalls():
 #: Patterns that never fire cut short (they declare cut_from=NO_CUT), with the reason.
 NOT_CUTTABLE = {
     "platform_detected": "the platform's name is the whole message: cut, it names no platform",
+    "ascend_available_memory": "'Available memory: N' without its total is too common a phrase to read as the KV budget",
     "exception_line": "the exception name must be whole; once it is, '(?P<msg>.*)$' takes a cut message as it is",
     "traceback_frame": "a frame cut before its function name names nothing a tag could be read from",
     "startup_memory_summary_free": "cut before 'on startup.' it may be the free-memory failure, which opens with the "

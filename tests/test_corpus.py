@@ -41,8 +41,6 @@ KNOWN_WRONG_CLASS: set = {
     "m22-omni-buildkite-ui-actions-for-line-artefacts-cudacachingallocator-oom-bytes.log",
     # A limit wording no cached release prints (Mamba cache blocks vs max_num_seqs).
     "m08-recipes-hard-wrapped-max-num-seqs-1024-exceeds-mamba-cache-blocks-939.log",
-    # Two instances in one paste merged into one run; vllm-ascend's byte-valued memory line.
-    "m09-ascend-pod-prefix-literal-ansi-two-instances-available-memory-0.log",
     # A traceback whose last line is an exception no rule explains (cut mid-word) is healthy.
     "p01-openrlhf-lmm-r1-ray-actor-v0-wake-up-cumem-oom-cut.log",
     # Startup numbers and a benchmark command at the KV ceiling, no stats (the mid-startup convention).
@@ -62,7 +60,6 @@ KNOWN_WRONG_FACTS: set = {
     # facts of the class misses above, and:
     "m07-pr-indented-hard-wrapped-capture-oom-136mib-22p36gib-5090-laptop.log",
     "m08-recipes-hard-wrapped-max-num-seqs-1024-exceeds-mamba-cache-blocks-939.log",
-    "m09-ascend-pod-prefix-literal-ansi-two-instances-available-memory-0.log",
     "m22-omni-buildkite-ui-actions-for-line-artefacts-cudacachingallocator-oom-bytes.log",
     "p10-skyrl-pr-colocated-fsdp-ctx-sampler-warmup-oom-process-796mib-hand-edited.log",
     "p12-gaudi1-hpu-v0-weights-15gib-then-pt-lazy-fatal-error-mqllmengine.log",

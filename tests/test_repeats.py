@@ -623,7 +623,8 @@ REVIEWED_FIELDS = {
     "Run": "command_keys config config_lines consequences dropped_failures end_line engine_hints errors_seen "
     "fact_lines facts failures first_error first_unexplained_error http index markers phase phase_lines "
     "preemption recognised records sibling_tags source stalls start_line start_patterns stats "
-    "trainer trainer_line unexplained_errors vllm_pids worker_procs",
+    "trainer trainer_line unexplained_errors vllm_pids worker_procs roles process_names prefixed_records opened_by "
+    "neighbours",
     "Failure": "context_tags data exception kind kinds last_seq lines patterns phase_at repeats seq stream tags "
     "text_hashes",
     "StatsSeries": "access_after_last count engine first intervals_with_preemptions last lines_after_last "
@@ -631,7 +632,7 @@ REVIEWED_FIELDS = {
     "peak_line preemptions_total prefix_hit_first prefix_hit_last prefix_hit_max recent records_after_last "
     "series series_stride",
     "HttpSummary": "by_bucket by_status first_5xx last_5xx",
-    "PreemptionSummary": "first last max_cumulative modes warnings",
+    "PreemptionSummary": "first last max_cumulative modes warnings by_process messages",
     "StallLog": "episode longest_resolved signals",
     "_Stream": "chained frames fresh last_failure lines open",
 }
@@ -655,7 +656,8 @@ def test_every_field_of_the_tracker_state_was_reviewed_for_the_fold():
     )
     attrs = sorted(vars(SourceTracker("x")))
     assert attrs == sorted(
-        "budget dropped_runs folded_runs observers recognised records runs seq source streams vllm_seen".split()
+        "budget dropped_runs folded_runs observers recognised records runs seq source streams vllm_seen "
+        "owner routed_back _target".split()
     )
 
 

@@ -458,6 +458,12 @@ def _run_summary(run, findings: List[Finding]) -> RunSummary:
         from .rules.preemption_storm import warning_facts
 
         facts.update(warning_facts(run))
+        p = run.preemption
+        if len(p.by_process) > 1:
+            # each V0 count is its engine's own (several engines of one job: RL rollout workers)
+            facts["preempting_engines"] = len(p.by_process)
+        if p.messages > p.warnings:
+            facts["preemption_messages"] = p.messages  # with the copies Ray folded into one line
     if run.engine:
         facts["engine"] = run.engine
     if run.http.by_bucket:

@@ -278,16 +278,27 @@ def _merge_into(p: SeriesPoint, kv, running, waiting, gen, intervals) -> None:
     p.intervals += intervals
 
 
+#: Processes whose V0 preemption counts are kept apart (more are in the totals only).
+MAX_PREEMPTING = 64
+
+
 @dataclass
 class PreemptionSummary:
-    """V0 preemption warnings (printed for the 1st, 51st, 101st ... preemption): how many
-    warnings, the highest cumulative count printed, the modes, the first and last line."""
+    """V0 preemption warnings (printed for the 1st, 51st, 101st ... preemption of each engine):
+    how many warnings, the highest cumulative count printed, the modes, the first and last line,
+    the highest count per printing process (several engines of one job: an RL trainer's
+    rollout workers, each its own scheduler) and Ray's folded repeats."""
 
     warnings: int = 0
     max_cumulative: int = 0
     modes: Set[str] = field(default_factory=set)
     first: Optional[Line] = None
     last: Optional[Line] = None
+    #: Each count is the printing engine's own (one scheduler per engine): the highest count
+    #: per process (keyed by :func:`process_label`, at most :data:`MAX_PREEMPTING`), and the
+    #: messages the lines stand for (Ray folds N alike into one ``[repeated Nx across cluster]``).
+    by_process: Dict[str, int] = field(default_factory=dict)
+    messages: int = 0
 
     def add(self, mode: str, cumulative: int, line: Line) -> None:
         self.warnings += 1
@@ -296,6 +307,11 @@ class PreemptionSummary:
         if self.first is None:
             self.first = line
         self.last = line
+        self.messages += line.repeated
+        if line.stream != "-":
+            who = process_label(line)
+            if who in self.by_process or len(self.by_process) < MAX_PREEMPTING:
+                self.by_process[who] = max(self.by_process.get(who, 0), cumulative)
 
 
 @dataclass
@@ -427,6 +443,26 @@ class StallLog:
         self.episode = None
 
 
+@dataclass(frozen=True)
+class Neighbour:
+    """Another run of the same source that was up when a run started: another vLLM instance
+    in the paste (two ``vllm serve`` on one device), as the log shows it. ``index`` is its run
+    number, ``process`` its engine process (``EngineCore_DP0 pid 3052``, None when unnamed),
+    ``phase`` how far its startup got, ``overlapped`` True when it printed lines after this
+    run's first (the startups interleaved), and the figures it printed (GiB, tokens); None
+    where not printed."""
+
+    index: int
+    process: Optional[str]
+    phase: Phase
+    overlapped: bool
+    gpu_memory_utilization: Optional[float] = None
+    gpu_total_gib: Optional[float] = None
+    kv_available_gib: Optional[float] = None
+    kv_tokens: Optional[int] = None
+    line: Optional[Line] = None  # its furthest startup line
+
+
 @dataclass
 class Run:
     """One server start within a source, and everything the log showed about it.
@@ -472,6 +508,20 @@ class Run:
     trainer_line: Optional[Line] = None
     engine_hints: Set[str] = field(default_factory=set)
     start_patterns: Set[Tuple[str, str]] = field(default_factory=set)
+    #: The run's one-per-instance processes: name (with its rank) -> pid (``EngineCore_DP0``
+    #: -> 3052); the same name under another pid is another instance (tracker.instance_role).
+    roles: Dict[str, int] = field(default_factory=dict)
+    #: Names of the processes that printed the run's lines (``StageEngineCoreProc``,
+    #: ``DiffusionWorker``, ``Worker_TP1`` ...), at most 64.
+    process_names: Set[str] = field(default_factory=set)
+    #: Records with vLLM's own record prefix or a process prefix (not quoted bare lines).
+    prefixed_records: int = 0
+    #: What opened the run: ``start`` (a startup marker), ``instance`` (a second instance's
+    #: process), None for a source's first run.
+    opened_by: Optional[str] = None
+    #: The other runs of the source that were up while this one started (set at the end of
+    #: the input: :class:`Neighbour`).
+    neighbours: List["Neighbour"] = field(default_factory=list)
     recognised: int = 0
     records: int = 0
     #: What the methods sibling workers failed in tell of the phase (frames.TAG_FUNCS tags):

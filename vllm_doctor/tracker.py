@@ -23,11 +23,13 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Deque, Dict, List, Optional, Set, Tuple
 
+import regex
+
 from .events import Event, Phase
 from .frames import code_tags, frame_tags, looks_like_code
 from .processes import engine_of_process, is_vllm_path, is_vllm_process, is_worker_process, trainer_of
 from .record import Record
-from .run import Consequence, Failure, Line, Run, StatsSample
+from .run import Consequence, Failure, Line, Neighbour, Run, StatsSample
 
 #: Processes whose tracebacks are kept apart at once; the least recently seen is closed first.
 MAX_STREAMS = 64
@@ -40,6 +42,31 @@ MERGE_WINDOW = 60
 #: Patterns that mark the start of a server process (a new run once the current one got past
 #: its configuration).
 START_PATTERNS = frozenset({"api_server_version", "engine_config", "non_default_args", "args_namespace"})
+#: Process names vLLM gives ONE process of a server instance (vllm/v1/engine/core.py
+#: ``EngineCore`` / ``EngineCore_DP{rank}``, about v0.10.1 ``EngineCore_{rank}``;
+#: vllm/v1/utils.py ``APIServer`` / ``ApiServer_{i}``; vllm/v1/executor/multiproc_executor.py
+#: ``Worker_TP{rank}``, ``Worker_DP0_EP1`` ...; vllm-omni ``StageEngineCoreProc_stage2_replica0``;
+#: ``VllmWorker rank=N`` with its rank): the same name under a second pid is a second
+#: instance (or a restart). Not ``Worker`` (every worker's name before its groups exist),
+#: ``VllmWorkerProcess`` (every V0 worker), Ray's actor class names (``RayWorkerWrapper``,
+#: ``DPEngineCoreActor``, ``WorkerDict``: one name for every actor of the class) nor
+#: vllm-omni's bare ``StageEngineCoreProc`` (one per stage of one server).
+_INSTANCE_ROLE = regex.compile(
+    r"(?:EngineCore(?:_DP[0-9]+|_[0-9]+)?|APIServer(?:_DP[0-9]+|_[0-9]+)?|ApiServer_[0-9]+"
+    r"|Worker(?:_(?:DP|PP|PCP|TP|DCP|EP)[0-9]+)+|StageEngineCoreProc_\w+)"
+)
+
+
+def instance_role(proc: Optional[str], rank: Optional[int]) -> Optional[str]:
+    """The one-per-instance role a process name names (``EngineCore_DP0``, ``Worker_TP1``,
+    ``VllmWorker rank=1``), or None for names many processes of one server share."""
+    if not proc:
+        return None
+    if proc == "VllmWorker" and rank is not None:
+        return f"VllmWorker rank={rank}"
+    return proc if _INSTANCE_ROLE.fullmatch(proc) else None
+
+
 #: Patterns of what the operator wrote (a pasted launch command), not of what vLLM printed:
 #: they give configuration but never make an input vLLM output.
 OPERATOR_PATTERNS = frozenset({"launch_command", "offline_llm_call"})
@@ -93,6 +120,21 @@ def unexplained_error(rec: Record) -> bool:
     """A record vLLM (or uvicorn) logged at an error level: kept even when nothing in it is
     recognised."""
     return rec.level in ERROR_LEVELS and (rec.vllm_header or rec.file == "uvicorn")
+
+
+def _alive(run: Run) -> bool:
+    """Nothing in the run shows its server stopped: no failure, no "engine died" marker."""
+    return not run.failures and not run.consequences
+
+
+def _quoted_only(run: Run, start: Event) -> bool:
+    """The run holds only bare lines (no vLLM record or process prefix: a summary quoted in a
+    blog or an issue) and the start marker names no other model than theirs: the marker
+    starts the server those lines summarise, not a second one."""
+    if run.prefixed_records or run.failures:
+        return False
+    model, theirs = start.data.get("model"), run.config.get("model")
+    return model is None or theirs is None or model == theirs
 
 
 #: Request paths whose access lines prove the server was serving (not only health checks).
@@ -204,6 +246,11 @@ class SourceTracker:
         self.records = 0
         self.recognised = 0
         self.vllm_seen = False
+        #: Which run each process (stream key) printed for: a process of an earlier instance
+        #: that still prints goes on filling its own run (two startups interleaved).
+        self.owner: "OrderedDict[str, Run]" = OrderedDict()
+        self.routed_back = 0  # records that went to an earlier, still running instance's run
+        self._target: Optional[Run] = None  # the run of the record being fed
         self._new_run(1)
 
     # -- runs ---------------------------------------------------------------------------
@@ -211,12 +258,14 @@ class SourceTracker:
     def run(self) -> Run:
         return self.runs[-1]
 
-    def _new_run(self, lineno: int) -> Run:
-        if self.runs:
-            self._close_streams()  # what the old run left open belongs to the old run
+    def _new_run(self, lineno: int, opened_by: Optional[str] = None) -> Run:
+        if self.runs and opened_by != "instance":
+            # what the old run left open belongs to the old run (another instance's processes
+            # go on printing beside the new one: their tracebacks stay theirs)
+            self._close_streams()
         index = (self.runs[-1].index + 1 + self.folded_runs) if self.runs else 1
         self.folded_runs = 0
-        run = Run(source=self.source, index=index, start_line=lineno, end_line=lineno)
+        run = Run(source=self.source, index=index, start_line=lineno, end_line=lineno, opened_by=opened_by)
         if self.observers is not None:
             run.stats.observers = self.observers()
         self.runs.append(run)
@@ -242,18 +291,78 @@ class SourceTracker:
                 self.budget.forget(run)
 
     def _run_for(self, rec: Record, events: List[Event]) -> Run:
-        """The run this record belongs to: a start marker opens a new one once the current run
-        got past its configuration, or when the same process prints the same marker again."""
+        """The run this record belongs to (recording, not judging: which run a verdict is about
+        is the rules' and the verdict's choice).
+
+        * A process that printed for an earlier run still running (no failure), where only
+          other instances' processes opened runs since, goes on filling that run: two instances
+          whose startups interleave each keep their own lines.
+        * A start marker opens a new run once the current run got past its configuration, or
+          when the same process prints the same marker again; not when the current run holds
+          only bare quoted lines (no vLLM record or process prefix: a summary pasted before
+          the log) of no other model: those are this startup's.
+        * A one-per-instance process (:func:`instance_role`) under a pid the current run
+          does not know, where the run already has that role under another pid, is a second
+          instance: the earliest running run without that role takes it while instances
+          interleave, else it opens a new run once the current run got past its
+          configuration.
+        """
+        key = rec.stream
+        owner = self.owner.get(key) if rec.pid is not None else None
+        start = next((ev for ev in events if ev.pattern in START_PATTERNS), None)
+        if owner is not None and owner is not self.run:
+            again = start is not None and (start.pattern, key) in owner.start_patterns
+            if not again and _alive(owner) and self._instances_since(owner):
+                self.routed_back += 1
+                if start is not None and len(owner.start_patterns) < MAX_STREAMS:
+                    owner.start_patterns.add((start.pattern, key))
+                return owner
+            if again:
+                self.owner.clear()  # the same process starts again: a restart reusing pids
         run = self.run
-        for ev in events:
-            if ev.pattern in START_PATTERNS:
-                key = (ev.pattern, rec.stream)
-                if run.phase >= Phase.LOADING_WEIGHTS or key in run.start_patterns:
-                    run = self._new_run(rec.lineno)
-                if len(run.start_patterns) < MAX_STREAMS:
-                    run.start_patterns.add(key)
-                break
+        role = instance_role(rec.proc, rec.rank) if rec.pid is not None else None
+        if role is not None and owner is None and run.roles.get(role) != rec.pid:
+            if run.opened_by == "instance" or role in run.roles:
+                run = self._instance_run(rec, role)
+        if start is not None and run is self.run:
+            mark = (start.pattern, key)
+            if mark in run.start_patterns or (run.phase >= Phase.LOADING_WEIGHTS and not _quoted_only(run, start)):
+                run = self._new_run(rec.lineno, "start")
+            if len(run.start_patterns) < MAX_STREAMS:
+                run.start_patterns.add(mark)
+        if role is not None and role not in run.roles and len(run.roles) < MAX_STREAMS:
+            run.roles[role] = rec.pid
+        if rec.pid is not None:
+            self.owner[key] = run
+            self.owner.move_to_end(key)
+            if len(self.owner) > MAX_PIDS:
+                self.owner.popitem(last=False)
         return run
+
+    def _instances_since(self, run: Run) -> bool:
+        """``run`` is still kept and every run opened after it was opened by another instance's
+        process (a run opened by a start marker is a restart: the processes before it are gone,
+        and a pid seen again is reused)."""
+        if run not in self.runs:
+            return False
+        later = self.runs[self.runs.index(run) + 1 :]
+        return all(r.opened_by == "instance" for r in later)
+
+    def _instance_run(self, rec: Record, role: str) -> Run:
+        """The run of a process of role ``role`` no run knows yet, where another instance may
+        have it: while instances interleave (the current run was opened by one), the earliest
+        running run without that role (the instances' processes come up in the order the
+        instances started); else, when the current run has that role under another pid, a new
+        run; else the current run."""
+        if self.run.opened_by == "instance":
+            for run in self.runs:
+                if role not in run.roles and _alive(run) and run.prefixed_records and self._instances_since(run):
+                    return run
+        if role in self.run.roles and self.run.phase >= Phase.LOADING_WEIGHTS:
+            # the run got past its configuration: a second startup (an excerpt mixing one
+            # configuration line with another server's lines is not one)
+            return self._new_run(rec.lineno, "instance")
+        return self.run
 
     # -- streams (tracebacks per process) ------------------------------------------------
     def _stream(self, key: str) -> _Stream:
@@ -285,7 +394,7 @@ class SourceTracker:
 
     # -- failures -----------------------------------------------------------------------
     def _add_failure(self, kind: str, data: Dict[str, Any], line: Line, tags: Set[str], pattern: str) -> Failure:
-        run = self.run
+        run = self._target or self.run
         self.seq += 1
         text = line.text.strip()
         # The same message again (every TP rank, re-raised by the engine): count it once.
@@ -363,7 +472,13 @@ class SourceTracker:
                     # the message (ERROR records reach here on the pre-filtered path too)
                     self.vllm_seen = True
             return
-        run = self._run_for(rec, events)
+        run = self._target = self._run_for(rec, events)
+        try:
+            self._feed(run, rec, events, code_line_tags)
+        finally:
+            self._target = None
+
+    def _feed(self, run: Run, rec: Record, events: List[Event], code_line_tags: Optional[Set[str]]) -> None:
         if self.budget is not None:
             self.budget.touch(run)
         run.records += 1
@@ -409,6 +524,10 @@ class SourceTracker:
         """Record vLLM's own PIDs and what the process name tells of the engine; return True
         when the record is surely vLLM output."""
         vllm_proc = is_vllm_process(rec.proc)
+        if rec.vllm_header or rec.proc:
+            run.prefixed_records += 1
+        if rec.proc and len(run.process_names) < MAX_STREAMS:
+            run.process_names.add(rec.proc)
         if rec.pid is not None and vllm_proc and len(run.vllm_pids) < MAX_PIDS:
             run.vllm_pids.add(rec.pid)
         if rec.unit and rec.pids and len(run.vllm_pids) < MAX_PIDS:
@@ -605,6 +724,8 @@ class SourceTracker:
             "unexplained_errors": run.unexplained_errors,
             "dropped_failures": run.dropped_failures,
             "preemption_warnings": run.preemption.warnings,
+            "preemption_messages": run.preemption.messages,
+            "prefixed_records": run.prefixed_records,
             "records_after_last": run.stats.records_after_last,
             "access_after_last": run.stats.access_after_last,
         }
@@ -662,6 +783,13 @@ class SourceTracker:
             "trainer": run.trainer,
             "engine_hints": frozenset(run.engine_hints),
             "start_patterns": frozenset(run.start_patterns),
+            "roles": tuple(sorted(run.roles.items())),
+            "process_names": frozenset(run.process_names),
+            # records that went to an earlier instance's run change a run this state does not
+            # show: a cycle that does so is never folded
+            "routed_back": self.routed_back,
+            "owners": len(self.owner),
+            "preempting": tuple(sorted(run.preemption.by_process.items())),
             "sibling_tags": frozenset(run.sibling_tags),
             "first_error": run.first_error is None,
             "first_unexplained_error": run.first_unexplained_error is None,
@@ -696,6 +824,8 @@ class SourceTracker:
                 run.failures[int(arg)].repeats += add
             elif name == "preemption_warnings":
                 run.preemption.warnings += add
+            elif name == "preemption_messages":
+                run.preemption.messages += add
             elif name in ("records_after_last", "access_after_last"):
                 setattr(run.stats, name, getattr(run.stats, name) + add)
             else:
@@ -707,6 +837,7 @@ class SourceTracker:
         run's last stats line, recognised or not (access and health lines go on while a wedged
         engine is silent)."""
         self._close_streams()
+        self._note_neighbours()
         if total_lines is not None:
             for i, run in enumerate(self.runs):
                 last = run.stats.last
@@ -714,6 +845,49 @@ class SourceTracker:
                     continue
                 end = self.runs[i + 1].start_line - 1 if i + 1 < len(self.runs) else total_lines
                 run.stats.lines_after_last = max(run.stats.records_after_last, end - last.lineno)
+
+    def _note_neighbours(self) -> None:
+        """Give each run the earlier runs of this source that were up when it started
+        (:class:`~vllm_doctor.run.Neighbour`): opened before it, with no failure before its
+        first line, and past their configuration (they held memory). Only runs of distinct
+        instances count: one opened by a second instance's process, or whose engine
+        processes differ from this run's."""
+        for i, run in enumerate(self.runs):
+            for other in self.runs[:i]:
+                if other.phase < Phase.LOADING_WEIGHTS or not _up_at(other, run.start_line):
+                    continue
+                if not _distinct_instances(other, run):
+                    continue
+                engine = next((r for r in sorted(other.roles) if r.startswith(("EngineCore", "Worker"))), None)
+                process = f"{engine} pid {other.roles[engine]}" if engine else None
+                run.neighbours.append(
+                    Neighbour(
+                        index=other.index,
+                        process=process,
+                        phase=other.phase,
+                        overlapped=other.end_line > run.start_line,
+                        gpu_memory_utilization=other.config.get("gpu_memory_utilization"),
+                        gpu_total_gib=other.value("gpu_total_gib"),
+                        kv_available_gib=other.facts.get("kv_available_gib"),
+                        kv_tokens=other.facts.get("kv_tokens"),
+                        line=other.phase_lines.get(other.phase),
+                    )
+                )
+
+
+def _up_at(run: Run, lineno: int) -> bool:
+    """No failure or "engine died" marker of ``run`` came before line ``lineno``."""
+    lines = [f.lines[0].lineno for f in run.failures if f.lines] + [c.line.lineno for c in run.consequences]
+    return all(n > lineno for n in lines)
+
+
+def _distinct_instances(a: Run, b: Run) -> bool:
+    """Two runs are two instances (not a restart of one): ``b`` was opened by a second
+    instance's process, or both name an engine role with different pids."""
+    if b.opened_by == "instance":
+        return True
+    shared = set(a.roles) & set(b.roles)
+    return bool(shared) and any(a.roles[r] != b.roles[r] for r in shared) and a.end_line > b.start_line
 
 
 #: Event kinds whose handling, for a record fed again one cycle after an equal one (same text,

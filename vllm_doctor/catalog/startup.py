@@ -244,6 +244,22 @@ PATTERNS = [
         "vllm/v1/worker/gpu_worker.py determine_available_memory",
         Phase.KV_SIZING,
     ),
+    # vllm-ascend's own line, in bytes (vllm_ascend/worker/worker_v1.py determine_available_memory,
+    # 0.11-0.13: fixtures/logs m09): the KV budget left and the NPU's total.
+    Pattern(
+        "ascend_available_memory",
+        "facts",
+        ("Available memory:",),
+        r"Available memory: (?P<available>\d+), total memory: (?P<total>\d+)\b",
+        "vllm_ascend/worker/worker_v1.py determine_available_memory (bytes)",
+        Phase.KV_SIZING,
+        lambda m, rec: {
+            "kv_available_gib": round(int(m["available"]) / 2**30, 4),
+            "gpu_total_gib": round(int(m["total"]) / 2**30, 4),
+        },
+        # "Available memory: N" alone is too common a phrase to read as the KV budget
+        cut_from=NO_CUT,
+    ),
     # The post-warm-up summary is one message of several sentences, often pasted one
     # sentence a line: each sentence is recognised on its own (its numbers and their roles).
     # NO_CUT: cut before "on startup." it may be the free-memory failure (catalog/checks.py), which

@@ -120,6 +120,10 @@ def _preemptions(p: Dict[str, Any]) -> Optional[str]:
         return None
     mode = p.get("preemption_mode")
     count = f"at least {n} (the warning's count is cut off)" if p.get("preemption_count_cut") else f"{n} (cumulative)"
+    engines = p.get("preempting_engines")
+    if engines:
+        # V0 counts per engine and warns at its 1st, 51st, 101st ... preemption
+        count = f"{n} at most per engine, {engines} engines preempting (each count is that engine's own)"
     return count + (f", mode {mode}" if mode else "")
 
 

@@ -39,6 +39,18 @@ What does not help:
     ``max_num_seqs`` (concurrency does not change what one request needs). After an out-of-
     memory error: raising ``gpu_memory_utilization`` (the device, not the budget, ran out).
 
+    A co-tenant of the same kind: no KV memory at all in a second vLLM instance while an
+    earlier instance in the same paste is up (two ``vllm serve`` on one device), or in one
+    stage of a vllm-omni server (``StageEngineCoreProc``, ``DiffusionWorker``: stages start
+    together, often on one GPU). That is ``startup_memory_contention``: the other's memory
+    was counted against this engine's budget (vllm-ascend and V0 subtract everything in use on
+    the device; vllm-omni's profiling fallback counts what appeared while it profiled and
+    clamps the result at 0, so the deficit is not in the log). Remedies: size the instances
+    together (this instance's ``gpu_memory_utilization`` must cover the other's share too,
+    or ``--kv-cache-memory-bytes`` sizes the KV cache directly), or separate devices; for
+    stages, start them one after another or give each its own budget or device. Lowering
+    this engine's ``gpu_memory_utilization`` only shrinks its budget further.
+
 Sources:
     vllm/worker/worker.py raise_if_cache_size_invalid (V0);
     vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory (V1);
@@ -52,8 +64,9 @@ import math
 from typing import Any, Dict, List, Optional, Sequence
 
 from .. import thresholds
+from ..events import Phase
 from ..memory import floor_tidy
-from ..run import Failure, Run
+from ..run import Failure, Neighbour, Run
 from ..units import tidy
 from ..verdict import Finding
 from .oom import device_memory, oom_facts
@@ -369,7 +382,126 @@ def _budget_failure_from_facts(run: Run) -> bool:
     return (A is not None and A <= 0) or blocks == 0
 
 
+#: Process names of vllm-omni's stages (vllm_omni/engine/stage_engine_core_proc.py,
+#: diffusion workers): several engines of one server that start together.
+OMNI_STAGE_PROCESSES = ("StageEngineCoreProc", "DiffusionWorker")
+
+
+def _omni_stages(run: Run) -> bool:
+    return any(name.startswith(OMNI_STAGE_PROCESSES) for name in run.process_names)
+
+
+def _other_instance(run: Run) -> Optional[Neighbour]:
+    """The earlier vLLM instance of the paste that was up when this run started and had got
+    past loading its weights (so it held memory), the furthest along first."""
+    up = [n for n in run.neighbours if n.phase >= Phase.WEIGHTS_LOADED]
+    return max(up, key=lambda n: (n.phase, n.index)) if up else None
+
+
+def _co_tenant_instance(run: Run, c: Constraints, cap: Dict[str, Any], other: Neighbour, facts: Dict[str, Any]):
+    """Title, remedies, what does not help and forbidden directions when a second instance
+    finds no KV memory beside an earlier one that is up."""
+    who = f"run {other.index}" + (f", {other.process}" if other.process else "")
+    held = []
+    if other.kv_tokens:
+        held.append(f"a KV cache of {other.kv_tokens} tokens")
+    if other.kv_available_gib:
+        held.append(f"{other.kv_available_gib:.2f} GiB of KV memory")
+    facts.update(
+        co_tenant_instance_run=other.index,
+        co_tenant_instance=other.process,
+        co_tenant_instance_kv_tokens=other.kv_tokens,
+        co_tenant_instance_kv_available_gib=other.kv_available_gib,
+        co_tenant_instance_gpu_memory_utilization=other.gpu_memory_utilization,
+    )
+    U, U_other = cap.get("gpu_memory_utilization"), other.gpu_memory_utilization
+    target = U + U_other if U is not None and U_other is not None else None
+    share = (
+        f"this instance's {U:g} plus the other's {U_other:g}"
+        if target is not None
+        else "its own share plus the other instance's (the log does not print both utilizations)"
+    )
+    rem = [
+        c.raise_to(
+            "gpu_memory_utilization",
+            target,
+            "Size the two instances together: this instance's gpu_memory_utilization must cover the other's share too",
+            f"the other instance ({who}) holds {' and '.join(held) if held else 'memory'}; what is in use on the "
+            f"device counts against this instance's utilization x total budget: {share}",
+        ),
+        remedy(
+            "Or size this instance's KV cache directly with --kv-cache-memory-bytes, so the utilization budget no "
+            "longer decides it",
+            None,
+            "vLLM 0.10.2 and later: the KV cache gets that many bytes whatever the device's other use; "
+            "pick what fits beside the other instance",
+        ),
+        remedy(
+            "Or give each instance its own device (CUDA_VISIBLE_DEVICES / ASCEND_RT_VISIBLE_DEVICES)",
+            None,
+            "two servers sharing one device each size their memory as if alone",
+            "host",
+        ),
+    ]
+    dont = [
+        "Lowering this instance's gpu_memory_utilization: its budget shrinks while the other instance's memory stays",
+        "Lowering max_model_len: no KV memory at all is left, whatever the length",
+    ]
+    forbids = [("gpu_memory_utilization", "lower", "the other instance's memory stays; the budget only shrinks")]
+    title = f"No KV cache memory left: another vLLM instance in this log ({who}) holds the device"
+    return title, rem, dont, forbids
+
+
+def _co_tenant_stages(run: Run, facts: Dict[str, Any]):
+    """Title, remedies, what does not help and forbidden directions when one stage of a
+    vllm-omni server finds no KV memory (its stages start together on shared devices)."""
+    names = sorted(n for n in run.process_names if n.startswith(OMNI_STAGE_PROCESSES))
+    facts["stage_processes"] = names
+    rem = [
+        remedy(
+            "Start the stages one after another, or give each stage its own GPU (the stage config's devices)",
+            None,
+            "a stage profiling its memory while another stage loads onto the same GPU counts that stage's "
+            "allocations as its own",
+            "host",
+        ),
+        remedy(
+            "Or give each stage an explicit budget: per-stage gpu_memory_utilization summing below 1 on a shared GPU, "
+            "or kv_cache_memory_bytes for the LLM stage (vllm-omni then skips the profiling estimate)",
+            None,
+            "each stage then sizes its memory from its own share; the stages' shares are not in the log",
+        ),
+    ]
+    dont = [
+        "Raising this stage's gpu_memory_utilization by an amount worked out from 0 GiB: vllm-omni clamps the budget "
+        "at 0, the real deficit is not in the log, and a larger share collides harder with the other stage",
+        "Lowering max_model_len: no KV memory at all is left, whatever the length",
+    ]
+    forbids = [("gpu_memory_utilization", "lower", "the other stage's memory stays; the budget only shrinks")]
+    title = (
+        "No KV cache memory for this vllm-omni stage: the stages start together, and another stage on its GPU "
+        "is the likely holder"
+    )
+    return title, rem, dont, forbids
+
+
 def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List[Finding]:
+    """The KV capacity finding of ``run`` for the failures routed here (none when a budget of
+    zero or less is printed as a fact). A co-tenant of the same kind (another instance, another
+    vllm-omni stage) is left to ``startup_memory_contention`` (:func:`co_tenant_findings`)."""
+    return _check(run, failures, co_tenant=None)
+
+
+def co_tenant_findings(run: Run, rule: Rule) -> List[Finding]:
+    """The ``startup_memory_contention`` finding of a run whose KV budget is zero or less
+    beside a co-tenant of the same kind: an earlier vLLM instance of the paste that is up
+    (``Run.neighbours``) or other stages of a vllm-omni server; [] otherwise. Called by the
+    contention rule (``rule``, whose finding it is) when no failure was routed to it."""
+    failures = [f for f in run.failures if f.kind == "kv_error" or (f.kind == "traceback" and "kv_check" in f.tags)]
+    return _check(run, failures, co_tenant=rule)
+
+
+def _check(run: Run, failures: Sequence[Failure], co_tenant: Optional[Rule]) -> List[Finding]:
     from_facts = _budget_failure_from_facts(run)
     if not failures and not from_facts:
         return []
@@ -404,9 +536,27 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List
         ]
         + consequence_evidence(run, 1)
     )
+    other = _other_instance(run) if c.get("kv_budget_exhausted") else None
+    shared = data.get("variant") not in PHYSICAL_OOM and bool(
+        other is not None or (c.get("kv_budget_exhausted") and _omni_stages(run))
+    )
+    if shared != (co_tenant is not None):
+        return []
     if data.get("variant") in PHYSICAL_OOM:
         facts["variant"] = data["variant"]
         title, rem, dont, forbids = _physical_oom(run, plan, facts, data["variant"])
+    elif shared:
+        # A co-tenant of the same kind took the memory: startup_memory_contention's finding.
+        for k in ("gpu_memory_utilization_needed", "utilization_possible"):
+            facts.pop(k, None)
+        if other is not None:
+            title, rem, dont, forbids = _co_tenant_instance(run, plan, c, other, facts)
+            evidence.append(ev(other.line, f"the other instance (run {other.index}) got this far"))
+        else:
+            title, rem, dont, forbids = _co_tenant_stages(run, facts)
+        return [
+            finding(co_tenant, run, "startup", title, facts, evidence, rem, dont, confidence="medium", forbids=forbids)
+        ]
     elif c.get("kv_budget_exhausted"):
         title = "KV cache budget exhausted: weights and activations already fill gpu_memory_utilization"
         rem = _exhausted_remedies(run, plan, c)

@@ -37,6 +37,7 @@ from .. import thresholds
 from ..run import Failure, Run
 from ..units import tidy
 from ..verdict import Finding
+from .kv_cache_capacity import co_tenant_findings
 from .oom import device_memory, monitor, oom_facts
 from .plan import constraints
 from .rule import Rule, consequence_evidence, failure_evidence, finding, merged_data, remedy
@@ -100,7 +101,8 @@ def _crowded_oom(failures, run: Run, facts: Dict[str, Any]) -> str:
 
 def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List[Finding]:
     if not failures:
-        return []
+        # No KV memory beside another instance or vllm-omni stage (judged in kv_cache_capacity).
+        return co_tenant_findings(run, RULE)
     data = merged_data(failures)
     facts: Dict[str, Any] = {}
     notes: List[str] = []
