@@ -192,6 +192,8 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List
         why_u = f"{why_u}: {target_u:.2f} would be too little to serve; the GPU is too small for this load"
     if why_u is None and tried is not None and free is not None and G:
         why_u = f"the failed allocation was {tried:.2f} GiB with {free:.3f} GiB free of {G:.2f} GiB"
+    if why_u is None:  # m02: the message was cut before its numbers
+        why_u = "how much to lower it cannot be worked out: the failed allocation and the GPU's size are not in the log"
     fragmented = bool(frag and frag >= thresholds.FRAGMENTATION_GIB)
     if any("wake_up" in f.all_tags for f in failures) or "wake_up" in run.sibling_tags:
         return [_waking(run, failures, facts, co, c)]
