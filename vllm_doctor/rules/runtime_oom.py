@@ -44,6 +44,7 @@ import math
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .. import thresholds
+from ..memory import model_weights_estimate, utilization_floor
 from ..run import Failure, Run
 from ..verdict import Finding
 from .oom import device_memory, monitor, oom_facts
@@ -110,6 +111,16 @@ def _lower_utilization(c: Constraints, facts: Dict[str, Any]) -> Tuple[Optional[
         if facts.get("vllm_process_gib"):
             why += f" (vLLM held {facts['vllm_process_gib']:.2f} GiB at the OOM, the overshoot included)"
     return target, why
+
+
+def _weights_floor(run: Run, G: Optional[float]) -> Optional[Tuple[float, str]]:
+    """The share of a ``G`` GiB GPU the weights need (estimated from the model's name, per GPU
+    under tensor parallelism), with why; None when the name gives no size."""
+    est = model_weights_estimate(run.value("model"), run.value("quantization"), run.value("dtype"))
+    if not (est and G):
+        return None
+    per_gpu = est["weights_gib_estimate"] / max(1, int(run.value("tensor_parallel_size") or 1))
+    return utilization_floor(G, weights_gib=per_gpu, overhead=thresholds.WEIGHTS_OVERHEAD)
 
 
 def _batch_remedy(c: Constraints, oversized: bool, input_kind: Optional[str]) -> Any:
@@ -186,6 +197,10 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List
     c = constraints(run)
     target_u, why_u = _lower_utilization(c, facts)
     advised = target_u is not None and target_u > thresholds.MIN_ADVISED_UTILIZATION
+    floor = _weights_floor(run, G)
+    if advised and floor is not None and target_u < floor[0]:
+        advised = False  # never a utilization that cannot hold the weights (hunt6 p19)
+        why_u = f"{why_u}: {target_u:.2f} x {G:.2f} GiB cannot hold {floor[1]}"
     if advised:
         facts["gpu_memory_utilization_suggested"] = target_u
     elif target_u is not None:
