@@ -1208,20 +1208,6 @@ OOM = [
         reserved_unallocated_gib=1.22 * MiB,
     ),
     case(
-        "torch_oom",
-        "oom",
-        # m07: the body without torch's head, indented, joined back at its wrap ("of" | "which")
-        "    Tried to allocate 136.00 MiB. GPU 0 has a total capacity of 22.36 GiB of     which 120.88 MiB is free. "
-        "... If this problem persists, try setting",
-        form="torch",
-        tried_to_allocate_gib=136 * MiB,
-        gpu_index=0,
-        gpu_total_gib=22.36,
-        gpu_free_gib=120.88 * MiB,
-        processes=[],
-        processes_cut=True,
-    ),
-    case(
         "torch_oom_allocator_warning",
         "oom",
         # a forum's retyped copy: "[rank0]" without the time stamp, joined at its wrap without "while"

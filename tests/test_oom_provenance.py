@@ -141,21 +141,6 @@ def test_a_shortage_is_judged_by_the_largest_segment_the_allocator_asked_for(tri
     assert largest_segment_gib(tried) == pytest.approx(max(2 * tried, 20 / 1024))
 
 
-def test_an_oom_body_hard_wrapped_in_an_indented_block_is_read_whole():
-    # m07: a PR's four-space-indented fragment, without torch's head, wrapped inside "of which"
-    log = [
-        "`--gpu-memory-utilization 0.98`, it OOMed at capture:",
-        "",
-        "    Tried to allocate 136.00 MiB. GPU 0 has a total capacity of 22.36 GiB of",
-        "    which 120.88 MiB is free. ... If this problem persists, try setting",
-        "    VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0",
-    ]
-    facts = diagnose(log, name="m07.log").findings[0].facts
-    assert facts["gpu_total_gib"] == pytest.approx(22.36)
-    assert facts["gpu_free_gib"] == pytest.approx(120.88 / 1024, rel=1e-4)
-    assert facts["tried_to_allocate_gib"] == pytest.approx(136 / 1024, rel=1e-4)
-
-
 def test_c10s_allocator_warning_at_the_end_of_a_log_is_an_oom_in_gib():
     # m22: the log ends with the warning: nothing shows the retry succeeded
     log = [

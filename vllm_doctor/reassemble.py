@@ -77,13 +77,8 @@ LATER_SENTENCES = tuple(later for later, _ in SENTENCE_CHAINS)
 
 
 def _open_oom(text: str) -> bool:
-    """True while a PyTorch OOM message (or its body pasted without the head: ``Tried to
-    allocate X. GPU N has ...``) has started but not reached its last sentence."""
-    return ("out of memory." in text or "Tried to allocate" in text) and not any(t in text for t in _OOM_TERMINATORS)
-
-
-def _indent(text: str) -> str:
-    return text[: len(text) - len(text.lstrip())]
+    """True while a PyTorch OOM message has started but not reached its last sentence."""
+    return "out of memory." in text and not any(t in text for t in _OOM_TERMINATORS)
 
 
 #: A line that only says something was left out (``...``, ``…``, ``[...]``, ``(…)``).
@@ -140,15 +135,6 @@ def _continues(prev: Record, cur: Record) -> Optional[str]:
         # column exactly. A cut before a space keeps the space ("cuda:0" + " (111.99/..."); a
         # line one short lost the space it ended with to a trim (envelopes marks it trailing).
         return " " if prev.trailing_space and text[0] != " " else ""
-    if (
-        text[:1].isspace()
-        and _open_oom(prev.text)
-        and _indent(text) == _indent(prev.text)
-        and (text.lstrip()[:1] in _MID_WORD_START or text.lstrip()[:1].isdigit())
-    ):
-        # An indented block (a Markdown code block, a quoted fragment) hard-wrapped inside an
-        # OOM message: the next line at the same indentation is its rest (m07).
-        return " "
     if not text or text[0].isspace() or NEW_THING.match(text) or _same_lead(prev.text, text):
         return None
     mid_word = text[0] in _MID_WORD_START

@@ -333,7 +333,7 @@ PATTERNS = [
         "torch_oom",
         "oom",
         ("out of memory. Tried to allocate", "out of memory.", "Tried to allocate"),
-        r"(?:CUDA|HIP|XPU|MUSA|MLU|NPU) out of memory\.(?:\s*Tried to allocate|\s*\W*$)|^\s*Tried to allocate\s*\d",
+        r"(?:CUDA|HIP|XPU|MUSA|MLU|NPU) out of memory\.(?:\s*Tried to allocate|\s*\W*$)|^Tried to allocate \d",
         "pytorch c10/cuda/CUDACachingAllocator.cpp DeviceCachingAllocator::malloc; torch_npu; intel-extension-for-pytorch",
         None,
         _torch_oom,
