@@ -1172,7 +1172,7 @@ OOM = [
         tried_to_allocate_gib=7516192768 / 2**30,
         gpu_free_gib=1547173888 / 2**30,
         gpu_total_gib=191495471104 / 2**30,
-        warning_only=True,
+        allocator_retry=True,
     ),
     case(
         "torch_oom_allocator_warning",
@@ -1186,7 +1186,57 @@ OOM = [
         tried_to_allocate_gib=20971520 / 2**30,
         gpu_free_gib=20250624 / 2**30,
         gpu_total_gib=51043958784 / 2**30,
-        warning_only=True,
+        allocator_retry=True,
+    ),
+    # -- the "this process" clause and the device index in other shapes (hunt6 p10, p20) --
+    case(
+        "torch_oom",
+        "oom",
+        # p10: hand-edited, the "Including non-PyTorch memory," lead and "memory" cut out
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 594.00 MiB. GPU 0 has a total capacity of "
+        "22.03 GiB of which 582.00 MiB is free. Process 29529 has 796.00 MiB memory in use. ... this process has "
+        "20.67 GiB in use.",
+        form="torch",
+        backend="CUDA",
+        tried_to_allocate_gib=594 * MiB,
+        gpu_index=0,
+        gpu_total_gib=22.03,
+        gpu_free_gib=582 * MiB,
+        processes=[(29529, 796 * MiB), (None, 20.67)],
+        processes_cut=True,
+        processes_listed=True,
+    ),
+    case(
+        "torch_oom",
+        "oom",
+        # p20: "GPU  has", no device index printed (V0 multiproc worker)
+        "Exception in worker VllmWorkerProcess while processing method load_model: CUDA out of memory. Tried to "
+        "allocate 32.00 MiB. GPU  has a total capacity of 23.68 GiB of which 29.81 MiB is free. Including "
+        "non-PyTorch memory, this process has 23.63 GiB memory in use. Of the allocated memory 23.24 GiB is "
+        "allocated by PyTorch, and 1.22 MiB is reserved by PyTorch but unallocated.",
+        form="torch",
+        backend="CUDA",
+        tried_to_allocate_gib=32 * MiB,
+        gpu_total_gib=23.68,
+        gpu_free_gib=29.81 * MiB,
+        processes=[(None, 23.63)],
+        processes_listed=True,
+        pytorch_allocated_gib=23.24,
+        reserved_unallocated_gib=1.22 * MiB,
+    ),
+    case(
+        "torch_oom_allocator_warning",
+        "oom",
+        # a forum's retyped copy: "[rank0]" without the time stamp, joined at its wrap without "while"
+        "[rank0] memory allocation failed with OOM on device 0 trying to allocate 2097152 bytes (free: 2031616, "
+        "total: 23661248512)",
+        form="allocator-warning",
+        backend="CUDA",
+        gpu_index=0,
+        tried_to_allocate_gib=2097152 / 2**30,
+        gpu_free_gib=2031616 / 2**30,
+        gpu_total_gib=23661248512 / 2**30,
+        allocator_retry=True,
     ),
     case(
         "torch_oom",

@@ -88,7 +88,7 @@ def test_frames_tag_the_failure_of_their_own_process_only():
         ]
     )
     by_gpu = {f.data["gpu_index"]: f for f in t.run.failures}
-    assert by_gpu[0].tags == {"graph_capture"} and by_gpu[0].stream == "pid:7"
+    assert by_gpu[0].tags == {"graph_capture", "vllm_code"} and by_gpu[0].stream == "pid:7"
     assert by_gpu[1].tags == set()
 
 

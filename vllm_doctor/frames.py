@@ -304,9 +304,37 @@ TAG_PHASE = (
 )
 
 
+#: A file of vLLM or of one of its platform plugins (``vllm_ascend``, ``vllm_omni``, ``vllm_gaudi`` ...).
+_VLLM_PATH = regex.compile(r"(?:^|/)vllm(?:_[a-z]+)?/")
+#: Packages vLLM itself runs on: their frames say nothing of who called them (a vLLM engine or
+#: a trainer). Python's own library (``lib/python3.N/`` outside site-packages) is one too.
+_RUNTIME_PACKAGES = regex.compile(
+    r"/(?:site|dist)-packages/(?:torch\w*|intel_extension_for_pytorch|"
+    r"habana_frameworks|triton|transformers|tokenizers|safetensors|huggingface_hub|ray|flashinfer|xformers|"
+    r"flash_attn|vllm_flash_attn|bitsandbytes|compressed_tensors|numpy|uvicorn|uvloop|starlette|fastapi|anyio|"
+    r"zmq|msgspec|cloudpickle|typing_extensions|_pytest|pluggy|click|tqdm)(?:[/._-]|$)"
+    r"|/lib/python\d+(?:\.\d+)?/(?!(?:site|dist)-packages/)|^<"
+)
+
+
+def origin_tags(path: str) -> Set[str]:
+    """Who wrote the code of a frame at ``path``: ``vllm_code`` (vLLM or its platform plugin),
+    ``app_code`` (an application: a trainer such as ms-swift, TRL, verl, OpenRLHF, DeepSpeed,
+    or a user's script; neither vLLM nor a package vLLM runs on), or nothing (torch, the
+    Python library, another runtime package, a frame without a path). A traceback whose frames
+    are app code and none vLLM's was raised outside vLLM (:mod:`vllm_doctor.rules.oom_provenance`)."""
+    if not path:
+        return set()
+    if _VLLM_PATH.search(path):
+        return {"vllm_code"}
+    if _RUNTIME_PACKAGES.search(path):
+        return set()
+    return {"app_code"}
+
+
 def frame_tags(func: str, path: str) -> Set[str]:
-    """Tags for one frame ``File "path", line N, in func``."""
-    tags: Set[str] = set()
+    """Tags for one frame ``File "path", line N, in func`` (and who wrote it: :func:`origin_tags`)."""
+    tags: Set[str] = origin_tags(path)
     tag = _FUNC_TAG.get(func)
     if tag:
         tags.add(tag)

@@ -126,3 +126,32 @@ def model_weights_estimate(
         bits = 32 if str(dtype or "").lower() in FP32_DTYPES or "float32" in low else 16
     gib = params * 1e9 * bits / 8 / 2**30
     return {"params_billion": params, "bits": bits, "weights_gib_estimate": tidy(gib, 2)}
+
+
+def utilization_floor(
+    total_gib: float,
+    held_gib: Optional[float] = None,
+    tried_gib: Optional[float] = None,
+    weights_gib: Optional[float] = None,
+    overhead: float = 1.0,
+) -> Optional[Tuple[float, str]]:
+    """The smallest share of a ``total_gib`` device a gpu_memory_utilization must give, with
+    why: at least what the failing process held and asked for when it ran out (``held_gib`` +
+    ``tried_gib``: it needed that much, and more), and at least the weights (``weights_gib``
+    per GPU, an estimate from the model's name, times ``overhead``). None when nothing is known.
+    A lowered utilization under it cannot even load the model (hunt6 p19: 0.05 x 23.53 GiB =
+    1.18 GiB offered to a 6B model)."""
+    if not total_gib:
+        return None
+    needs = []
+    if held_gib is not None or tried_gib is not None:
+        needed = (held_gib or 0.0) + (tried_gib or 0.0)
+        if needed > 0:
+            what = "held and asked for" if held_gib else "asked for"
+            needs.append((needed, f"{needed:.2f} GiB the process {what} when it ran out"))
+    if weights_gib:
+        needs.append((weights_gib * overhead, f"the weights, about {weights_gib * overhead:.1f} GiB"))
+    if not needs:
+        return None
+    gib, why = max(needs)
+    return gib / total_gib, why

@@ -106,6 +106,17 @@ MIN_HEADROOM_GIB = 1.0
 #: (PyTorch's own hint in the OOM message).
 FRAGMENTATION_GIB = 0.5
 
+# -- OOM provenance (rules/oom_provenance.py) ---------------------------------------------------
+#: An OOM whose driver-side free memory is at least this many times the largest segment the
+#: caching allocator could have asked for (twice the request, 20 MiB at least) is no shortage:
+#: PyTorch raises only after returning its whole cache to the driver, and the driver maps pages
+#: into one virtual range, so fragmentation cannot explain it. The margin covers what moves in
+#: the instant between the failed cudaMalloc and cudaMemGetInfo (a co-tenant freeing memory) and
+#: drivers whose own contiguity limits fail real requests with memory free: WSL2 refused a
+#: 1.02 GiB request (a 2.04 GiB segment) with 5.8 GiB free, under 3 segments. p21: 20 MiB with
+#: 66.43 GiB free (1700 segments) is the sleep-mode CuMemAllocator failing.
+ALLOCATOR_FAILURE_FREE_RATIO = 8.0
+
 # -- Co-tenants (VD102, VD200) ----------------------------------------------------------------
 #: A co-tenant holding at least this share of the GPU is worth blaming at startup.
 SIGNIFICANT_FOREIGN_SHARE = 0.05

@@ -51,13 +51,26 @@ def _frames(prefix, paths):
         ),
         (
             "ms-swift",
-            _frames("[rank0]: ", [("/opt/ms-swift/swift/trainers/rlhf_trainer/grpo_trainer.py", "_move_model_to_vllm")])
+            _frames(
+                "[rank0]: ",
+                [
+                    ("/opt/ms-swift/swift/trainers/rlhf_trainer/grpo_trainer.py", "_move_model_to_vllm"),
+                    ("/usr/lib/python3.11/site-packages/vllm/v1/worker/gpu_worker.py", "wake_up"),
+                ],
+            )
             + ["[rank0]: " + _OOM],
             "--offload_model true",
         ),
         (
             "TRL",
-            _frames("", [("/usr/lib/python3.11/site-packages/trl/trainer/grpo_trainer.py", "_generate")]) + [_OOM],
+            _frames(
+                "",
+                [
+                    ("/usr/lib/python3.11/site-packages/trl/trainer/grpo_trainer.py", "_generate"),
+                    ("/usr/lib/python3.11/site-packages/vllm/v1/worker/gpu_model_runner.py", "execute_model"),
+                ],
+            )
+            + [_OOM],
             "vllm_enable_sleep_mode=True",
         ),
     ],

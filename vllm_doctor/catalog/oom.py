@@ -10,8 +10,10 @@ Sources (``shared/vllm-messages.md`` sections 3, 6, 10, 13):
   PyTorch but unallocated.`` (``capacty`` typo in 2.1; HIP/XPU/MUSA/MLU/NPU variants);
   old form (torch 1.10-2.0) ``Tried to allocate X (GPU N; T total capacity; A already
   allocated; F free; R reserved in total by PyTorch)``;
-* torch allocator warning (>= 2.8): ``memory allocation failed with OOM on device N while
-  trying to allocate B bytes (free: F, total: T)``;
+* torch allocator warning (>= 2.8, ``[W... CUDACachingAllocator.cpp:NNNN]``): ``memory allocation
+  failed with OOM on device N while trying to allocate B bytes (free: F, total: T)`` (also
+  hard-wrapped and pasted without "while"), printed before the allocator frees its cache and
+  retries;
 * CUDA/HIP runtime and driver through torch: ``CUDA error: out of memory`` (``RuntimeError``;
   newest torch ``torch.AcceleratorError``), ``CUDA driver error: out of memory``, ``HIP error:
   out of memory``, ``hipErrorOutOfMemory``;
@@ -69,10 +71,12 @@ from .pattern import Pattern
 _SIZE = r"\d+(?:\.\d+)?\s*(?:bytes|KiB|MiB|GiB|TiB)"
 _SIZE_PARTS = regex.compile(r"(?P<n>\d+(?:\.\d+)?)\s*(?P<u>bytes|KiB|MiB|GiB|TiB)")
 _TRIED = regex.compile(r"Tried to allocate\s*(?P<v>" + _SIZE + r")")
+# The device index may be missing ("GPU  has": torch printing an unset index, p20), and a hard
+# wrap may have eaten the space of "of which" (m07, "22.36 GiB of|which").
 _NEW_GPU = regex.compile(
-    r"GPU\s*(?P<gpu>\d+)\s*has a total capac(?:i)?ty of\s*(?P<total>"
+    r"GPU\s*(?P<gpu>\d*)\s*has a total capac(?:i)?ty of\s*(?P<total>"
     + _SIZE
-    + r")\s*of which\s*(?P<free>"
+    + r")\s*of\s*which\s*(?P<free>"
     + _SIZE
     + r")\s*is free"
 )
@@ -82,10 +86,11 @@ _OLD_GPU = regex.compile(
     r"allocated;(?: (?:" + _SIZE + r") current active;)?(?: (?P<free>" + _SIZE + r") free;)?"
     r"(?: (?P<allowed>" + _SIZE + r") allowed;)?(?: (?P<resv>" + _SIZE + r") reserved in total)?"
 )
+# "Including non-PyTorch memory, this process has M memory in use" is torch's clause for the
+# failing process; a hand-edited or shortened paste keeps only "... this process has M in use"
+# (p10): any "this process has M" is that clause, and "memory" before "in use" is optional.
 _PROC = regex.compile(
-    r"(?:Process\s*(?P<pid>\d+)|Including non-PyTorch memory, this process)\s*has\s*(?P<mem>"
-    + _SIZE
-    + r")\s*memory in use"
+    r"(?:Process\s*(?P<pid>\d+)|\bthis\s+process)\s*has\s*(?P<mem>" + _SIZE + r")\s*(?:memory\s*)?in\s+use"
 )
 _ALLOCATED = regex.compile(r"Of the allocated memory\s*(?P<v>" + _SIZE + r")\s*is allocated by PyTorch")
 _PRIVATE = regex.compile(r"with\s*(?P<v>" + _SIZE + r")\s*allocated in private pools")
@@ -131,9 +136,10 @@ def _torch_oom(m, rec) -> Optional[Dict[str, Any]]:
         data["tried_to_allocate_gib"] = size_to_gib(t["v"])
     g = _cut_search(_NEW_GPU, text, m.start())
     o = None if g else _cut_search(_OLD_GPU, text, m.start())
-    if g and g["gpu"]:
+    if g and g["total"]:
         data["form"] = "torch"
-        data["gpu_index"] = int(g["gpu"])
+        if g["gpu"]:  # "GPU  has": no index printed
+            data["gpu_index"] = int(g["gpu"])
         if g["total"]:
             data["gpu_total_gib"] = size_to_gib(g["total"])
         if g["free"]:
@@ -155,7 +161,7 @@ def _torch_oom(m, rec) -> Optional[Dict[str, Any]]:
         if stop < 0:
             data["processes_cut"] = True
         if procs or stop >= 0:  # whether torch listed any is not known from a list cut before its first
-            data["processes_listed"] = bool(procs) or "memory in use" in text
+            data["processes_listed"] = bool(procs) or "in use" in text
         if a:
             data["pytorch_allocated_gib"] = size_to_gib(a["v"])
         p = _PRIVATE.search(text, g.end())
@@ -181,7 +187,11 @@ def _torch_oom(m, rec) -> Optional[Dict[str, Any]]:
 
 
 def _alloc_warning(m, rec) -> Dict[str, Any]:
-    data: Dict[str, Any] = {"form": "allocator-warning", "backend": "CUDA", "warning_only": True}
+    """c10's warning that one ``cudaMalloc`` (or an expandable segment's map) failed. The
+    allocator then frees its cache and retries (``DeviceCachingAllocator::malloc``): the warning
+    alone is no failure, only a failure candidate (``allocator_retry``) until the log shows the
+    retry survived (:func:`vllm_doctor.rules.oom_provenance.provenance`)."""
+    data: Dict[str, Any] = {"form": "allocator-warning", "backend": "CUDA", "allocator_retry": True}
     if m["gpu"]:
         data["gpu_index"] = int(m["gpu"])
     for key, group in (("tried_to_allocate_gib", "req"), ("gpu_free_gib", "free"), ("gpu_total_gib", "total")):
@@ -331,9 +341,9 @@ PATTERNS = [
     Pattern(
         "torch_oom_allocator_warning",
         "oom",
-        ("failed with OOM on device",),
-        r"memory (?:allocation|mapping) failed with OOM on device (?P<gpu>\d+) while trying to (?:allocate|map) "
-        r"(?P<req>\d+) bytes \(free: (?P<free>\d+), total: (?P<total>\d+)\)",
+        ("failed with OOM",),
+        r"memory\s*(?:allocation|mapping)\s*failed\s*with\s*OOM\s*on\s*device\s*(?P<gpu>\d+)\s*(?:while\s*)?"
+        r"trying\s*to\s*(?:allocate|map)\s*(?P<req>\d+)\s*bytes\s*\(free:\s*(?P<free>\d+),\s*total:\s*(?P<total>\d+)\)",
         "pytorch c10/cuda/CUDACachingAllocator.cpp (torch >= 2.8, warning; expandable_segments mapping)",
         None,
         _alloc_warning,

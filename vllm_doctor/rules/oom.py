@@ -73,10 +73,16 @@ def unlisted_gib(f: Failure, run: Run) -> Optional[float]:
     """GiB of the device that were neither free nor the failing process's when ``f``'s OOM
     message lists no other process: total - free - this process's memory (``this process has
     M memory in use``), or, in the old torch format that lists none, total - free - reserved
-    by PyTorch. None when the message lists another process (:func:`co_tenants_of` says who)
+    by PyTorch (with no free printed, IPEX's XPU form: total - reserved - the request, a floor:
+    the request did not fit). None when the message lists another process (:func:`co_tenants_of` says who)
     or lacks the numbers."""
     d = f.data
     total, free = d.get("gpu_total_gib"), d.get("gpu_free_gib")
+    if total and free is None and d.get("form") == "torch-old" and d.get("pytorch_reserved_gib") is not None:
+        # IPEX's XPU message prints no free memory (p13: "0 bytes already allocated; 0 bytes reserved"):
+        # the request did not fit, so less than it was free: others hold at least the rest
+        tried = d.get("tried_to_allocate_gib")
+        return None if tried is None else max(total - d["pytorch_reserved_gib"] - tried, 0.0)
     if not total or free is None:
         return None
     if "processes" in d:

@@ -55,7 +55,9 @@ from typing import List, Sequence
 
 from ..events import Phase
 from ..run import Failure, Run
+from ..tracker import MEMORY_KINDS
 from ..verdict import Finding
+from . import oom_provenance
 from .plan import constraints
 from .rule import Rule, consequence_evidence, failure_evidence, finding, merged_data, remedy
 
@@ -296,6 +298,10 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List
     failures = [f for f in failures if f.kind != "no_device"]
     if not failures:
         return []
+    # An OOM that is no shortage or was raised outside vLLM (rules/oom_provenance.py).
+    provenance = oom_provenance.findings(RULE, run, [f for f in failures if f.kinds & MEMORY_KINDS], phase)
+    if provenance:
+        return provenance
     host = [f for f in failures if f.kind == "host_oom"]
     if host:
         return [_host_memory(run, host, phase)]

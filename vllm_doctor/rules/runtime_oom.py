@@ -44,6 +44,7 @@ import math
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .. import thresholds
+from ..memory import model_weights_estimate, utilization_floor
 from ..run import Failure, Run
 from ..verdict import Finding
 from .oom import device_memory, monitor, oom_facts
@@ -110,6 +111,16 @@ def _lower_utilization(c: Constraints, facts: Dict[str, Any]) -> Tuple[Optional[
         if facts.get("vllm_process_gib"):
             why += f"; vLLM held {facts['vllm_process_gib']:.2f} GiB at the OOM, the overshoot included"
     return target, why
+
+
+def _weights_floor(run: Run, G: Optional[float]) -> Optional[Tuple[float, str]]:
+    """The share of a ``G`` GiB GPU the weights need (estimated from the model's name, per GPU
+    under tensor parallelism), with why; None when the name gives no size."""
+    est = model_weights_estimate(run.value("model"), run.value("quantization"), run.value("dtype"))
+    if not (est and G):
+        return None
+    per_gpu = est["weights_gib_estimate"] / max(1, int(run.value("tensor_parallel_size") or 1))
+    return utilization_floor(G, weights_gib=per_gpu, overhead=thresholds.WEIGHTS_OVERHEAD)
 
 
 def _batch_remedy(c: Constraints, oversized: bool, input_kind: Optional[str]) -> Any:
@@ -186,14 +197,18 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List
     c = constraints(run)
     target_u, why_u = _lower_utilization(c, facts)
     advised = target_u is not None and target_u > thresholds.MIN_ADVISED_UTILIZATION
+    floor = _weights_floor(run, G)
+    if advised and floor is not None and target_u < floor[0]:
+        advised = False  # never a utilization that cannot hold the weights (hunt6 p19)
+        why_u = f"{why_u}: {target_u:.2f} x {G:.2f} GiB cannot hold {floor[1]}"
     if advised:
         facts["gpu_memory_utilization_suggested"] = target_u
     elif target_u is not None:
         why_u = f"{why_u}: {target_u:.2f} would be too little to serve; the GPU is too small for this load"
     if why_u is None and tried is not None and free is not None and G:
         why_u = f"the failed allocation was {tried:.2f} GiB with {free:.3f} GiB free of {G:.2f} GiB"
-    if why_u is None:
-        why_u = f"the message prints no sizes to size it by; in force: {c.in_force('gpu_memory_utilization').why}"
+    if why_u is None:  # m02: the message was cut before its numbers
+        why_u = "how much to lower it cannot be worked out: the failed allocation and the GPU's size are not in the log"
     fragmented = bool(frag and frag >= thresholds.FRAGMENTATION_GIB)
     if any("wake_up" in f.all_tags for f in failures) or "wake_up" in run.sibling_tags:
         return [_waking(run, failures, facts, co, c)]

@@ -31,9 +31,13 @@ Sources:
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 from .. import thresholds
+from ..defaults import gpu_memory_utilization
+from ..events import Phase
+from ..frames import phase_of
+from ..memory import model_weights_estimate, utilization_floor
 from ..run import Failure, Run
 from ..units import tidy
 from ..verdict import Finding
@@ -99,6 +103,59 @@ def _crowded_oom(failures, run: Run, facts: Dict[str, Any]) -> str:
     )
 
 
+def _before_kv(failures: Sequence[Failure]) -> bool:
+    """The frames place the OOM before the KV cache exists (weights, profiling): what the process
+    held then does not shrink with a lower utilization."""
+    return any((p := phase_of(f.all_tags)) is not None and p <= Phase.WEIGHTS_LOADED for f in failures)
+
+
+def _below_floor(run: Run, failures: Sequence[Failure], facts: Dict[str, Any]) -> Optional[str]:
+    """Drop ``gpu_memory_utilization_that_fits`` when it cannot hold what the engine needs
+    (:func:`vllm_doctor.memory.utilization_floor`: the request that failed, plus what the process
+    held when the frames place the OOM before the KV cache (afterwards part of it is the KV
+    cache, which a lower utilization shrinks), and the weights estimated from the model's name);
+    returns the sentence that says so."""
+    fit, T = facts.get("gpu_memory_utilization_that_fits"), facts.get("gpu_total_gib")
+    if fit is None or not T:
+        return None
+    held = facts.get("vllm_process_gib")
+    if held is None:
+        held = facts.get("pytorch_allocated_gib", facts.get("pytorch_reserved_gib"))
+    if not _before_kv(failures):
+        held = None
+    est = model_weights_estimate(run.value("model"), run.value("quantization"), run.value("dtype"))
+    per_gpu = None
+    if est:
+        per_gpu = est["weights_gib_estimate"] / max(1, int(run.value("tensor_parallel_size") or 1))
+    floor = utilization_floor(T, held, facts.get("tried_to_allocate_gib"), per_gpu, thresholds.WEIGHTS_OVERHEAD)
+    if floor is None or fit >= floor[0]:
+        return None
+    del facts["gpu_memory_utilization_that_fits"]
+    facts["utilization_floor"] = tidy(floor[0], 3)
+    return (
+        f"what is free ({fit:.2f} x {T:.2f} GiB = {fit * T:.2f} GiB) cannot hold {floor[1]}: no lower value "
+        "serves; free the GPU or shrink the other process first"
+    )
+
+
+def _other_engine(run: Run, facts: Dict[str, Any]):
+    """The lever when the co-tenant is a second vLLM engine (a second model on the GPU): its
+    own gpu_memory_utilization, 0.9 of the whole GPU by default (hunt6 p19)."""
+    gib, T = facts.get("co_tenant_gib") or {}, facts.get("gpu_total_gib")
+    if not gib or not T:
+        return None
+    pid, held = max(gib.items(), key=lambda kv: kv[1])
+    default = gpu_memory_utilization(run.value("vllm_version"), run.engine).low
+    return remedy(
+        f"If process {pid} is another vLLM engine (a second model on this GPU), restart it with a lower "
+        "gpu_memory_utilization so both fit: lower the first engine's, not this one's",
+        None,
+        f"it holds {held:.2f} GiB, {held / T:.2f} of the GPU; a vLLM engine claims {default:g} of the whole GPU by "
+        "default, whatever else runs there",
+        "host",
+    )
+
+
 def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List[Finding]:
     if not failures:
         # No KV memory beside another instance or vllm-omni stage (judged in kv_cache_capacity).
@@ -116,6 +173,7 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List
     U = run.value("gpu_memory_utilization")
     if U is not None:
         facts.setdefault("gpu_memory_utilization", U)
+    floor_why = _below_floor(run, failures, facts)
     fit = facts.get("gpu_memory_utilization_that_fits")
     pids = facts.get("co_tenant_pids")
     if pids:
@@ -137,7 +195,10 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List
             held_why,
             "host",
         ),
-        c.lower(
+        _other_engine(run, facts),
+        None
+        if floor_why
+        else c.lower(
             "gpu_memory_utilization",
             fit,
             "Or lower gpu_memory_utilization to what is free now",
@@ -156,6 +217,8 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List
         "Raising gpu_memory_utilization: it asks for more of what is not free",
         "Lowering max_model_len: the failure happens before KV cache sizing",
     ]
+    if floor_why:
+        dont.append(f"Lowering this engine's gpu_memory_utilization: {floor_why}")
     forbids = [("gpu_memory_utilization", "raise", "it asks for more of what is not free")]
     return [finding(RULE, run, "startup", title, facts, evidence, rem, dont, notes, forbids=forbids)]
 

@@ -21,6 +21,7 @@ from ..processes import is_engine_process
 from ..run import Failure, Run
 from ..tracker import MEMORY_KINDS
 from .oom import co_tenants_of, held_unlisted
+from .oom_provenance import provenance
 
 #: Failure kinds whose own message names the problem (and so its class and phase).
 SELF_EVIDENT = {
@@ -215,6 +216,11 @@ def route(f: Failure, run: Run) -> Route:
         # Host RAM, not the GPU: its own finding (class "other"), never a GPU OOM class.
         return Route("other", label, "high")
     if f.kinds & MEMORY_KINDS:
+        origin = provenance(f, run)  # no shortage, raised outside vLLM, or a retry that went on
+        if origin == "retried":
+            return Route(None, label, "medium")
+        if origin is not None:
+            return Route("other", label, "high" if origin == "allocator" else "medium")
         r = _memory(f, run, phase, startup)
         if startup and run.phase <= Phase.CONFIG and not _decided_by_frames(f, run):
             p = placement(f, run)

@@ -1,0 +1,240 @@
+"""Who raised an out-of-memory message, and whether its numbers describe a shortage at all.
+
+Every OOM message is not vLLM's capacity problem. Before any memory remedy, three questions:
+
+* **Did the allocation survive?** PyTorch's c10 warning ``memory allocation failed with OOM on
+  device N while trying to allocate B bytes (free: F, total: T)`` is printed when one
+  ``cudaMalloc`` fails; the caching allocator then frees its cache and retries
+  (``DeviceCachingAllocator::malloc``). A warning the log follows with the engine moving on
+  (a later phase, stats, facts) or with the failure that the retry raised is no failure of
+  its own (``retried``).
+* **Do the numbers describe a shortage?** When PyTorch raises ``CUDA out of memory`` it has
+  already returned every cached block to the driver ("at this point free_cached_blocks has
+  already returned all possible 'cached' memory to the driver", c10/cuda/CUDACachingAllocator.cpp)
+  and ``free`` is the driver's own count (``cudaMemGetInfo``). The segment it asked the driver
+  for is the request rounded up: at most twice it (``roundup_power2_divisions``), and
+  :data:`LARGE_SEGMENT_GIB` for a request under 10 MiB (``kLargeBuffer``). The driver maps
+  physical pages into one virtual range, so a free count far above that segment cannot be
+  fragmentation: the allocation failed for another reason, an allocator or driver failure
+  (sleep mode's ``CuMemAllocator`` in ``csrc/cumem_allocator.cpp``, WSL2's memory manager,
+  expandable segments' mapping). See :data:`~vllm_doctor.thresholds.ALLOCATOR_FAILURE_FREE_RATIO`
+  (``allocator``). Only CUDA and HIP: XPU's "free" can be an estimate (total - reserved, when
+  the SYCL runtime lacks ``ext_intel_free_memory``), XLA and Gaudi have no virtual memory.
+  Not when the message says "allowed" (``set_per_process_memory_fraction``: a cap, a real limit).
+* **Was it raised in vLLM?** Decided from positive evidence only, never from missing
+  evidence (most pasted OOM lines are bare, no frames): the OOM's own traceback has frames of
+  an application (a trainer, a script: :func:`vllm_doctor.frames.origin_tags` ``app_code``) and
+  none of vLLM's; or it is printed under torchrun's ``[rankN]:`` prefix, outside any vLLM record
+  or process, in a run whose ranks' tracebacks show app code and no vLLM frame at all (``outside``).
+
+Sources: pytorch c10/cuda/CUDACachingAllocator.cpp (``malloc``, ``alloc_block``,
+``round_size``, ``kLargeBuffer``, the OOM message and ``allowed_info``); torchrun's
+``[rankN]:`` line prefix (torch.distributed.elastic); vllm/device_allocator/cumem.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Sequence
+
+from .. import thresholds
+from ..run import Failure, Run
+from ..verdict import Finding
+from .oom import device_memory, oom_facts
+from .rule import Rule, consequence_evidence, failure_evidence, finding, remedy
+
+#: c10's ``kLargeBuffer``: the smallest segment the allocator asks the driver for a request
+#: between 1 and 10 MiB (20 MiB), in GiB.
+LARGE_SEGMENT_GIB = 20 / 1024
+#: c10's rounding with ``roundup_power2_divisions``: a segment is at most twice the request.
+ROUNDING_FACTOR = 2.0
+#: Where ``free`` is the driver's own count and the driver has virtual memory.
+_VIRTUAL_MEMORY_BACKENDS = (None, "CUDA", "HIP")
+_ALLOCATOR_FORMS = ("torch", "torch-old", "allocator-warning")
+
+
+def largest_segment_gib(tried_gib: float) -> float:
+    """The largest segment (GiB) the caching allocator may have asked the driver for to serve
+    a request of ``tried_gib``: the request rounded up (:data:`ROUNDING_FACTOR`), never less
+    than :data:`LARGE_SEGMENT_GIB`."""
+    return max(ROUNDING_FACTOR * tried_gib, LARGE_SEGMENT_GIB)
+
+
+def not_a_shortage(data: Dict[str, Any], text: str = "") -> bool:
+    """True when an OOM message's own numbers rule out a shortage: the driver had at least
+    :data:`~vllm_doctor.thresholds.ALLOCATOR_FAILURE_FREE_RATIO` times the largest segment the
+    allocator could have asked for (:func:`largest_segment_gib`) free. ``data`` is the OOM
+    event's data (GiB), ``text`` its line (a per-process cap prints "allowed")."""
+    tried, free = data.get("tried_to_allocate_gib"), data.get("gpu_free_gib")
+    if tried is None or free is None or tried <= 0:
+        return False
+    if data.get("form") not in _ALLOCATOR_FORMS or data.get("backend") not in _VIRTUAL_MEMORY_BACKENDS:
+        return False
+    if " allowed;" in text:
+        return False
+    return free >= thresholds.ALLOCATOR_FAILURE_FREE_RATIO * largest_segment_gib(tried)
+
+
+def _outside_frames(tags) -> bool:
+    return "app_code" in tags and "vllm_code" not in tags
+
+
+def _vllm_line(line) -> bool:
+    """A line inside a vLLM record or process (a record header, a process prefix, a PID the run
+    showed as vLLM's)."""
+    return line.level is not None or line.proc is not None
+
+
+def raised_outside(f: Failure, run: Run) -> bool:
+    """Positive evidence that OOM failure ``f`` was raised outside vLLM (see the module doc)."""
+    if _outside_frames(f.all_tags):
+        return True
+    if f.all_tags:
+        return False  # frames of its own that are vLLM's, or say nothing of who called them
+    line = f.lines[0]
+    if line.rank is None or _vllm_line(line) or run.vllm_pids:
+        return False
+    if any("vllm_code" in g.all_tags for g in run.failures):
+        return False
+    ranked = [g for g in run.failures if g is not f and g.lines and g.lines[0].rank is not None]
+    return any(_outside_frames(g.all_tags) for g in ranked)
+
+
+def _later_lines(run: Run) -> List[int]:
+    lines = list(run.phase_lines.values()) + list(run.fact_lines.values())
+    if run.stats.last is not None:
+        lines.append(run.stats.last)
+    return [x.lineno for x in lines if x is not None]
+
+
+def retried(f: Failure, run: Run) -> bool:
+    """True when ``f`` is c10's allocator warning (``allocator_retry``) and the log shows what
+    came of the retry: a later failure (the OOM the retry raised; not another such warning), or
+    the engine moving on."""
+    if not f.data.get("allocator_retry") or f.kinds - {"oom"}:
+        return False
+    if any(g.seq > f.last_seq and not g.data.get("allocator_retry") for g in run.failures):
+        return True  # the failure the retry raised (another warning is the same story again)
+    last = max(x.lineno for x in f.lines)
+    return any(n > last for n in _later_lines(run))
+
+
+def provenance(f: Failure, run: Run) -> Optional[str]:
+    """``retried``, ``allocator`` (no shortage: an allocator or driver failure), ``outside``
+    (raised outside vLLM), or None (vLLM's own OOM, to be judged by the memory rules)."""
+    if retried(f, run):
+        return "retried"
+    if raised_outside(f, run):
+        return "outside"
+    if not_a_shortage(f.data, f.lines[0].text if f.lines else ""):
+        return "allocator"
+    return None
+
+
+#: Settings no memory reduction should touch when the OOM is no shortage.
+_MEMORY_SETTINGS = ("gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "max_model_len")
+
+
+def _allocator_finding(rule: Rule, run: Run, failures: Sequence[Failure], phase: str) -> Finding:
+    facts: Dict[str, Any] = oom_facts(failures, run)
+    facts["not_a_shortage"] = True
+    tried, free, total = facts.get("tried_to_allocate_gib"), facts.get("gpu_free_gib"), facts.get("gpu_total_gib")
+    of_total = f" of {total:.2f} GiB" if total else ""
+    sleep = any("wake_up" in f.all_tags for f in failures) or "wake_up" in run.sibling_tags
+    sleep = sleep or bool(run.value("enable_sleep_mode"))
+    cumem = any(g.data.get("form") == "cumem" for g in run.failures)
+    mapping = any("memory mapping failed" in x.text for f in failures for x in f.lines)  # expandable segments
+    title = (
+        f"Not a capacity OOM: {tried:.2f} GiB could not be allocated with {free:.2f} GiB{of_total} free "
+        f"({device_memory(facts)}): an allocator or driver failure"
+    )
+    rem = [
+        remedy(
+            "Find the call that really failed: the allocator's or driver's own error printed before the OOM "
+            "(sleep mode's CuMemAllocator prints 'CUDA Error: ... at csrc/cumem_allocator.cpp'), and look it up "
+            "for your vLLM, PyTorch and driver versions",
+            None,
+            f"the driver had {free:.2f} GiB free, at least {thresholds.ALLOCATOR_FAILURE_FREE_RATIO:g} times the "
+            f"largest segment ({largest_segment_gib(tried):.3f} GiB) PyTorch could have asked for",
+        ),
+        remedy(
+            "Sleep mode (an RL trainer colocating vLLM, enable_sleep_mode) allocates through vLLM's CuMemAllocator: "
+            "run the engine as a separate server instead of colocated, or try a newer vLLM",
+            None,
+            "the allocation went through csrc/cumem_allocator.cpp" if cumem else None,
+        )
+        if sleep or cumem
+        else None,
+        remedy(
+            "Unset PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: mapping its segments can fail with memory "
+            "free (WSL2's driver)",
+            None,
+            None,
+            "host",
+        )
+        if mapping
+        else None,
+        remedy(
+            "Rerun with CUDA_LAUNCH_BLOCKING=1 to see the failing call in the traceback",
+            None,
+            None,
+            "host",
+        ),
+    ]
+    why = f"{free:.2f} GiB was free: memory was not short"
+    dont = [
+        f"Lowering gpu_memory_utilization, max_num_seqs, max_num_batched_tokens, max_model_len or a trainer's "
+        f"batch size: {why}",
+        "Killing other processes on the GPU: they did not take what was asked for",
+    ]
+    forbids = [(s, "lower", why) for s in _MEMORY_SETTINGS] + [("gpu_memory_utilization", "raise", why)]
+    evidence = failure_evidence(failures, "out of memory with memory free") + consequence_evidence(run, 2)
+    return finding(rule, run, phase, title, facts, evidence, rem, dont, forbids=forbids)
+
+
+def _outside_finding(rule: Rule, run: Run, failures: Sequence[Failure], phase: str) -> Finding:
+    facts: Dict[str, Any] = oom_facts(failures, run)
+    facts["raised_outside_vllm"] = True
+    # "this process" is the application's, not vLLM's
+    for key in ("vllm_process_gib", "vllm_pid"):
+        facts.pop(key, None)
+    title = (
+        f"Out of {device_memory(facts)} outside vLLM: the frames that lead to the OOM are an application's "
+        "(a trainer or a script), none of them vLLM's"
+    )
+    rem = [
+        remedy(
+            "Reduce the trainer's memory: a smaller micro batch, gradient checkpointing, ZeRO-3 or FSDP with "
+            "parameter and optimizer offload",
+            None,
+            "the OOM was raised in the trainer's own code",
+            "host",
+        ),
+        remedy(
+            "If a vLLM engine is colocated on these GPUs, its share is not the trainer's: lower the engine's "
+            "gpu_memory_utilization in the trainer's rollout config, or put it to sleep while the trainer steps",
+            None,
+            "the engine keeps its weights and KV cache on the GPU unless it sleeps",
+            "host",
+        ),
+    ]
+    why = "the OOM was not raised in vLLM"
+    dont = [f"vLLM serving flags (max_num_seqs, max_model_len, max_num_batched_tokens): {why}"]
+    forbids = [(s, "lower", why) for s in ("max_num_seqs", "max_model_len", "max_num_batched_tokens")]
+    evidence = failure_evidence(failures, "out of memory outside vLLM") + failure_evidence(
+        [g for g in run.failures if g not in failures and _outside_frames(g.all_tags)][:1], "the application's frames"
+    )
+    return finding(rule, run, phase, title, facts, evidence, rem, dont, forbids=forbids)
+
+
+def findings(rule: Rule, run: Run, failures: Sequence[Failure], phase: str) -> List[Finding]:
+    """The findings (class ``rule``, VD900 other) for OOM failures that :func:`provenance` calls
+    ``allocator`` or ``outside``; [] when there are none."""
+    out: List[Finding] = []
+    kinds = [(f, provenance(f, run)) for f in failures]
+    allocator = [f for f, p in kinds if p == "allocator"]
+    outside = [f for f, p in kinds if p == "outside"]
+    if outside:
+        out.append(_outside_finding(rule, run, outside, phase))
+    if allocator:
+        out.append(_allocator_finding(rule, run, allocator, phase))
+    return out
