@@ -43,8 +43,6 @@ KNOWN_WRONG_CLASS: set = {
     "m08-recipes-hard-wrapped-max-num-seqs-1024-exceeds-mamba-cache-blocks-939.log",
     # Two instances in one paste merged into one run; vllm-ascend's byte-valued memory line.
     "m09-ascend-pod-prefix-literal-ansi-two-instances-available-memory-0.log",
-    # A traceback whose last line is an exception no rule explains (cut mid-word) is healthy.
-    "p01-openrlhf-lmm-r1-ray-actor-v0-wake-up-cumem-oom-cut.log",
     # Startup numbers and a benchmark command at the KV ceiling, no stats (the mid-startup convention).
     "p03-discuss-v0180-kv-100-to-0-bench-80k-x18-prose-zh.log",
     # No step shown: a hand-edited OOM beside a colocated trainer (sampler warm-up per the report).

@@ -624,8 +624,8 @@ REVIEWED_FIELDS = {
     "fact_lines facts failures first_error first_unexplained_error http index markers phase phase_lines "
     "preemption recognised records sibling_tags source stalls start_line start_patterns stats "
     "unexplained_errors vllm_pids",
-    "Failure": "context_tags data exception kind kinds last_seq lines patterns phase_at repeats seq stream tags "
-    "text_hashes",
+    "Failure": "context_tags data exception kind kinds last_seq lines patterns phase_at repeats seq served_after "
+    "stream tags text_hashes",
     "StatsSeries": "access_after_last count engine first intervals_with_preemptions last lines_after_last "
     "max_generation_tps max_running max_swapped max_waiting max_waiting_line observers peak_kv_usage_pct "
     "peak_line preemptions_total prefix_hit_first prefix_hit_last prefix_hit_max recent records_after_last "

@@ -359,6 +359,13 @@ def code_tags(code: str) -> Set[str]:
     return tags
 
 
+def step_tag(tags: Iterable[str]) -> Optional[str]:
+    """The most specific tag of :data:`TAG_PHASE` present (the step :func:`phase_of` reads
+    its phase from: ``wake_up`` where that phase is only ``SERVING``), or None."""
+    present = set(tags)
+    return next((tag for tag, _ in TAG_PHASE if tag in present), None)
+
+
 def phase_of(tags: Iterable[str]) -> Optional[Phase]:
     """The most specific phase the tags prove, or None."""
     present = set(tags)

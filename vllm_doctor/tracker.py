@@ -99,6 +99,31 @@ def unexplained_error(rec: Record) -> bool:
 SERVING_PATHS = ("/v1/", "/generate", "/worker_generate", "/openai/", "/pooling", "/score", "/rerank")
 
 
+#: Function names of a failure's frames kept in ``Failure.data["frames"]`` (the last ones).
+FAILURE_FRAMES = 12
+
+
+def note_frame(f: Failure, func: str, path: str) -> None:
+    """Keep one frame of ``f``'s traceback: its function in ``data["frames"]`` (the last
+    :data:`FAILURE_FRAMES`), and ``data["vllm_frames"]`` True once a frame is a file of vLLM
+    itself (``/vllm/`` in its path: the traceback ran through vLLM, not only a client's code)."""
+    if func == "<code>":
+        return  # a source line under a frame, not a frame
+    frames = f.data.setdefault("frames", [])
+    if isinstance(frames, list):
+        frames.append(func)
+        del frames[:-FAILURE_FRAMES]
+    if "/vllm/" in path:
+        f.data["vllm_frames"] = True
+
+
+def shows_service(ev: Event) -> bool:
+    """An event that proves the server was serving when it was printed: a stats line, a V0
+    preemption warning. (An error answer does not: the API server answers 5xx with the engine
+    dead; the catalog recognises no 2xx access line, for speed: catalog/requests.py.)"""
+    return ev.kind in ("stats", "preemption")
+
+
 @dataclass
 class _Stream:
     """The traceback a process is printing: its frames (function, path, tags) and first lines."""
@@ -127,6 +152,7 @@ class _Stream:
             self.lines.append(line)
         if self.chained and self.last_failure is not None:
             self.last_failure.context_tags |= tags
+            note_frame(self.last_failure, func, path)
 
     def reset(self) -> None:
         self.open = False
@@ -295,6 +321,7 @@ class SourceTracker:
                 f.tags |= tags
                 f.add_line(line)
                 f.last_seq = self.seq
+                f.served_after = None  # survived only if the server serves after this one too
                 return f
         if kind in MEMORY_KINDS:
             merged = self._merge_memory(run, kind, data, line, tags, pattern, text)
@@ -317,6 +344,15 @@ class SourceTracker:
         run.add_failure(f)
         return f
 
+    def _note_service(self, run: Run, events: List[Event], line: Line) -> None:
+        """A record that shows the server serving (:func:`shows_service`): every failure of the
+        run printed before it was survived (``Failure.served_after``; a failure printed again
+        is reset to None in :meth:`_add_failure`). Bounded by ``Run.MAX_FAILURES``."""
+        if run.failures and any(shows_service(ev) for ev in events):
+            for f in run.failures:
+                if f.served_after is None:
+                    f.served_after = line
+
     def _merge_memory(self, run, kind, data, line, tags, pattern, text) -> Optional[Failure]:
         """Memory messages that belong together (a torch OOM and the sampler / loader wrapper
         of it): from the same process (or an unprefixed line), close together, and not two
@@ -334,6 +370,7 @@ class SourceTracker:
                 f.add_line(line)
                 f.repeats = max(f.repeats, line.repeated)
                 f.last_seq = self.seq
+                f.served_after = None
                 return f
         return None
 
@@ -404,6 +441,7 @@ class SourceTracker:
                     f.data.setdefault(k, v)
         if run.stalls.episode is not None and any(shows_progress(ev) for ev in events):
             run.stalls.progress(line)
+        self._note_service(run, events, line)
 
     def _note_process(self, run: Run, rec: Record, events: List[Event]) -> bool:
         """Record vLLM's own PIDs and what the process name tells of the engine; return True
@@ -471,6 +509,9 @@ class SourceTracker:
                 run.config[key] = ev.data[key]
                 run.config_lines[key] = line
         f = self._add_failure(ev.kind, ev.data, line, st.tags(), ev.pattern)
+        if "frames" not in f.data:
+            for func, path, _ in st.frames:
+                note_frame(f, func, path)
         exc = next((e.data["exception"] for e in events if e.kind == "exception"), None)
         if exc and not f.exception:
             f.exception = exc
@@ -641,6 +682,7 @@ class SourceTracker:
                     frozenset(f.context_tags),
                     f.exception,
                     len(f.data),
+                    f.served_after is None,
                 )
                 for f in run.failures
             ],

@@ -1,0 +1,167 @@
+"""Where and whether a failure happened, read from its traceback's frames, for whole families of
+inputs: the step vLLM's frames name, under every wrapper, with and without the traceback header,
+the exception whole or cut; and "survived" decided from what follows the failure, never from what
+is missing.
+
+The frames are vLLM's own (hunt6 p01: V0 sleep mode, ``executor_base.wake_up`` ->
+``worker.py wake_up`` -> ``device_allocator/cumem.py wake_up`` -> ``create_and_map``, 0.7.3
+``cumem.py:200-207``; V1 serving, ``v1/engine/core.py run_busy_loop`` -> ``step`` ->
+``v1/worker/gpu_model_runner.py execute_model``, 0.11.2).
+"""
+
+import pytest
+from test_tracker import track
+
+from vllm_doctor import diagnose
+from vllm_doctor.rules.tree import cut_short, route
+
+SITE = "/usr/local/lib/python3.10/dist-packages/vllm"
+WAKE_UP = [
+    f'  File "{SITE}/executor/executor_base.py", line 216, in wake_up',
+    '    self.collective_rpc("wake_up")',
+    f'  File "{SITE}/executor/uniproc_executor.py", line 56, in collective_rpc',
+    "    answer = run_method(self.driver_worker, method, args, kwargs)",
+    f'  File "{SITE}/worker/worker.py", line 140, in wake_up',
+    "    allocator.wake_up()",
+    f'  File "{SITE}/device_allocator/cumem.py", line 207, in wake_up',
+    "    create_and_map(handle)",
+    f'  File "{SITE}/device_allocator/cumem.py", line 75, in create_and_map',
+    "    python_create_and_map(*allocation_handle)",
+]
+MODEL_STEP = [
+    f'  File "{SITE}/v1/engine/core.py", line 701, in run_busy_loop',
+    "    self._process_engine_step()",
+    f'  File "{SITE}/v1/engine/core.py", line 275, in step',
+    "    model_output = self.execute_model_with_error_logging(",
+    f'  File "{SITE}/v1/worker/gpu_model_runner.py", line 1500, in execute_model',
+    "    hidden_states = self.model(",
+]
+STEPS = {"wake_up": (WAKE_UP, "waking from sleep mode"), "model_step": (MODEL_STEP, "running a model step")}
+WRAPPERS = {
+    "none": "{}",
+    "ray": "(ActorModelRayActor pid=348952) {}",
+    "compose": "vllm-server  | {}",
+    "kubectl": "[pod/vllm-0/vllm] {}",
+}
+EXCEPTIONS = {
+    "unknown": "ValueError: something unexpected happened",
+    "cumem_whole": "RuntimeError: CUDA Error: invalid argument at /workspace/csrc/cumem_allocator.cpp:119",
+    "cut": "RuntimeError: CUDA Error: o",
+    "cut_in_head": "RuntimeError: CUDA Error:",
+}
+HEADER = "Traceback (most recent call last):"
+
+
+def _log(step, wrapper, header, exception):
+    frames, _ = STEPS[step]
+    lines = ([HEADER] if header else []) + frames + [EXCEPTIONS[exception]]
+    return [WRAPPERS[wrapper].format(line) for line in lines]
+
+
+@pytest.mark.parametrize("exception", sorted(EXCEPTIONS))
+@pytest.mark.parametrize("header", [True, False], ids=["header", "no_header"])
+@pytest.mark.parametrize("wrapper", sorted(WRAPPERS))
+@pytest.mark.parametrize("step", sorted(STEPS))
+def test_an_exception_no_rule_explains_after_vllm_frames_is_never_healthy(step, wrapper, header, exception):
+    v = diagnose(_log(step, wrapper, header, exception))
+    assert v.primary_class == "unknown", v.title
+    assert v.severity == "critical"
+    assert STEPS[step][1] in v.title, v.title  # the last vLLM step the frames show
+    finding = v.findings[0]
+    if exception.startswith("cut"):
+        assert "cut" in v.title and finding.facts["cut"] is True
+        assert "out of memory" in finding.remedies[0].action
+    else:
+        assert EXCEPTIONS[exception] in v.title
+        assert "cut" not in finding.facts
+    assert finding.facts["last_frames"][-1] == ("create_and_map" if step == "wake_up" else "execute_model")
+
+
+STATS = (
+    "INFO 05-19 10:13:20 [loggers.py:271] Engine 000: Avg prompt throughput: 0.0 tokens/s, "
+    "Avg generation throughput: 10.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: "
+    "1.0%, Prefix cache hit rate: 0.0%"
+)
+SERVED = {
+    "stats": STATS,
+    "preemption": (
+        "WARNING 05-19 10:13:21 scheduler.py:1057 Sequence group 7 is preempted by PreemptionMode.RECOMPUTE mode "
+        "because there is not enough KV cache space. This can affect the end-to-end performance. Increase "
+        "gpu_memory_utilization or tensor_parallel_size to provide more KV cache memory. "
+        "total_num_cumulative_preemption=1"
+    ),
+}
+NOT_SERVED = {
+    "answered_500": 'INFO:     10.0.0.1:40001 - "POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error',
+    "answered_200_unrecognised": 'INFO:     10.0.0.1:40001 - "POST /v1/chat/completions HTTP/1.1" 200 OK',  # not recognised
+    "nothing": None,
+}
+
+
+@pytest.mark.parametrize("after", sorted(SERVED))
+@pytest.mark.parametrize("wrapper", sorted(WRAPPERS))
+def test_a_request_error_the_server_went_on_serving_after_stays_non_fatal(after, wrapper):
+    lines = _log("model_step", "none", True, "unknown") + [SERVED[after]]
+    lines = [WRAPPERS[wrapper].format(line) for line in lines]
+    t = track(lines)
+    (f,) = t.run.failures
+    assert f.served_after is not None and f.served_after.lineno == len(lines)
+    assert route(f, t.run).name is None
+    assert diagnose(lines).primary_class == "healthy"
+
+
+@pytest.mark.parametrize("after", sorted(NOT_SERVED))
+def test_what_does_not_show_serving_does_not_make_a_failure_survived(after):
+    lines = _log("model_step", "none", True, "unknown") + ([NOT_SERVED[after]] if NOT_SERVED[after] else [])
+    t = track(lines)
+    (f,) = t.run.failures
+    assert f.served_after is None
+    assert diagnose(lines).primary_class == "unknown"
+
+
+def test_serving_before_a_failure_is_not_serving_after_it():
+    lines = [STATS] + _log("model_step", "none", True, "unknown")
+    t = track(lines)
+    assert t.run.failures[0].served_after is None
+    assert diagnose(lines).primary_class == "unknown"
+
+
+def test_the_same_error_again_after_serving_must_be_survived_again():
+    once = _log("model_step", "none", True, "unknown")
+    t = track(once + [STATS] + once)
+    (f,) = t.run.failures
+    assert f.served_after is None  # its last occurrence has nothing after it
+    t = track(once + [STATS] + once + [STATS])
+    assert t.run.failures[0].served_after.lineno == 2 * len(once) + 2
+
+
+def test_a_bare_exception_line_without_vllm_frames_is_not_judged():
+    # a client's or a script's error pasted beside a log: nothing says it was vLLM's
+    v = diagnose(["INFO:     Application startup complete.", "ValueError: something unexpected happened"])
+    assert v.primary_class == "healthy"
+
+
+@pytest.mark.parametrize(
+    "message, cut",
+    [
+        ("CUDA Error: o", True),
+        ("CUDA Error: out of mem", True),
+        ("CUDA error:", True),
+        ("HIP error: ou", True),
+        ("XPU o", True),
+        ("Tried to get XPU out of m", True),
+        ("CUDA Error: invalid argument at cumem_allocator.cpp:119", False),
+        ("something unexpected happened", False),
+        ("device cuda", False),  # a device name alone ends many messages
+        ("index out of", False),  # "out of range" is no out-of-memory
+        ("bad value foo", False),  # the "o" must start a word
+    ],
+)
+def test_a_cut_exception_is_one_that_stops_inside_an_out_of_memory_wording(message, cut):
+    t = track(WAKE_UP + [f"RuntimeError: {message}"])
+    assert cut_short(t.run.failures[0], t.run) is cut
+
+
+def test_an_exception_followed_by_more_of_the_log_is_not_cut():
+    t = track(WAKE_UP + ["RuntimeError: CUDA Error: o", "INFO 05-19 10:13:20 [loader.py:1] Loading weights took 1.0 s"])
+    assert not cut_short(t.run.failures[0], t.run)
