@@ -165,3 +165,93 @@ def test_a_cut_exception_is_one_that_stops_inside_an_out_of_memory_wording(messa
 def test_an_exception_followed_by_more_of_the_log_is_not_cut():
     t = track(WAKE_UP + ["RuntimeError: CUDA Error: o", "INFO 05-19 10:13:20 [loader.py:1] Loading weights took 1.0 s"])
     assert not cut_short(t.run.failures[0], t.run)
+
+
+# -- the sampler's frames and torch's module moves: a startup step only before anything served --
+TORCH = "/usr/local/lib/python3.10/dist-packages/torch"
+SAMPLER_FRAMES = {
+    # 0.8.0-0.8.5 (hunt5 m13): forward_native -> apply_top_k_top_p -> logits.sort
+    "0.8.5_top_k_top_p": [
+        f'  File "{TORCH}/nn/modules/module.py", line 1750, in _call_impl',
+        "    return forward_call(*args, **kwargs)",
+        f'  File "{SITE}/v1/sample/ops/topk_topp_sampler.py", line 79, in forward_native',
+        "    logits = apply_top_k_top_p(logits, k, p)",
+        f'  File "{SITE}/v1/sample/ops/topk_topp_sampler.py", line 111, in apply_top_k_top_p',
+        "    logits_sort, logits_idx = logits.sort(dim=-1, descending=False)",
+    ],
+    # 0.20.2: forward_native -> apply_top_k_top_p_pytorch
+    "0.20.2_pytorch": [
+        f'  File "{SITE}/v1/sample/ops/topk_topp_sampler.py", line 154, in forward_native',
+        "    logits = apply_top_k_top_p_pytorch(logits, k, p, allow_cpu_sync=True)",
+        f'  File "{SITE}/v1/sample/ops/topk_topp_sampler.py", line 270, in apply_top_k_top_p_pytorch',
+        "    logits_sort, logits_idx = logits.sort(dim=-1, descending=False)",
+    ],
+    # 0.33's new model runner: v1/worker/gpu/sample/sampler.py
+    "0.33_gpu_sampler": [
+        f'  File "{SITE}/v1/worker/gpu/sample/sampler.py", line 278, in sample',
+        "    logits = logits.to(torch.float32)",
+    ],
+    # a shipper stripped the indentation and cut the frames: only the code line names the step
+    "unindented_code_line": ["logits = apply_top_k_top_p(logits, k, p)"],
+}
+MOVE_FRAMES = {
+    # ipex-llm on an Arc XPU (hunt6 p13): Module.to -> _apply -> convert -> t.to(device)
+    "convert": [
+        f'  File "{TORCH}/nn/modules/module.py", line 1158, in convert',
+        "    return t.to(device, dtype if t.is_floating_point() or t.is_complex() else None, non_blocking)",
+    ],
+    "to_apply": [
+        f'  File "{TORCH}/nn/modules/module.py", line 1160, in to',
+        "    return self._apply(convert)",
+        f'  File "{TORCH}/nn/modules/module.py", line 810, in _apply',
+        "    module._apply(fn)",
+    ],
+}
+TORCH_OOM = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.74 GiB. GPU 1 has a total capacity of 23.69 GiB "
+    "of which 1.07 GiB is free. Process 922108 has 22.61 GiB memory in use. Of the allocated memory"
+)
+XPU_OOM = (
+    "RuntimeError: XPU out of memory. Tried to allocate 1.02 GiB (GPU 0; 15.56 GiB total capacity; 0 bytes already "
+    "allocated; 0 bytes reserved in total by PyTorch)"
+)
+WORKER = "(VllmWorker rank=1 pid=572) ERROR 03-20 02:29:07 [multiproc_executor.py:375] {}"
+
+
+@pytest.mark.parametrize("wrapper", ["none", "worker"])
+@pytest.mark.parametrize("frames", sorted(SAMPLER_FRAMES))
+def test_sampler_frames_before_anything_served_are_the_sampler_warm_up(frames, wrapper):
+    lines = SAMPLER_FRAMES[frames] + [TORCH_OOM]
+    if wrapper == "worker":
+        lines = [WORKER.format(line) for line in lines]
+    v = diagnose(lines)
+    assert v.primary_class == "sampler_warmup_oom", v.title
+    assert v.findings[0].phase == "startup"
+
+
+@pytest.mark.parametrize("frames", sorted(SAMPLER_FRAMES))
+def test_sampler_frames_after_serving_are_a_runtime_step(frames):
+    v = diagnose([STATS] + SAMPLER_FRAMES[frames] + [TORCH_OOM])
+    assert v.primary_class == "runtime_oom", v.title
+
+
+@pytest.mark.parametrize("wrapper", ["none", "compose"])
+@pytest.mark.parametrize("frames", sorted(MOVE_FRAMES))
+def test_torch_module_moves_before_anything_served_are_the_weights_loading(frames, wrapper):
+    lines = ["```"] + [WRAPPERS[wrapper].format(line) for line in MOVE_FRAMES[frames] + [XPU_OOM]] + ["```"]
+    v = diagnose(lines)
+    assert v.primary_class in ("weight_load_oom", "startup_memory_contention"), v.title
+    assert v.findings[0].phase == "startup"
+
+
+@pytest.mark.parametrize("frames", sorted(MOVE_FRAMES))
+def test_torch_module_moves_after_serving_are_not_placed_at_load(frames):
+    v = diagnose([STATS] + MOVE_FRAMES[frames] + [XPU_OOM])
+    assert v.primary_class == "runtime_oom", v.title
+
+
+def test_the_forward_path_of_a_module_is_no_weight_move():
+    # module.py _call_impl is every forward pass, not a move of the weights
+    lines = [f'  File "{TORCH}/nn/modules/module.py", line 1750, in _call_impl', XPU_OOM]
+    t = track(lines)
+    assert "weight_move" not in t.run.failures[0].all_tags

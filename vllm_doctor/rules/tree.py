@@ -15,7 +15,7 @@ from typing import Optional, Tuple
 from .. import thresholds
 from ..defaults import gpu_memory_utilization
 from ..events import Phase
-from ..frames import phase_of
+from ..frames import phase_of, startup_step_of
 from ..memory import model_weights_estimate
 from ..processes import is_engine_process
 from ..run import Failure, Run
@@ -52,6 +52,12 @@ def failure_phase(f: Failure, run: Run) -> Optional[Phase]:
     p = phase_of(f.tags) or phase_of(f.context_tags) or phase_of(run.sibling_tags)
     if p is not None:
         return p
+    if f.phase_at < Phase.READY:
+        # Nothing served before it (no stats, no access line, no ready marker): the sampler's
+        # frames are its warm-up, torch's module moves are the weights loading (frames.py).
+        p = startup_step_of(f.all_tags)
+        if p is not None:
+            return p
     if "sampler_oom" in f.kinds:
         return Phase.WARMUP
     if "load_oom" in f.kinds:
@@ -139,7 +145,9 @@ def _decided_by_frames(f: Failure, run: Run) -> bool:
     """Frames (its own, a chained traceback's, a sibling worker's method) or a wrapper message
     decide the phase, not only how far the run got."""
     tags = (f.tags, f.context_tags, run.sibling_tags)
-    return any(phase_of(t) is not None for t in tags) or bool(f.kinds - {"oom"})
+    if any(phase_of(t) is not None for t in tags) or bool(f.kinds - {"oom"}):
+        return True
+    return f.phase_at < Phase.READY and startup_step_of(f.all_tags) is not None
 
 
 #: Out-of-memory spellings an exception line cut at the end of a log may have been going to
