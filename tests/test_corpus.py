@@ -47,8 +47,6 @@ KNOWN_WRONG_CLASS: set = {
     "p03-discuss-v0180-kv-100-to-0-bench-80k-x18-prose-zh.log",
     # No step shown: a hand-edited OOM beside a colocated trainer (sampler warm-up per the report).
     "p10-skyrl-pr-colocated-fsdp-ctx-sampler-warmup-oom-process-796mib-hand-edited.log",
-    # V0 MQLLMEngine's logger.exception message printed before its traceback (HPU fatal error).
-    "p12-gaudi1-hpu-v0-weights-15gib-then-pt-lazy-fatal-error-mqllmengine.log",
     # A 20 MiB allocation failing with 66 GiB free is no capacity problem (cumem allocator).
     "p21-ms-swift-colocate-cumem-fake-oom-20mib-with-66gib-free-this-process-0-bytes-zh.log",
     # An OOM raised in a trainer (only its frames, no vLLM record) is not vLLM's.

@@ -255,3 +255,88 @@ def test_the_forward_path_of_a_module_is_no_weight_move():
     lines = [f'  File "{TORCH}/nn/modules/module.py", line 1750, in _call_impl', XPU_OOM]
     t = track(lines)
     assert "weight_move" not in t.run.failures[0].all_tags
+
+
+# -- logger.exception(e): the message first, then its traceback, as one record (V0 MQLLMEngine) --
+V0_SITES = {
+    # the HabanaAI fork (hunt6 p12), 0.7.3 (engine.py:400), 0.8-style bracketed site with a pid prefix
+    "hpu_fork": "ERROR 02-04 12:35:23 engine.py:387] {}",
+    "0.7.3": "ERROR 03-01 09:00:01 engine.py:400] {}",
+    "bracketed": "(pid=812) ERROR 05-02 10:00:01 [engine.py:448] {}",
+}
+MESSAGE = "[Rank:0] FATAL ERROR :: MODULE:PT_LAZY Error, ValidateSyncInputTensors tensor_data is empty."
+V0_STARTUP_FRAMES = [
+    '  File "/home/user/vllm/vllm/engine/multiprocessing/engine.py", line 378, in run_mp_engine',
+    "    engine = MQLLMEngine.from_engine_args(engine_args=engine_args,",
+    '  File "/home/user/vllm/vllm/engine/multiprocessing/engine.py", line 121, in from_engine_args',
+    "    return cls(ipc_path=ipc_path,",
+]
+
+
+@pytest.mark.parametrize("site", sorted(V0_SITES))
+def test_the_message_logged_before_a_cut_traceback_is_its_exception(site):
+    lines = [V0_SITES[site].format(x) for x in [MESSAGE, HEADER] + V0_STARTUP_FRAMES + [""]]
+    t = track(lines)
+    (f,) = t.run.failures
+    assert f.kind == "exception" and f.data["message"] == MESSAGE and f.lines[0].lineno == 1
+    assert f.data["frames"] == ["run_mp_engine", "from_engine_args"] and f.data["vllm_frames"] is True
+    v = diagnose(lines)
+    assert v.primary_class == "other" and MESSAGE[:60] in v.title, v.title
+    assert v.findings[0].phase == "startup"
+
+
+@pytest.mark.parametrize("site", sorted(V0_SITES))
+def test_a_traceback_with_its_own_exception_line_is_named_by_that_line(site):
+    lines = [V0_SITES[site].format(x) for x in [MESSAGE, HEADER] + V0_STARTUP_FRAMES + ["ValueError: bad config"]]
+    (f,) = track(lines).run.failures
+    assert (f.kind, f.data["message"]) == ("exception", "bad config")
+
+
+@pytest.mark.parametrize(
+    "between, message_site",
+    [
+        # another record between them (one the catalog knows: an unknown line is invisible on the
+        # pre-filtered path, so the logger site and time decide alone)
+        (
+            "INFO 02-04 12:35:23 model_runner.py:1072] Loading model weights took 15.0500 GB",
+            "ERROR 02-04 12:35:23 engine.py:387] {}",
+        ),
+        # another time: another record
+        (None, "ERROR 02-04 12:35:21 engine.py:387] {}"),
+    ],
+)
+def test_a_message_not_of_the_same_record_stays_apart(between, message_site):
+    tb = [V0_SITES["hpu_fork"].format(x) for x in [HEADER] + V0_STARTUP_FRAMES]
+    lines = [message_site.format(MESSAGE)] + ([between] if between else []) + tb
+    (f,) = track(lines).run.failures
+    assert f.kind == "traceback"
+
+
+# -- no cue, no guess: a startup OOM nothing places, beside another process on the GPU --
+UNPLACED_OOM = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 594.00 MiB. GPU 0 has a total capacity of 22.03 "
+    "GiB of which 582.00 MiB is free. Process 29529 has 796.00 MiB memory in use. Including non-PyTorch memory, this "
+    "process has 20.67 GiB memory in use. Of the allocated memory 20.10 GiB is allocated by PyTorch, and 90.00 MiB "
+    "is reserved by PyTorch but unallocated."
+)
+ENGINE_INIT_FAILED = "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}"
+LOAD_MARKER = "INFO 08-20 10:00:02 [gpu_model_runner.py:1] Starting to load model Qwen/Qwen3-8B..."
+
+
+@pytest.mark.parametrize("order", ["oom_first", "consequence_first"])
+def test_an_unplaced_startup_oom_beside_another_process_leads_with_that_process(order):
+    lines = [UNPLACED_OOM, ENGINE_INIT_FAILED] if order == "oom_first" else [ENGINE_INIT_FAILED, UNPLACED_OOM]
+    v = diagnose(lines)
+    assert v.primary_class == "startup_memory_contention", v.title
+    assert "29529" in v.title
+
+
+def test_a_startup_step_shown_still_places_it():
+    v = diagnose([LOAD_MARKER, UNPLACED_OOM, ENGINE_INIT_FAILED])
+    assert v.primary_class == "weight_load_oom", v.title
+
+
+def test_an_unplaced_startup_oom_of_vllm_alone_is_not_contention():
+    alone = UNPLACED_OOM.replace("Process 29529 has 796.00 MiB memory in use. ", "")
+    v = diagnose([alone, ENGINE_INIT_FAILED])
+    assert v.primary_class != "startup_memory_contention", v.title

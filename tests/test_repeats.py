@@ -633,7 +633,7 @@ REVIEWED_FIELDS = {
     "HttpSummary": "by_bucket by_status first_5xx last_5xx",
     "PreemptionSummary": "first last max_cumulative modes warnings",
     "StallLog": "episode longest_resolved signals",
-    "_Stream": "chained frames fresh last_failure lines open",
+    "_Stream": "chained fresh frames last_failure lines logged logged_open open",
 }
 
 

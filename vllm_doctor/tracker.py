@@ -73,6 +73,12 @@ LARGEST_WINS = ("shards_loaded",)
 #: processed): they end an episode of repeated wait warnings (run.StallLog). Startup facts are
 #: printed when a step finished (weights loaded, KV cache sized, compile done).
 PROGRESS_KINDS = frozenset({"facts", "preemption"})
+#: Logger sites whose ``logger.exception(e)`` prints the exception's own text as the message
+#: before its traceback: V0 MQLLMEngine's run_mp_engine / engine loop
+#: (``vllm/engine/multiprocessing/engine.py``, 0.6 to 0.10: every ``logger.exception`` call
+#: there passes the exception). Other sites log a description ("Error in preprocessing prompt
+#: inputs", "EngineCore failed to start."), not the exception.
+EXCEPTION_MESSAGE_SITES = frozenset({"engine.py"})
 #: Levels of a record that the tracker counts even when nothing in it is recognised (an error
 #: no rule explains rules out "healthy"). The words are pre-filter literals, so the count is
 #: the same on the pre-filtered path (vllm_doctor.prefilter).
@@ -138,6 +144,14 @@ class _Stream:
     #: the traceback: logger.exception(e) in engine/multiprocessing/engine.py run_mp_engine;
     #: a chained traceback pasted without its "The above exception ..." header).
     fresh: bool = False
+    #: An ERROR record of vLLM's no pattern knows, the stream's last record: if a traceback
+    #: header from the same logger site (file, time) follows, the two are one log record,
+    #: ``logger.exception(msg)`` (V0 MQLLMEngine: ``logger.exception(e)``, so ``msg`` is the
+    #: exception's text: 0.6.6 ``engine/multiprocessing/engine.py:366``, 0.7.3 ``:400``, the
+    #: HabanaAI fork ``:387``). Kept with the traceback (``logged_open``) until its end: a
+    #: traceback cut before its exception line ends in that message instead (hunt6 p12).
+    logged: Optional[Line] = None
+    logged_open: bool = False
 
     def tags(self) -> Set[str]:
         out: Set[str] = set()
@@ -158,6 +172,8 @@ class _Stream:
         self.open = False
         self.frames.clear()
         self.lines.clear()
+        self.logged = None
+        self.logged_open = False
 
 
 #: Runs kept over all the sources of one input (pods, journald processes): one budget, so the
@@ -298,7 +314,16 @@ class SourceTracker:
         if st.open and st.frames and st.lines:
             lines = list(st.lines)
             frames = [fn for fn, _, _ in st.frames][-12:]
-            f = self._add_failure("traceback", {"frames": frames}, lines[0], st.tags(), "traceback")
+            if st.logged_open and st.logged is not None:
+                # logger.exception(msg)'s traceback cut before its exception line: the message
+                # logged with it is what failed
+                data = {"exception": "Error", "message": st.logged.text.strip()[:500], "logged_before": True}
+                f = self._add_failure("exception", data, st.logged, st.tags(), "logged_before_traceback")
+                f.data.setdefault("frames", [])
+                for func, path, _ in st.frames:
+                    note_frame(f, func, path)
+            else:
+                f = self._add_failure("traceback", {"frames": frames}, lines[0], st.tags(), "traceback")
             for line in lines[1:]:
                 f.add_line(line)
         st.reset()
@@ -395,6 +420,10 @@ class SourceTracker:
                 run.unexplained_errors += 1
                 if run.first_unexplained_error is None:
                     run.first_unexplained_error = Line.of(rec)
+                if rec.file in EXCEPTION_MESSAGE_SITES and rec.vllm_header and rec.text.strip():
+                    st = self._stream(rec.stream)
+                    if not st.logged_open:
+                        st.logged = Line.of(rec)  # a traceback may follow as the same record
                 if rec.vllm_header:
                     # vLLM's own record prefix at ERROR: vLLM output, though no pattern knows
                     # the message (ERROR records reach here on the pre-filtered path too)
@@ -471,9 +500,14 @@ class SourceTracker:
             self._end_traceback(st)
             st.open = st.chained = True
             kinds.discard("tb_start")
+        logged = st.logged
+        if not st.logged_open:
+            st.logged = None  # only the record right before a traceback header is its message
         if "tb_start" in kinds:
             self._end_traceback(st)
             st.open = True
+            if logged is not None and (logged.file, logged.time, logged.level) == (line.file, line.time, line.level):
+                st.logged, st.logged_open = logged, True
         elif "tb_chain" in kinds:
             self._end_traceback(st)
             st.chained = True
@@ -656,6 +690,8 @@ class SourceTracker:
                     st.open,
                     st.chained,
                     st.fresh,
+                    st.logged is None,
+                    st.logged_open,
                     # which failure the stream's next traceback belongs to (None, or its place)
                     None
                     if st.last_failure is None

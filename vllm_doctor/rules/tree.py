@@ -212,9 +212,21 @@ def _memory(f: Failure, run: Run, phase: Optional[Phase], startup: bool) -> Rout
         return Route("runtime_oom", "runtime", confidence if confidence != "low" else "medium")
     if crowded and "load_oom" not in f.kinds:
         return Route("startup_memory_contention", "startup", "medium")
+    if phase == Phase.CONFIG and not f.kinds - {"oom"} and unplaced(f, run) and co_tenants_of(f, run):
+        # No frame, marker or number shows the step (a bare OOM, then "Engine core initialization
+        # failed"): "loading weights" would be a guess. The one thing the message does show is
+        # another process on the GPU, which vLLM's budget did not count: lead with it (hunt6 p10).
+        return Route("startup_memory_contention", "startup", "low")
     if "sampler_oom" in f.kinds:
         return Route("sampler_warmup_oom", "startup", confidence)
     return Route(memory_class_at(phase), "startup", confidence)
+
+
+def unplaced(f: Failure, run: Run) -> bool:
+    """A startup failure whose step nothing shows: no frame (its own, a chained traceback's, a
+    sibling worker's), no wrapper message, no startup step the run reached past its
+    configuration, no memory numbers that place it (:func:`placement`)."""
+    return not _decided_by_frames(f, run) and run.phase <= Phase.CONFIG and placement(f, run) is None
 
 
 def memory_class_at(phase: Phase) -> str:
