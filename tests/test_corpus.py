@@ -39,14 +39,8 @@ KNOWN_WRONG_CLASS: set = {
     "m07-pr-indented-hard-wrapped-capture-oom-136mib-22p36gib-5090-laptop.log",
     # A limit wording no cached release prints (Mamba cache blocks vs max_num_seqs).
     "m08-recipes-hard-wrapped-max-num-seqs-1024-exceeds-mamba-cache-blocks-939.log",
-    # A traceback whose last line is an exception no rule explains (cut mid-word) is healthy.
-    "p01-openrlhf-lmm-r1-ray-actor-v0-wake-up-cumem-oom-cut.log",
     # Startup numbers and a benchmark command at the KV ceiling, no stats (the mid-startup convention).
     "p03-discuss-v0180-kv-100-to-0-bench-80k-x18-prose-zh.log",
-    # No step shown: a hand-edited OOM beside a colocated trainer (sampler warm-up per the report).
-    "p10-skyrl-pr-colocated-fsdp-ctx-sampler-warmup-oom-process-796mib-hand-edited.log",
-    # V0 MQLLMEngine's logger.exception message printed before its traceback (HPU fatal error).
-    "p12-gaudi1-hpu-v0-weights-15gib-then-pt-lazy-fatal-error-mqllmengine.log",
 }
 KNOWN_WRONG_FACTS: set = {
     # facts of the class misses above, and:

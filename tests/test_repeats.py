@@ -625,7 +625,7 @@ REVIEWED_FIELDS = {
     "preemption recognised records sibling_tags source stalls start_line start_patterns stats "
     "trainer trainer_line unexplained_errors vllm_pids worker_procs roles process_names prefixed_records opened_by "
     "neighbours",
-    "Failure": "context_tags data exception kind kinds last_seq lines patterns phase_at repeats seq stream tags "
+    "Failure": "context_tags data exception kind kinds last_seq lines patterns phase_at repeats seq served_after stream tags "
     "text_hashes",
     "StatsSeries": "access_after_last count engine first intervals_with_preemptions last lines_after_last "
     "max_generation_tps max_running max_swapped max_waiting max_waiting_line observers peak_kv_usage_pct "
@@ -634,7 +634,7 @@ REVIEWED_FIELDS = {
     "HttpSummary": "by_bucket by_status first_5xx last_5xx",
     "PreemptionSummary": "first last max_cumulative modes warnings by_process messages",
     "StallLog": "episode longest_resolved signals",
-    "_Stream": "chained frames fresh last_failure lines open",
+    "_Stream": "chained fresh frames last_failure lines logged logged_open open",
 }
 
 

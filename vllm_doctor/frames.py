@@ -232,6 +232,21 @@ TAG_FUNCS = {
         "_validate_prompt",
     },
     "quant_check": {"_check_scheme_supported", "verify_quantization", "_verify_quantization"},
+    # V1's sampler (vllm/v1/sample/ops/topk_topp_sampler.py, vllm/v1/sample/sampler.py;
+    # 0.8.5 to 0.33): it runs for every step, and at startup in _dummy_sampler_run (profile_run,
+    # compile_or_warm_up_model) with max_num_seqs dummy requests. No phase of its own
+    # (TAG_PHASE): before anything was served it is the warm-up (CONDITIONAL_TAGS). The names
+    # are the module-level functions only (a code line under a cut frame names one of them).
+    "sampler": {
+        "apply_top_k_top_p",
+        "apply_top_k_only",
+        "apply_top_k_top_p_pytorch",
+        "apply_top_k_top_p_tpu",
+        "flashinfer_sample",
+        "compiled_random_sample",
+        "aiter_sample",
+        "xpu_sample",
+    },
     # a single request whose size drives the allocation: prompt logprobs over a long prompt ...
     "oversized_input": {
         "_get_prompt_logprobs",
@@ -278,6 +293,16 @@ KV_ALLOC_FUNCS = frozenset(
 KV_CHECK_FUNCS = frozenset(
     {"raise_if_cache_size_invalid", "check_enough_kv_cache_memory", "_check_enough_kv_cache_memory"}
 )
+#: torch's ``nn.Module.to`` / ``.cuda()`` / ``.half()`` path (``torch/nn/modules/module.py``:
+#: ``to`` -> ``_apply`` -> ``convert``, which calls ``t.to(device, ...)`` on each parameter):
+#: a whole model's weights moving to the device, as loaders do (ipex-llm's ``model.to("xpu")``,
+#: hunt6 p13), never one request. Not the forward path (``_call_impl``).
+MODULE_MOVE_FUNCS = frozenset({"convert", "_apply", "to", "cuda", "xpu", "half", "bfloat16", "to_empty"})
+#: Tags that place a failure only when nothing was served before it (the run had not reached
+#: READY when it was printed): the sampler runs at startup only in its warm-up, and a model
+#: moves its weights to the device while loading, but both may run later too (every step
+#: samples; a trainer beside the engine moves its own model). Weaker than every TAG_PHASE tag.
+CONDITIONAL_TAGS = (("sampler", Phase.WARMUP), ("weight_move", Phase.LOADING_WEIGHTS))
 _CALLS = regex.compile(r"[A-Za-z_]\w*")
 
 #: Tags in order of specificity; the first present decides the phase.
@@ -346,6 +371,10 @@ def frame_tags(func: str, path: str) -> Set[str]:
         tags.add("kv_check")
     if path.endswith("torch/utils/_device.py"):
         tags.add("device_ctx")
+    if path.endswith("torch/nn/modules/module.py") and func in MODULE_MOVE_FUNCS:
+        tags.add("weight_move")
+    if "/vllm/v1/sample/" in path or "/vllm/v1/worker/gpu/sample/" in path:
+        tags.add("sampler")
     if path.endswith("torch/cuda/graphs.py"):
         tags.add("graph_capture")
     elif "/model_executor/warmup/" in path or path.endswith("/v1/worker/gpu/warmup.py"):
@@ -385,6 +414,20 @@ def code_tags(code: str) -> Set[str]:
         if name in KV_CHECK_FUNCS:
             tags.add("kv_check")
     return tags
+
+
+def step_tag(tags: Iterable[str]) -> Optional[str]:
+    """The most specific tag of :data:`TAG_PHASE` present (the step :func:`phase_of` reads
+    its phase from: ``wake_up`` where that phase is only ``SERVING``), or None."""
+    present = set(tags)
+    return next((tag for tag, _ in TAG_PHASE if tag in present), None)
+
+
+def startup_step_of(tags: Iterable[str]) -> Optional[Phase]:
+    """The startup step a :data:`CONDITIONAL_TAGS` tag names, for a failure printed before
+    anything was served (the caller checks that), or None."""
+    present = set(tags)
+    return next((phase for tag, phase in CONDITIONAL_TAGS if tag in present), None)
 
 
 def phase_of(tags: Iterable[str]) -> Optional[Phase]:

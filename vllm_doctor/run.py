@@ -93,7 +93,8 @@ class Failure:
     what a chained traceback printed after it says (:mod:`vllm_doctor.frames`);
     ``phase_at`` the run's phase when it was seen; ``lines`` bounded evidence; ``repeats`` how
     often the same message was printed (TP ranks, re-raises); ``seq``/``last_seq`` its order
-    among the run's failures.
+    among the run's failures; ``served_after`` the first line after its last occurrence that
+    shows the server still serving (a stats line, a preemption: tracker.shows_service), None when nothing after it does: a request error the server survived has one.
     """
 
     kind: str
@@ -110,6 +111,7 @@ class Failure:
     repeats: int = 1
     last_seq: int = 0
     text_hashes: Set[int] = field(default_factory=set)
+    served_after: Optional[Line] = None
 
     MAX_LINES = 8
     MAX_TEXTS = 64

@@ -100,6 +100,12 @@ LARGEST_WINS = ("shards_loaded",)
 #: processed): they end an episode of repeated wait warnings (run.StallLog). Startup facts are
 #: printed when a step finished (weights loaded, KV cache sized, compile done).
 PROGRESS_KINDS = frozenset({"facts", "preemption"})
+#: Logger sites whose ``logger.exception(e)`` prints the exception's own text as the message
+#: before its traceback: V0 MQLLMEngine's run_mp_engine / engine loop
+#: (``vllm/engine/multiprocessing/engine.py``, 0.6 to 0.10: every ``logger.exception`` call
+#: there passes the exception). Other sites log a description ("Error in preprocessing prompt
+#: inputs", "EngineCore failed to start."), not the exception.
+EXCEPTION_MESSAGE_SITES = frozenset({"engine.py"})
 #: Levels of a record that the tracker counts even when nothing in it is recognised (an error
 #: no rule explains rules out "healthy"). The words are pre-filter literals, so the count is
 #: the same on the pre-filtered path (vllm_doctor.prefilter).
@@ -141,6 +147,31 @@ def _quoted_only(run: Run, start: Event) -> bool:
 SERVING_PATHS = ("/v1/", "/generate", "/worker_generate", "/openai/", "/pooling", "/score", "/rerank")
 
 
+#: Function names of a failure's frames kept in ``Failure.data["frames"]`` (the last ones).
+FAILURE_FRAMES = 12
+
+
+def note_frame(f: Failure, func: str, path: str) -> None:
+    """Keep one frame of ``f``'s traceback: its function in ``data["frames"]`` (the last
+    :data:`FAILURE_FRAMES`), and ``data["vllm_frames"]`` True once a frame is a file of vLLM
+    itself (``/vllm/`` in its path: the traceback ran through vLLM, not only a client's code)."""
+    if func == "<code>":
+        return  # a source line under a frame, not a frame
+    frames = f.data.setdefault("frames", [])
+    if isinstance(frames, list):
+        frames.append(func)
+        del frames[:-FAILURE_FRAMES]
+    if "/vllm/" in path:
+        f.data["vllm_frames"] = True
+
+
+def shows_service(ev: Event) -> bool:
+    """An event that proves the server was serving when it was printed: a stats line, a V0
+    preemption warning. (An error answer does not: the API server answers 5xx with the engine
+    dead; the catalog recognises no 2xx access line, for speed: catalog/requests.py.)"""
+    return ev.kind in ("stats", "preemption")
+
+
 @dataclass
 class _Stream:
     """The traceback a process is printing: its frames (function, path, tags) and first lines."""
@@ -155,6 +186,14 @@ class _Stream:
     #: the traceback: logger.exception(e) in engine/multiprocessing/engine.py run_mp_engine;
     #: a chained traceback pasted without its "The above exception ..." header).
     fresh: bool = False
+    #: An ERROR record of vLLM's no pattern knows, the stream's last record: if a traceback
+    #: header from the same logger site (file, time) follows, the two are one log record,
+    #: ``logger.exception(msg)`` (V0 MQLLMEngine: ``logger.exception(e)``, so ``msg`` is the
+    #: exception's text: 0.6.6 ``engine/multiprocessing/engine.py:366``, 0.7.3 ``:400``, the
+    #: HabanaAI fork ``:387``). Kept with the traceback (``logged_open``) until its end: a
+    #: traceback cut before its exception line ends in that message instead (hunt6 p12).
+    logged: Optional[Line] = None
+    logged_open: bool = False
 
     def tags(self) -> Set[str]:
         out: Set[str] = set()
@@ -169,11 +208,14 @@ class _Stream:
             self.lines.append(line)
         if self.chained and self.last_failure is not None:
             self.last_failure.context_tags |= tags
+            note_frame(self.last_failure, func, path)
 
     def reset(self) -> None:
         self.open = False
         self.frames.clear()
         self.lines.clear()
+        self.logged = None
+        self.logged_open = False
 
 
 #: Runs kept over all the sources of one input (pods, journald processes): one budget, so the
@@ -381,7 +423,16 @@ class SourceTracker:
         if st.open and st.frames and st.lines:
             lines = list(st.lines)
             frames = [fn for fn, _, _ in st.frames][-12:]
-            f = self._add_failure("traceback", {"frames": frames}, lines[0], st.tags(), "traceback")
+            if st.logged_open and st.logged is not None:
+                # logger.exception(msg)'s traceback cut before its exception line: the message
+                # logged with it is what failed
+                data = {"exception": "Error", "message": st.logged.text.strip()[:500], "logged_before": True}
+                f = self._add_failure("exception", data, st.logged, st.tags(), "logged_before_traceback")
+                f.data.setdefault("frames", [])
+                for func, path, _ in st.frames:
+                    note_frame(f, func, path)
+            else:
+                f = self._add_failure("traceback", {"frames": frames}, lines[0], st.tags(), "traceback")
             for line in lines[1:]:
                 f.add_line(line)
         st.reset()
@@ -404,6 +455,7 @@ class SourceTracker:
                 f.tags |= tags
                 f.add_line(line)
                 f.last_seq = self.seq
+                f.served_after = None  # survived only if the server serves after this one too
                 return f
         if kind in MEMORY_KINDS:
             merged = self._merge_memory(run, kind, data, line, tags, pattern, text)
@@ -426,6 +478,15 @@ class SourceTracker:
         run.add_failure(f)
         return f
 
+    def _note_service(self, run: Run, events: List[Event], line: Line) -> None:
+        """A record that shows the server serving (:func:`shows_service`): every failure of the
+        run printed before it was survived (``Failure.served_after``; a failure printed again
+        is reset to None in :meth:`_add_failure`). Bounded by ``Run.MAX_FAILURES``."""
+        if run.failures and any(shows_service(ev) for ev in events):
+            for f in run.failures:
+                if f.served_after is None:
+                    f.served_after = line
+
     def _merge_memory(self, run, kind, data, line, tags, pattern, text) -> Optional[Failure]:
         """Memory messages that belong together (a torch OOM and the sampler / loader wrapper
         of it): from the same process (or an unprefixed line), close together, and not two
@@ -443,6 +504,7 @@ class SourceTracker:
                 f.add_line(line)
                 f.repeats = max(f.repeats, line.repeated)
                 f.last_seq = self.seq
+                f.served_after = None
                 return f
         return None
 
@@ -467,6 +529,10 @@ class SourceTracker:
                 run.unexplained_errors += 1
                 if run.first_unexplained_error is None:
                     run.first_unexplained_error = Line.of(rec)
+                if rec.file in EXCEPTION_MESSAGE_SITES and rec.vllm_header and rec.text.strip():
+                    st = self._stream(rec.stream)
+                    if not st.logged_open:
+                        st.logged = Line.of(rec)  # a traceback may follow as the same record
                 if rec.vllm_header:
                     # vLLM's own record prefix at ERROR: vLLM output, though no pattern knows
                     # the message (ERROR records reach here on the pre-filtered path too)
@@ -519,6 +585,7 @@ class SourceTracker:
                     f.data.setdefault(k, v)
         if run.stalls.episode is not None and any(shows_progress(ev) for ev in events):
             run.stalls.progress(line)
+        self._note_service(run, events, line)
 
     def _note_process(self, run: Run, rec: Record, events: List[Event]) -> bool:
         """Record vLLM's own PIDs and what the process name tells of the engine; return True
@@ -560,9 +627,14 @@ class SourceTracker:
             self._end_traceback(st)
             st.open = st.chained = True
             kinds.discard("tb_start")
+        logged = st.logged
+        if not st.logged_open:
+            st.logged = None  # only the record right before a traceback header is its message
         if "tb_start" in kinds:
             self._end_traceback(st)
             st.open = True
+            if logged is not None and (logged.file, logged.time, logged.level) == (line.file, line.time, line.level):
+                st.logged, st.logged_open = logged, True
         elif "tb_chain" in kinds:
             self._end_traceback(st)
             st.chained = True
@@ -598,6 +670,9 @@ class SourceTracker:
                 run.config[key] = ev.data[key]
                 run.config_lines[key] = line
         f = self._add_failure(ev.kind, ev.data, line, st.tags(), ev.pattern)
+        if "frames" not in f.data:
+            for func, path, _ in st.frames:
+                note_frame(f, func, path)
         exc = next((e.data["exception"] for e in events if e.kind == "exception"), None)
         if exc and not f.exception:
             f.exception = exc
@@ -744,6 +819,8 @@ class SourceTracker:
                     st.open,
                     st.chained,
                     st.fresh,
+                    st.logged is None,
+                    st.logged_open,
                     # which failure the stream's next traceback belongs to (None, or its place)
                     None
                     if st.last_failure is None
@@ -770,6 +847,7 @@ class SourceTracker:
                     frozenset(f.context_tags),
                     f.exception,
                     len(f.data),
+                    f.served_after is None,
                 )
                 for f in run.failures
             ],

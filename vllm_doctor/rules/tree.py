@@ -15,7 +15,7 @@ from typing import Optional, Tuple
 from .. import thresholds
 from ..defaults import gpu_memory_utilization
 from ..events import Phase
-from ..frames import phase_of
+from ..frames import phase_of, startup_step_of
 from ..memory import model_weights_estimate
 from ..processes import is_engine_process
 from ..run import Failure, Run
@@ -53,6 +53,12 @@ def failure_phase(f: Failure, run: Run) -> Optional[Phase]:
     p = phase_of(f.tags) or phase_of(f.context_tags) or phase_of(run.sibling_tags)
     if p is not None:
         return p
+    if f.phase_at < Phase.READY:
+        # Nothing served before it (no stats, no access line, no ready marker): the sampler's
+        # frames are its warm-up, torch's module moves are the weights loading (frames.py).
+        p = startup_step_of(f.all_tags)
+        if p is not None:
+            return p
     if "sampler_oom" in f.kinds:
         return Phase.WARMUP
     if "load_oom" in f.kinds:
@@ -140,11 +146,48 @@ def _decided_by_frames(f: Failure, run: Run) -> bool:
     """Frames (its own, a chained traceback's, a sibling worker's method) or a wrapper message
     decide the phase, not only how far the run got."""
     tags = (f.tags, f.context_tags, run.sibling_tags)
-    return any(phase_of(t) is not None for t in tags) or bool(f.kinds - {"oom"})
+    if any(phase_of(t) is not None for t in tags) or bool(f.kinds - {"oom"}):
+        return True
+    return f.phase_at < Phase.READY and startup_step_of(f.all_tags) is not None
+
+
+#: Out-of-memory spellings an exception line cut at the end of a log may have been going to
+#: print (lower case), each with the shortest cut of it that still counts: torch's c10 check
+#: ("CUDA error: out of memory"), vLLM's cumem allocator (``csrc/cumem_allocator.cpp``: "CUDA
+#: Error: out of memory at FILE:LINE"), HIP's, torch's allocators ("CUDA out of memory.", "XPU
+#: out of memory.", NPU), the bare words. The error heads count whole ("CUDA error:" may go on
+#: to any CUDA error, out of memory among them); a device name needs the "o" after it ("cuda"
+#: alone ends many messages); the bare words need "out of m" ("out of range" is no OOM).
+CUT_OOM_SPELLINGS = (
+    ("cuda error: out of memory", len("cuda error:")),
+    ("hip error: out of memory", len("hip error:")),
+    ("cuda out of memory", len("cuda o")),
+    ("hip out of memory", len("hip o")),
+    ("xpu out of memory", len("xpu o")),
+    ("npu out of memory", len("npu o")),
+    ("out of memory", len("out of m")),
+)
+
+
+def cut_short(f: Failure, run: Run) -> bool:
+    """The failure's exception line is the run's last recognised line and its message ends
+    in a strict prefix of an out-of-memory spelling (:data:`CUT_OOM_SPELLINGS`, at least its
+    shortest cut) that starts at a word: the paste was cut where the message may have said
+    "out of memory" (hunt6 p01: ``RuntimeError: CUDA Error: o``)."""
+    if f.kind != "exception" or f.lines[-1].lineno < run.end_line:
+        return False
+    msg = str(f.data.get("message", "")).strip().lower()
+    for whole, shortest in CUT_OOM_SPELLINGS:
+        for k in range(shortest, len(whole)):
+            part = whole[:k].rstrip()
+            if msg.endswith(part) and (len(msg) == len(part) or not msg[-len(part) - 1].isalnum()):
+                return True
+    return False
 
 
 def _fatal(f: Failure, run: Run, phase: Optional[Phase]) -> bool:
-    """Did this error take the server down (not a request error the API server survived)?"""
+    """Did this error take the server down: positive evidence only (a startup step, an engine
+    or worker process, a consequence marker)."""
     if f.kind == "cuda_error":
         return True
     if phase is not None and phase < Phase.READY:
@@ -170,9 +213,21 @@ def _memory(f: Failure, run: Run, phase: Optional[Phase], startup: bool) -> Rout
         return Route("runtime_oom", "runtime", confidence if confidence != "low" else "medium")
     if crowded and "load_oom" not in f.kinds:
         return Route("startup_memory_contention", "startup", "medium")
+    if phase == Phase.CONFIG and not f.kinds - {"oom"} and unplaced(f, run) and co_tenants_of(f, run):
+        # No frame, marker or number shows the step (a bare OOM, then "Engine core initialization
+        # failed"): "loading weights" would be a guess. The one thing the message does show is
+        # another process on the GPU, which vLLM's budget did not count: lead with it (hunt6 p10).
+        return Route("startup_memory_contention", "startup", "low")
     if "sampler_oom" in f.kinds:
         return Route("sampler_warmup_oom", "startup", confidence)
     return Route(memory_class_at(phase), "startup", confidence)
+
+
+def unplaced(f: Failure, run: Run) -> bool:
+    """A startup failure whose step nothing shows: no frame (its own, a chained traceback's, a
+    sibling worker's), no wrapper message, no startup step the run reached past its
+    configuration, no memory numbers that place it (:func:`placement`)."""
+    return not _decided_by_frames(f, run) and run.phase <= Phase.CONFIG and placement(f, run) is None
 
 
 def memory_class_at(phase: Phase) -> str:
@@ -227,10 +282,23 @@ def route(f: Failure, run: Run) -> Route:
             if p is not None and p[0] == phase:
                 r = Route(r.name, r.phase, r.confidence, p[1])
         return r
-    if f.kind in ("cuda_error", "exception"):
-        if _fatal(f, run, phase):
+    if f.kind == "exception":
+        if f.served_after is not None:
+            return Route(None, label, "high")  # the server went on serving: a request error it survived
+        fatal = _fatal(f, run, phase)
+        if not (fatal or f.data.get("vllm_frames")):
+            # A bare exception line, no vLLM frame under it and nothing else to say it hurt
+            # the server: a client's or a script's error pasted beside the log.
+            return Route(None, label, "low")
+        if cut_short(f, run):
+            return Route("unknown", label, "medium")  # the one word that would name it is cut
+        if fatal:
             return Route("other", label, "high")
-        return Route(None, label, "high")
+        # vLLM's frames, and nothing after it shows the server survived or died: an
+        # exception no rule explains, never "healthy" (hunt6 p01).
+        return Route("unknown", label, "medium")
+    if f.kind == "cuda_error":
+        return Route("other", label, "high")
     if f.kind == "traceback":
         if "kv_check" in f.tags:
             # Cut inside vLLM's KV capacity check, whose only raise is the KV capacity error.

@@ -35,11 +35,11 @@ from typing import List, Sequence
 
 from .. import thresholds
 from ..events import Phase
-from ..frames import phase_of
+from ..frames import phase_of, step_tag
 from ..run import Failure, Run
 from ..verdict import Finding, Remedy
 from .rule import Rule, consequence_evidence, ev, failure_evidence, finding, remedy
-from .tree import memory_class_at
+from .tree import cut_short, memory_class_at
 
 #: Startup steps a cut traceback or the run's progress can name, in words.
 STEP_WORDS = {
@@ -49,6 +49,27 @@ STEP_WORDS = {
     Phase.GRAPH_CAPTURE: "capturing CUDA graphs",
     Phase.WARMUP: "warming up the sampler",
 }
+
+
+#: Steps after startup a traceback's frames name (frames.TAG_FUNCS tags), in words.
+TAG_WORDS = {
+    "wake_up": "waking from sleep mode",
+    "runtime": "running a model step",
+    "too_long": "checking a request's length",
+    "oversized_input": "computing a request's prompt logprobs",
+    "multimodal_input": "encoding a request's image or video",
+    "startup": "starting the engine",
+    "quant_check": "checking the quantization",
+}
+
+
+def step_words(tags) -> str:
+    """What the traceback's frames say vLLM was doing, in words ("" when they say nothing):
+    the most specific step (:func:`vllm_doctor.frames.step_tag`)."""
+    tag = step_tag(tags)
+    if tag is None:
+        return ""
+    return TAG_WORDS.get(tag) or STEP_WORDS.get(phase_of({tag}), "")
 
 
 def _phase_of_consequences(run: Run) -> str:
@@ -118,6 +139,60 @@ def _died(run: Run, failures: Sequence[Failure], phase: str) -> Finding:
     return finding(RULE, run, phase, title, facts, evidence, rem, _DONT)
 
 
+def _exception(run: Run, failures: Sequence[Failure], phase: str) -> Finding:
+    """An exception no rule explains ends what the log shows, and nothing after it shows the
+    server went on serving (or the line is cut where it may have said "out of memory"): name
+    it, and the last step vLLM's frames show."""
+    f = failures[0]
+    name = f.data.get("exception") or f.exception or "Exception"
+    msg = str(f.data.get("message", ""))
+    text = f"{name}: {msg}" if msg else name
+    shown = text if len(text) <= 100 else text[:97] + "..."
+    tags = f.all_tags
+    doing = step_words(tags)
+    where = f" while {doing}" if doing else ""
+    cut = cut_short(f, run)
+    facts = {"exception": name, "message": msg[:300]}
+    frames = f.data.get("frames") or []
+    if frames:
+        facts["last_frames"] = frames[-6:]
+    step = step_tag(tags)
+    if step is not None:
+        facts["step"] = step
+    if cut:
+        facts["cut"] = True
+        title = f"{phase.capitalize()} failure{where}: the exception line is cut ('{shown}'); it may have said out of memory"
+    else:
+        title = f"{phase.capitalize()} failure{where}: {shown} (no rule explains this exception)"
+    p = phase_of(tags)
+    cls = "runtime_oom" if phase == "runtime" else memory_class_at(p) if p in STEP_WORDS else None
+    if cut and step == "wake_up":
+        oom = remedy(
+            "If the cut text was 'out of memory': free what the co-located process (the trainer of an RL loop) "
+            "holds before waking the engine, or put that one to sleep first; see `vllm-doctor explain runtime_oom`",
+            None,
+            "the frames show it failed while waking from sleep mode",
+        )
+    elif cut and cls:
+        oom = remedy(
+            f"If the cut text was 'out of memory', this is {cls}: see `vllm-doctor explain {cls}` for its remedies",
+            None,
+            f"the frames show it failed while {doing}" if doing else "the line is cut where it may say out of memory",
+        )
+    else:
+        oom = None
+    rem = [
+        oom,
+        remedy(f"Look up '{shown}' for your vLLM, PyTorch and driver versions", None, "no rule knows this exception")
+        if not cut
+        else None,
+        _collect(),
+    ]
+    evidence = failure_evidence(failures[:1], "the exception") + consequence_evidence(run, 2)
+    severity = "critical" if f.data.get("vllm_frames") or cut else "warning"
+    return finding(RULE, run, phase, title, facts, evidence, rem, _DONT, severity=severity)
+
+
 def _unexplained_errors(run: Run) -> Finding:
     line = run.first_unexplained_error
     text = line.text.strip()
@@ -166,6 +241,9 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "") -> List[Findin
     without an error line; a log that stops after the startup arguments. The last three are
     warnings: they rule out "healthy" without claiming a failure. All give way to any finding
     that names a root cause (see :func:`vllm_doctor.rules.diagnose_run`)."""
+    exceptions = [f for f in failures if f.kind == "exception"]
+    if exceptions:
+        return [_exception(run, exceptions, phase)]
     if failures:
         return [_died(run, failures, phase)]
     if not run.failures and any(c.marker != "ray_worker_died" for c in run.consequences):
