@@ -60,16 +60,11 @@ KNOWN_WRONG_CLASS: set = {
 }
 KNOWN_WRONG_FACTS: set = {
     # facts of the class misses above, and:
-    "m07-pr-indented-hard-wrapped-capture-oom-136mib-22p36gib-5090-laptop.log",
     "m08-recipes-hard-wrapped-max-num-seqs-1024-exceeds-mamba-cache-blocks-939.log",
     "m09-ascend-pod-prefix-literal-ansi-two-instances-available-memory-0.log",
     "m22-omni-buildkite-ui-actions-for-line-artefacts-cudacachingallocator-oom-bytes.log",
     "p10-skyrl-pr-colocated-fsdp-ctx-sampler-warmup-oom-process-796mib-hand-edited.log",
     "p12-gaudi1-hpu-v0-weights-15gib-then-pt-lazy-fatal-error-mqllmengine.log",
-    # stats lines in Markdown table cells: only the first row is read
-    "m25-ascend-markdown-table-cells-v0-stats-256-running-768-pending-kv-7p9-vs-97p8.log",
-    # one message split by blank lines between its wrapped pieces
-    "p16-fast-agent-deepseek-hosted-api-context-131072-requested-131134-not-vllm.log",
     # "GPU  has": the device index missing from the OOM message
     "p20-axolotl-v0-multiproc-load-model-oom-gpu-blank-index-23p63gib-this-process.log",
     # the banner's spacing collapsed by a blog
