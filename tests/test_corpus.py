@@ -44,11 +44,8 @@ KNOWN_WRONG_CLASS: set = {
 }
 KNOWN_WRONG_FACTS: set = {
     # facts of the class misses above, and:
-    "m07-pr-indented-hard-wrapped-capture-oom-136mib-22p36gib-5090-laptop.log",
     "m08-recipes-hard-wrapped-max-num-seqs-1024-exceeds-mamba-cache-blocks-939.log",
     "p12-gaudi1-hpu-v0-weights-15gib-then-pt-lazy-fatal-error-mqllmengine.log",
-    # one message split by blank lines between its wrapped pieces
-    "p16-fast-agent-deepseek-hosted-api-context-131072-requested-131134-not-vllm.log",
     # the banner's spacing collapsed by a blog
     "p28-blog-myoceane-a100-v0190-gpt-oss-20b-banner-stripped-prose-kv-36gib-cut.log",
 }

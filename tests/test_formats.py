@@ -208,6 +208,16 @@ def docker_json(i, line):
     return json.dumps({"log": line + "\n", "stream": "stdout", "time": f"2026-11-30T03:08:{i % 60:02d}.{i:09d}Z"})
 
 
+def buildkite_raw(i, line):
+    """Buildkite's raw job log, its escapes lost: ``bk;t=<ms> `` before each line (m23)."""
+    return f"bk;t={1778177757176 + i} {line}"
+
+
+def buildkite_apc(i, line):
+    """The same with its escapes kept: an APC sequence ``ESC _bk;t=<ms> BEL`` before each line."""
+    return f"\x1b_bk;t={1778177757176 + i}\x07{line}"
+
+
 WRAPPERS = [
     journald_short,
     journald_iso,
@@ -233,6 +243,8 @@ WRAPPERS = [
     cloudwatch_event,
     vllm_json,
     docker_json,
+    buildkite_raw,
+    buildkite_apc,
 ]
 
 
@@ -291,6 +303,15 @@ KNOWN_WRONG_WRAPPED: set = {
     # A quoted paste (the '▎' bar) inside journald's JSON: the hand-wrapped KV error's rest
     # lines are not joined under that envelope (the other JSON envelopes join them).
     ("n17-dgx-spark-v029-blockquote-bar-kv-23p25-needed-22p5-available.log", "journald_json"),
+    # m07 is PR prose around an indented, word-wrapped OOM fragment and holds no vLLM record:
+    # a per-line prefix (stern, a launcher's) cannot be learned without one, so every line
+    # keeps it and nothing joins; logcli's text output and aws logs tail trim the indentation,
+    # and "GiB of" / "which 120.88 MiB is free" is then joined as a word cut ("ofwhich"), so
+    # the free memory is lost. The bare log reads the block since the indented-block join.
+    *(
+        ("m07-pr-indented-hard-wrapped-capture-oom-136mib-22p36gib-5090-laptop.log", w)
+        for w in ("stern", "stern_timestamps", "launcher", "cloudwatch_launcher", "loki_default", "cloudwatch_tail")
+    ),
 }
 
 

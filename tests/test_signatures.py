@@ -34,6 +34,10 @@ KNOWN_LEARNED: set = {
     # names them yet.
     "n01-gke-cloudlogging-v1-lora-sampler-warmup-oom-79gib.log",
     "n11-kserve-container-prefix-unspecified-platform-libcuda-missing.log",
+    # MinerU's launcher tags every relayed line "[mineru] " (hunt5 m09): learned, read right.
+    "m09-ascend-pod-prefix-literal-ansi-two-instances-available-memory-0.log",
+    # A Markdown list: "- " before every line (hunt5 m12): learned, read right.
+    "m12-dash-bullet-prefixed-v1-startup-kv-772736-graphs-0p54-healthy.log",
 }
 
 

@@ -71,7 +71,7 @@ import regex
 from . import fleet
 from .escapes import has_markdown_escape, unescape
 from .fleet import MAX_DIGITS
-from .numbered import NumberedLearner
+from .numbered import Gutter, NumberedLearner
 from .numbered import strip as strip_numbers
 from .processes import is_vllm_process
 from .record import Record
@@ -95,9 +95,11 @@ MAX_LAYERS = 4
 
 # CSI sequences, and OSC sequences (hyperlinks, titles) up to BEL, ESC \ or the next ESC:
 # a sequence never runs past the next escape, so an unterminated one cannot go quadratic.
-_ANSI = regex.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?")
+# APC sequences too (ESC _ ... BEL): Buildkite's raw log stamps each line with one,
+# ``ESC _bk;t=1778177757176 BEL`` (its terminal renderer reads them as time stamps).
+_ANSI = regex.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[\]_][^\x07\x1b]*(?:\x07|\x1b\\)?")
 # The same pasted in caret notation (``cat -v``, editors, web pages): ESC shown as "^[".
-_CARET_ANSI = regex.compile(r"\^\[\[[0-9;?]*[A-Za-z]|\^\[\][^\x07^]*(?:\x07|\^G|\^\[\\)?")
+_CARET_ANSI = regex.compile(r"\^\[\[[0-9;?]*[A-Za-z]|\^\[[\]_][^\x07^]*(?:\x07|\^G|\^\[\\)?")
 # Vertical borders of a TUI pane (k9s, lazydocker, tmux copy of a boxed pane).
 _FRAME_CHARS = frozenset("│┃║")
 #: What a quoted paste starts each line with: Markdown's ``>``, or the bar a rendered quote
@@ -162,12 +164,20 @@ _PIPE_TS = regex.compile(
 # lm-eval's "2024-11-26:14:42:58,395").
 _SPACE_TS = regex.compile(r"(?P<ts>[0-9]{4}-[0-9]{2}-[0-9]{2}[ :][0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?) ")
 _COMPOSE = regex.compile(r"(?P<service>[A-Za-z0-9][\w.-]*?)(?:[-_](?P<replica>[0-9]+))?\s+\| ")
+# Buildkite's raw job log with its escapes lost (a copy of the raw log, an API download
+# shown as text): ``bk;t=<milliseconds since the epoch> `` before each line.
+_BUILDKITE = regex.compile(r"_?bk;t=[0-9]{1,16}(?: |$)")
+#: What is left of Buildkite's stamp on a line cut inside it (``bk``, ``bk;t=17781``): a
+#: paste's last line, which is no text of the line before (m23's ``worker_mainbk``).
+BUILDKITE_STUB = regex.compile(r"_?bk(?:;(?:t(?:=[0-9]{0,16})?)?)?")
 _KUBECTL_PREFIX = regex.compile(r"\[pod/(?P<pod>[^/\]\s]+)/(?P<container>[^\]\s]+)\] ")
 
 #: Outer wrappers that say only when a line was written (no source): a continuation line
 #: may carry one when the line it continues does not (Docker Desktop, t023). ``app-log``
 #: is a time stamp followed by an application's own record prefix.
-TIME_WRAPPERS = frozenset({"timestamp", "space-timestamp", "bracket-timestamp", "pipe-timestamp", "app-log"})
+TIME_WRAPPERS = frozenset(
+    {"timestamp", "space-timestamp", "bracket-timestamp", "pipe-timestamp", "app-log", "buildkite"}
+)
 _TIME_FIRST = frozenset("0123456789[")
 
 # Process prefixes, any number, nested (Ray task around vLLM process).
@@ -297,6 +307,8 @@ class Envelopes:
         self._bare_after: Dict[int, int] = {}
         self._prev_text = ""
         self._width_bytes = 0
+        self._gutter = Gutter()
+        self._last: Optional[Record] = None  # the first record of the line read last
 
     def signatures(self) -> List[Signature]:
         """The prefixes learned so far (see :mod:`vllm_doctor.signatures`)."""
@@ -352,6 +364,9 @@ class Envelopes:
         self._width_bytes += line_len + 1
         if self._width_bytes > WRAP_HEAD_BYTES:
             return
+        if rec.cell:
+            self._prev_len = None  # a table row is padded to its column widths, never cut
+            return
         if (
             self._prev_len is not None
             and rec.inner_bare
@@ -374,6 +389,8 @@ class Envelopes:
         t = _outer_stage(rec, s, self)
         if rec.wrapper is not None:
             t = _known_layers(rec, t, self)[0]
+        if t[:1] == "|" and table_cells(t.rstrip()) is not None:
+            return  # a table row's first cells are no prefix: each cell is read (table_cells)
         for depth in range(MAX_LAYERS):
             if depth == len(self.learners):
                 self.learners.append(Learner(self._wrapper_at))
@@ -444,10 +461,30 @@ class Envelopes:
                 for n, message, stream in done:
                     out.extend(fleet.cloudwatch_event(message, stream, _peeler(source, n), 0))
                 return out  # nothing for a line of JSON structure: records around it stay joinable
+        if self._gutter.take(line):
+            return []  # a web viewer's line-number gutter: records around it stay joinable
         recs = _unwrap(source, lineno, line, self, True, 0)
-        if recs[0].wrapper == "loki-text":
+        first = recs[0]
+        if first.wrapper == "loki-text":
             self._reindent(recs)
+        elif 2 <= len(first.text) <= STUB_MAX and first.inner_bare and self._stub(first.text, first.wrapper is None):
+            first.text = ""  # read as the blank line it was before the cut
+        self._last = first
         return recs
+
+    def _stub(self, text: str, bare: bool = True) -> bool:
+        """True when ``text`` (a short bare line) is what is left of a wrapper cut inside it:
+        Buildkite's stamp (:data:`BUILDKITE_STUB`), or the start of the wrapper the line
+        before carried (``vllm-1  |`` cut to ``vllm-1``, a ``stern`` pod name cut short), so
+        no text of that line (a lower-case stub would be joined onto it as the rest of a word).
+        The second only for a line that no wrapper was peeled from (``bare``)."""
+        if BUILDKITE_STUB.fullmatch(text):
+            return True
+        last = self._last
+        if not bare or last is None or not last.raw:
+            return False
+        at = last.raw.find(last.text) if last.text else len(last.raw)
+        return at > len(text) and last.raw.startswith(text)
 
     def _reindent(self, recs: List[Record]) -> None:
         """logcli's text output trims every line: a traceback's source line, which Python
@@ -560,7 +597,12 @@ def _outer(rec: Record, s: str, env: Envelopes, beneath: bool = False) -> str:
             s = s[m.end() :]
             t = _RFC3339.match(s)  # kubectl logs --prefix --timestamps
             return s[t.end() :] if t else s
-    elif c.isalpha():
+    elif c.isalpha() or c == "_":
+        if c in "b_" and s[:5] in ("bk;t=", "_bk;t"):
+            m = _BUILDKITE.match(s)
+            if m:
+                rec.wrapper = "buildkite"
+                return s[m.end() :]
         m = _JOURNALD_SHORT.match(s)
         if m and (m["jpid"] or not m["ident"].endswith(_EXCEPTION_NAME)):
             rec.wrapper, rec.host, rec.unit = "journald", m["host"], m["ident"]
@@ -929,6 +971,10 @@ def _unwrap(source: str, lineno: int, line: str, env: Envelopes, outer: bool, de
         if first.line_len < env.wrap_width:
             first.trailing_space = True  # one short: the cut fell after a space, trimmed since
     text = first.text
+    if text[:1] == "|" and text[-1:] == "|":
+        cells = table_cells(text)
+        if cells is not None:
+            return _cell_records(source, lineno, cells, first, env, depth)
     if first.proc is not None and text[:2] == '{"' and depth < fleet.MAX_NESTING:
         # vLLM's JSON logging still gets the process prefix ((EngineCore pid=N) {...}).
         recs = _json_line(source, lineno, text, _FREE, depth + 1)
@@ -972,6 +1018,53 @@ def _unwrap(source: str, lineno: int, line: str, env: Envelopes, outer: bool, de
     return out
 
 
+#: A Markdown table's cell border: a pipe that no backslash escapes (GFM, "Tables").
+_CELL_BORDER = regex.compile(r"(?<!\\)\|")
+#: A delimiter row's cell (``---``, ``:--``, ``:-:``).
+_DELIMITER_CELL = regex.compile(r":?-+:?")
+
+
+def table_cells(text: str) -> Optional[List[str]]:
+    """The cells of a Markdown (GitHub-flavoured) table row, ``| model | 19% | Avg prompt
+    throughput: ... |`` -> ``["model", "19%", "Avg prompt throughput: ..."]``, each stripped,
+    ``\\|`` read as a pipe; ``[]`` for the delimiter row (``|---|:--:|``); None when ``text``
+    is no row: it must start and end with an unescaped pipe and hold two cells or more (a line
+    that only starts with ``| `` is a log viewer's gutter, not a table). Source: GitHub
+    Flavored Markdown spec, section 4.10 "Tables (extension)"."""
+    if len(text) < 5 or text[0] != "|" or text[-1] != "|" or text[-2] == "\\":
+        return None
+    parts = _CELL_BORDER.split(text[1:-1])
+    if len(parts) < 2:
+        return None
+    cells = [p.strip().replace("\\|", "|") for p in parts]
+    if all(_DELIMITER_CELL.fullmatch(c) for c in cells):
+        return []
+    return cells
+
+
+def _cell_records(source: str, lineno: int, cells: List[str], row: Record, env: Envelopes, depth: int) -> List[Record]:
+    """A table row's records: each non-empty cell read as a line of its own (its wrappers and
+    glued records peeled), in order, all with the row's line number and the row's outer
+    wrapper where the cell has none. A cell is never the rest of a cut line and nothing is
+    joined onto it (``Record.cell``): a cell cannot hold a line break. A delimiter row, or
+    a row of empty cells, is one blank record (it ends the record held before it)."""
+    out: List[Record] = []
+    for cell in cells:
+        if not cell:
+            continue
+        for rec in _unwrap(source, lineno, cell, env, True, depth):
+            if rec.wrapper is None:
+                rec.wrapper, rec.host, rec.unit = row.wrapper, row.host, row.unit
+            rec.pids = [p for p in row.pids if p not in rec.pids] + rec.pids
+            rec.cell, rec.at_width, rec.trailing_space = True, False, False
+            rec.line_len = len(cell)
+            out.append(rec)
+    if not out:
+        row.text, row.cell = "", True
+        out.append(row)
+    return out
+
+
 #: What starts a new thing on a bare line (never the rest of a cut line): a traceback, a
 #: frame, a chained header, an exception line (read by vllm_doctor.reassemble too).
 NEW_THING = regex.compile(
@@ -989,6 +1082,10 @@ def could_be_rest(text: str) -> bool:
         return False
     return NEW_THING.match(text.lstrip()) is None
 
+
+#: Longest line read as the stub of a cut wrapper (:meth:`Envelopes._stub`): a Buildkite
+#: stamp is 19 characters, a journald prefix about 40, a long pod name 64.
+STUB_MAX = 64
 
 #: Shortest indent shared by every first line that is taken off (a Markdown code block by
 #: indentation uses 4): a traceback's frames alone share 2, which is theirs.

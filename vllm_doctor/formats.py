@@ -16,6 +16,7 @@ from collections import Counter
 from typing import Dict, FrozenSet, Iterable, Optional
 
 from .escapes import looks_escaped
+from .numbered import has_gutter
 
 #: Format name -> the outer wrappers it allows (None: all). Markdown quotes and TUI pane
 #: borders (paste damage) are always peeled.
@@ -72,6 +73,7 @@ _WRAPPER_FORMAT = {
     "vllm-json": "vllm-json",
     "docker-json": "docker-json",
     "learned": "learned prefix",
+    "buildkite": "buildkite",
 }
 
 
@@ -100,11 +102,13 @@ def reads_every_line(head: bytes) -> bool:
     So is a log pasted through a Markdown editor or an HTML page
     (:func:`vllm_doctor.escapes.looks_escaped`): the pre-filter's literals are not in its
     escaped bytes. So is a terminal's copy hard-wrapped at its width (:func:`hard_wrapped`):
-    a literal cut in two by the wrap is on neither line.
+    a literal cut in two by the wrap is on neither line. So is a web log viewer's copy with
+    its line-number gutter (:func:`vllm_doctor.numbered.has_gutter`): the lines the gutter
+    interrupts must stay joinable.
 
     Looked for per line among the first :data:`HEAD_LINES` lines, so a byte-order mark or
     a header line (a shell prompt, ``-- Logs begin at ...``) in front does not hide them."""
-    if looks_escaped(head[:65536]):
+    if looks_escaped(head[:65536]) or has_gutter(head[:65536]):
         return True
     for line in head[:65536].split(b"\n")[:HEAD_LINES]:
         s = line.lstrip(b"\xef\xbb\xbf \t\r")
@@ -127,5 +131,7 @@ def hard_wrapped(head: bytes, lines: int = 200) -> bool:
 
     env = Envelopes()
     for line in head.split(b"\n")[:lines]:
-        env.sniff(line.decode("utf-8", "replace"))
+        text = line.decode("utf-8", "replace")
+        if text.strip():  # the reader sniffs no blank line either (pipeline._SourceReader.sniff)
+            env.sniff(text)
     return env.wrap_width is not None

@@ -117,3 +117,35 @@ def strip(learner: NumberedLearner, text: str) -> str:
     if m is None or (learner.file is not None and m["file"] not in (None, learner.file)):
         return text
     return text[m.end() :]
+
+
+#: The line-number gutter of Buildkite's web log viewer, as a copy of its page gives it: a
+#: button's label ``Actions for L1512`` on a line of its own, then the number ``1512`` on the
+#: next (m22). Neither is text of the log.
+_GUTTER = regex.compile(r"Actions for L(?P<n>[0-9]{1,9})")
+
+
+class Gutter:
+    """Takes a web log viewer's line-number gutter out of a copied page (:data:`_GUTTER`).
+    Stateful per input: the number line is taken only right after its ``Actions for L<n>``
+    line, so a log's own bare numbers stay."""
+
+    def __init__(self) -> None:
+        self._number: Optional[str] = None
+
+    def take(self, line: str) -> bool:
+        """True when ``line`` (one physical line, newline included or not) is the gutter's."""
+        number, self._number = self._number, None
+        if line[:12] == "Actions for ":
+            m = _GUTTER.fullmatch(line.rstrip("\r\n\t "))
+            if m is not None:
+                self._number = m["n"]
+                return True
+        return number is not None and line.strip() == number
+
+
+def has_gutter(head: bytes) -> bool:
+    """True when an input's first bytes hold a gutter line (``Actions for L<n>`` alone on a
+    line): such a copy is read line by line, so that the lines the gutter interrupts stay
+    one record on every read path."""
+    return regex.search(rb"(?m)^Actions for L[0-9]{1,9}\r?$", head) is not None

@@ -30,8 +30,20 @@ continue (:func:`_same_lead`: an unknown per-line prefix too rare to learn), and
   (:data:`SENTENCE_CHAINS`: ``Based on the available memory``, ``Try increasing
   `gpu_memory_utilization```, ...) that someone re-typed one sentence a line.
 
+A line indented as the record it would continue (:data:`~vllm_doctor.envelopes.INDENT_MIN`
+spaces or more: a Markdown code block by indentation inside prose, a quoted mail) is its
+wrapped rest when the record's line is long and the line starts with a letter or a digit
+inside a sentence (lower case or a digit, or after a line that ended inside one or inside
+an open OOM message): joined with a space, the block's indentation taken off (m07: ``...
+22.36 GiB of`` / ``    which 120.88 MiB is free``). A terminal never indents the rest of a line it
+cut, and Python prints one source line per frame, so this is text someone wrapped at words.
+
 At most :data:`MAX_JOINED` lines are joined onto one record; blank lines end a
-record. Every joined physical line is counted in ``Record.continued`` so that no
+record, but for one blank line between the pieces of a message that a paste doubled the
+newlines of (p16: ``... However, you requested`` / blank / ``131134 tokens ...``): it is
+crossed when the record before it is a long bare line that ends inside a sentence (a letter,
+a digit or a comma) and the line after it starts inside one (lower case, a digit) or is the
+rest of a line cut at the input's width (:func:`_across_blank`). Every joined physical line is counted in ``Record.continued`` so that no
 input line disappears from the accounting.
 """
 
@@ -41,7 +53,7 @@ from typing import Iterable, Iterator, List, Optional
 
 import regex
 
-from .envelopes import MAX_RECORD_CHARS, NEW_THING, could_be_rest, source_key
+from .envelopes import INDENT_MIN, MAX_RECORD_CHARS, NEW_THING, could_be_rest, source_key
 from .record import Record
 
 WRAP_MIN_WIDTH = 60
@@ -115,18 +127,76 @@ def _same_lead(prev: str, text: str) -> bool:
     return sp >= SAME_LEAD_MIN and prev.startswith(text[: sp + 1])
 
 
-#: A table row or a boxed pane line ends with its border and the next one opens with it: rows
-#: of equal width look like a hard wrap at that width (m25: stats lines in Markdown cells).
-TABLE_ROW_START = ("|", "│", "┃")
-_TABLE_ROW_END = regex.compile(r"[|│┃]\s*$")
+def _word_and_number(prev: str, text: str) -> bool:
+    """True when ``prev`` ends in a letter and ``text`` starts with a digit, or the other way
+    round: a word and a number are separate tokens ("you requested" / "131134 tokens", p16;
+    "with 1024" / "dummy requests", t006), so a wrap between them lost a space."""
+    last, first = prev[-1:], text[:1]
+    return (last.isalpha() and first.isdigit()) or (last.isdigit() and first.isalpha())
 
 
-def _continues(prev: Record, cur: Record) -> Optional[str]:
-    """Return the separator to join ``cur`` onto ``prev`` with, or None if it is no continuation."""
+def _cut_separator(prev: Record, text: str) -> str:
+    """How the rest ``text`` of a line cut at the input's width joins ``prev``: with nothing
+    (the cut fell inside a word), or with the space the cut lost: one short of the width
+    (the space trimmed: envelopes marks it trailing), or between a word and a number."""
+    return " " if (prev.trailing_space and text[0] != " ") or _word_and_number(prev.text, text) else ""
+
+
+def _indent(text: str) -> int:
+    return len(text) - len(text.lstrip(" "))
+
+
+def _indented_rest(prev: Record, text: str, block: int = 0) -> bool:
+    """True when ``text`` (indented) is the word-wrapped rest of ``prev``, a long line of an
+    indented block of the same indentation (module docstring); ``block``: the indentation
+    ``prev`` had before lines were joined onto it (taken off then), else 0."""
+    n = _indent(text)
+    if n < INDENT_MIN or n != (block or _indent(prev.text)) or prev.line_len < WRAP_MIN_WIDTH:
+        return False
+    rest = text[n:]
+    if not rest[:1].isalnum() or NEW_THING.match(rest):
+        return False
+    return rest[0].islower() or rest[0].isdigit() or _open_sentence(prev.text) or _open_oom(prev.text)
+
+
+#: What a line that ends inside a sentence ends with (a word, a number, a comma).
+def _open_sentence(text: str) -> bool:
+    last = text[-1:]
+    return last.isalnum() or last == ","
+
+
+def _may_cross_blank(prev: Record) -> bool:
+    """True when a blank line after ``prev`` may be a doubled newline inside its message."""
+    if prev.cell or prev.continued >= MAX_JOINED:
+        return False
+    return prev.at_width or (prev.inner_bare and prev.line_len >= WRAP_MIN_WIDTH and _open_sentence(prev.text))
+
+
+def _across_blank(prev: Record, cur: Record, block: int = 0) -> Optional[str]:
+    """The separator to join ``cur`` onto ``prev`` across one blank line, or None: only a
+    bare line that starts inside a sentence (or the rest of a line cut at the input's
+    width), never a new thing, from the same source."""
+    text = cur.text
+    if cur.cell or not cur.inner_bare or cur.file is not None or not _same_source(prev, cur):
+        return None
+    if len(prev.text) >= MAX_RECORD_CHARS or not text or NEW_THING.match(text) or _same_lead(prev.text, text):
+        return None
+    if prev.at_width and could_be_rest(text):
+        return _cut_separator(prev, text)
+    if text[0].islower() or text[0].isdigit() or (text[0] == " " and _indented_rest(prev, text, block)):
+        return " "
+    return None
+
+
+def _continues(prev: Record, cur: Record, block: int = 0) -> Optional[str]:
+    """Return the separator to join ``cur`` onto ``prev`` with, or None if it is no continuation
+    (``block``: see :func:`_indented_rest`)."""
     # A continuation carries no envelope of its own, or only the same outer wrapper as the
     # record it continues (journald / docker prefix every physical line).
     if not cur.inner_bare or prev.continued >= MAX_JOINED or len(prev.text) >= MAX_RECORD_CHARS:
         return None
+    if cur.cell or prev.cell:
+        return None  # a table cell holds no line break: it continues nothing, nothing continues it
     if cur.file is not None:
         return None  # an application's record prefix named its call site: a record of its own
     if not _same_source(prev, cur):
@@ -136,13 +206,13 @@ def _continues(prev: Record, cur: Record) -> Optional[str]:
         return None  # a paste's '...' says lines were left out: it continues nothing
     if shell_continued(prev.text) and text.strip():
         return " "
-    if _TABLE_ROW_END.search(prev.text) and text.lstrip().startswith(TABLE_ROW_START):
-        return None  # rows of a Markdown table (or a boxed pane): each closed, however wide
     if prev.at_width and could_be_rest(text) and not _same_lead(prev.text, text):
         # The line filled the width the input was wrapped at: this is its rest, cut at that
         # column exactly. A cut before a space keeps the space ("cuda:0" + " (111.99/..."); a
         # line one short lost the space it ended with to a trim (envelopes marks it trailing).
-        return " " if prev.trailing_space and text[0] != " " else ""
+        return _cut_separator(prev, text)
+    if text[:1] == " " and _indented_rest(prev, text, block):
+        return " "
     if not text or text[0].isspace() or NEW_THING.match(text) or _same_lead(prev.text, text):
         return None
     mid_word = text[0] in _MID_WORD_START
@@ -150,8 +220,9 @@ def _continues(prev: Record, cur: Record) -> Optional[str]:
     # After a comma or a full stop the next line starts a new clause, not the rest of a word.
     sep = " " if prev.trailing_space or last in ",.;:" else ""
     if prev.line_len >= WRAP_MIN_WIDTH and (mid_word or (last == "," and text[0].isdigit())):
-        # A number and a word are separate tokens: "... with 1024" / "dummy requests".
-        return " " if last.isdigit() and text[0].isalpha() else sep
+        # A number and a word are separate tokens: "... with 1024" / "dummy requests". (A rest
+        # longer than its line says nothing: r047's one cut at 183 columns has a rest of 274.)
+        return " " if _word_and_number(prev.text, text) else sep
     if _open_oom(prev.text):
         return sep if mid_word else " "
     if text.startswith(LATER_SENTENCES) and prev.text.strip():
@@ -171,6 +242,8 @@ class Reassembler:
 
     def __init__(self) -> None:
         self._held: Optional[Record] = None
+        self._blank = False  # one blank line seen after the held record (module docstring)
+        self._block = 0  # the indentation taken off the held record (an indented block's)
 
     def feed(self, records: Iterable[Record]) -> List[Record]:
         out: List[Record] = []
@@ -178,27 +251,45 @@ class Reassembler:
             held = self._held
             if not rec.text.strip() and rec.inner_bare:
                 if held is not None:
+                    if not self._blank and not rec.cell and _may_cross_blank(held):
+                        self._blank = True
+                        continue
                     out.append(held)
-                    self._held = None
+                    self._held, self._block = None, 0
+                self._blank = False
                 continue
             if held is not None:
-                sep = _continues(held, rec)
+                sep = _across_blank(held, rec, self._block) if self._blank else _continues(held, rec, self._block)
+                self._blank = False
                 if sep is not None:
-                    held.text = (held.text + sep + rec.text)[:MAX_RECORD_CHARS]
+                    text = rec.text
+                    if sep == " " and text[:1] == " " and (self._block or held.text[:1] == " "):
+                        # an indented block's wrapped line: text, not a source line
+                        self._block = self._block or _indent(held.text)
+                        held.text, text = held.text.lstrip(" "), text.lstrip(" ")
+                    held.text = (held.text + sep + text)[:MAX_RECORD_CHARS]
                     held.continued += 1
                     held.line_len, held.trailing_space, held.at_width = rec.line_len, rec.trailing_space, rec.at_width
                     continue
                 out.append(held)
-            self._held = rec
+            self._held, self._block = rec, 0
         return out
 
     def would_join(self, records: List[Record]) -> bool:
         """True when ``records`` (one physical line) would be joined onto the held record."""
         held = self._held
-        return held is not None and bool(records) and _continues(held, records[0]) is not None
+        if held is None or not records:
+            return False
+        rec = records[0]
+        if not rec.text.strip() and rec.inner_bare:
+            return not self._blank and not rec.cell and _may_cross_blank(held)
+        return (
+            _across_blank(held, rec, self._block) if self._blank else _continues(held, rec, self._block)
+        ) is not None
 
     def flush(self) -> List[Record]:
         held, self._held = self._held, None
+        self._blank, self._block = False, 0
         return [held] if held is not None else []
 
 

@@ -21,7 +21,8 @@ class Record:
     ``proc``/``pid``/``rank``, ``pids`` of every process prefix, the journald, compose,
     pod or stream ``host``/``unit``, the wrapper ``wrapper`` that was peeled,
     ``vllm_header`` when vLLM's own record prefix was present, and Ray's ``repeated``
-    count.
+    count. ``cell`` marks a record read from a cell of a Markdown table row
+    (:func:`vllm_doctor.envelopes.table_cells`).
     """
 
     source: str
@@ -44,6 +45,7 @@ class Record:
     line_len: int = 0  # length of the (last) physical line, for spotting hard wraps
     trailing_space: bool = False  # that physical line ended in white space
     at_width: bool = False  # that physical line filled the width the input was wrapped at
+    cell: bool = False  # a cell of a table row: never the rest of a line, never continued
 
     @property
     def inner_bare(self) -> bool:
