@@ -39,18 +39,12 @@ KNOWN_WRONG_CLASS: set = {
     # "memory allocation failed with OOM ... bytes (free: F, total: T)" (m22).
     "m07-pr-indented-hard-wrapped-capture-oom-136mib-22p36gib-5090-laptop.log",
     "m22-omni-buildkite-ui-actions-for-line-artefacts-cudacachingallocator-oom-bytes.log",
-    # A limit wording no cached release prints (Mamba cache blocks vs max_num_seqs).
-    "m08-recipes-hard-wrapped-max-num-seqs-1024-exceeds-mamba-cache-blocks-939.log",
-    # Two instances in one paste merged into one run; vllm-ascend's byte-valued memory line.
-    "m09-ascend-pod-prefix-literal-ansi-two-instances-available-memory-0.log",
     # A traceback whose last line is an exception no rule explains (cut mid-word) is healthy.
     "p01-openrlhf-lmm-r1-ray-actor-v0-wake-up-cumem-oom-cut.log",
     # Startup numbers and a benchmark command at the KV ceiling, no stats (the mid-startup convention).
     "p03-discuss-v0180-kv-100-to-0-bench-80k-x18-prose-zh.log",
     # No step shown: a hand-edited OOM beside a colocated trainer (sampler warm-up per the report).
     "p10-skyrl-pr-colocated-fsdp-ctx-sampler-warmup-oom-process-796mib-hand-edited.log",
-    # V0 MQLLMEngine's logger.exception message printed before its traceback (HPU fatal error).
-    "p12-gaudi1-hpu-v0-weights-15gib-then-pt-lazy-fatal-error-mqllmengine.log",
     # torch's module convert/.to(device) frames: the weights moving to the device, not serving.
     "p13-ipex-llm-compose-wsl2-arc-a770-xpu-oom-1p02gib-module-to-device.log",
     # A 20 MiB allocation failing with 66 GiB free is no capacity problem (cumem allocator).
@@ -61,11 +55,8 @@ KNOWN_WRONG_CLASS: set = {
 KNOWN_WRONG_FACTS: set = {
     # facts of the class misses above, and:
     "m07-pr-indented-hard-wrapped-capture-oom-136mib-22p36gib-5090-laptop.log",
-    "m08-recipes-hard-wrapped-max-num-seqs-1024-exceeds-mamba-cache-blocks-939.log",
-    "m09-ascend-pod-prefix-literal-ansi-two-instances-available-memory-0.log",
     "m22-omni-buildkite-ui-actions-for-line-artefacts-cudacachingallocator-oom-bytes.log",
     "p10-skyrl-pr-colocated-fsdp-ctx-sampler-warmup-oom-process-796mib-hand-edited.log",
-    "p12-gaudi1-hpu-v0-weights-15gib-then-pt-lazy-fatal-error-mqllmengine.log",
     # stats lines in Markdown table cells: only the first row is read
     "m25-ascend-markdown-table-cells-v0-stats-256-running-768-pending-kv-7p9-vs-97p8.log",
     # one message split by blank lines between its wrapped pieces

@@ -20,6 +20,11 @@ Sources (``shared/vllm-messages.md`` section 10):
   ``vllm/entrypoints/openai/api_server.py`` ``Engine process failed to start``;
 * CUDA errors other than out-of-memory (``CUDA error: an illegal memory access was
   encountered``, ``device-side assert triggered`` ...) via torch; NCCL ``NCCL error``;
+* Intel Gaudi's software stack (the PyTorch bridge's HlLogger, through HabanaAI vllm-fork and
+  vllm-gaudi): ``[Rank:N] FATAL ERROR :: MODULE:<module> <message>`` (``PT_LAZY``,
+  ``PT_BRIDGE``, ``PT_EAGER`` ...), often raised as a RuntimeError and logged first by V0's
+  MQLLMEngine; a device-memory allocation failure (``MODULE:PT_DEVMEM`` / ``DEVMEM``
+  ``Allocation failed for size::N (M)MB``) is an out-of-memory and left to the OOM family;
 * Ray raylet's worker-death boilerplate (it mentions the host OOM killer as one possible
   cause among three; it is not a GPU out-of-memory).
 """
@@ -99,6 +104,15 @@ def _nccl_error(m, rec) -> Dict[str, Any]:
     return {"exception": "NCCL error", "message": what[:300]}
 
 
+def _habana_fatal(m, rec) -> Optional[Dict[str, Any]]:
+    """A Gaudi software-stack fatal error, named by its module; None for a device-memory
+    allocation failure (an out-of-memory, not this family)."""
+    module, what = m["module"], (m["what"] or "").strip()
+    if module.endswith("DEVMEM") and what.startswith("Allocation failed"):
+        return None
+    return {"exception": "HPU fatal error", "message": f"MODULE:{module} {what}"[:300], "module": module}
+
+
 PATTERNS = [
     Pattern(
         "traceback_start",
@@ -154,6 +168,18 @@ PATTERNS = [
         "vllm/distributed/device_communicators/pynccl_wrapper.py; torch c10d",
         None,
         _nccl_error,
+    ),
+    Pattern(
+        "habana_fatal_error",
+        "cuda_error",
+        ("FATAL ERROR :: MODULE:",),
+        r"FATAL ERROR :: MODULE:(?P<module>\w+)(?:\s+(?P<what>[^\n]*))?",
+        "Intel Gaudi PyTorch bridge (HlLogger fatal log, 'FATAL ERROR :: MODULE:'), via HabanaAI vllm-fork / vllm-gaudi",
+        None,
+        _habana_fatal,
+        # the message after the module is free text; the module must be whole, and a cut before
+        # the message could still be a device-memory allocation failure
+        cut_from=r"FATAL ERROR :: MODULE:\w+\s+(?!A(?:l(?:l(?:o(?:c(?:a(?:t(?:i(?:on?)?)?)?)?)?)?)?)?$)\S",
     ),
     Pattern(
         "enginecore_failed_to_start",

@@ -16,6 +16,10 @@ What it means:
     it loads anything: the fix is the container's GPU access or the driver, never a memory
     setting.
 
+    A fatal error of Intel Gaudi's software stack (``FATAL ERROR :: MODULE:PT_LAZY ...``: the
+    PyTorch bridge, its lazy-mode graphs, the SynapseAI release) is here too: it names the
+    module, and says how much device memory was in use where the log shows it.
+
     Host RAM running out is here too, as a finding of its own: Ray's memory monitor, the
     kernel's OOM killer or the container runtime killing a worker for host memory ("Task was
     killed due to the node running low on memory", "Out of memory: Killed process N",
@@ -269,6 +273,53 @@ def _compile_limit(run: Run, failures: Sequence[Failure], phase: str) -> Finding
     )
 
 
+def _hpu_fatal(run: Run, failures: Sequence[Failure], phase: str) -> Finding:
+    """A fatal error of Intel Gaudi's software stack (catalog/errors.py ``habana_fatal_error``:
+    ``FATAL ERROR :: MODULE:PT_LAZY ...``): the PyTorch bridge, its lazy-mode graphs or the
+    SynapseAI release, not the memory (a device-memory allocation failure is the OOM family).
+    Where the log gives the device memory in use (HabanaMemoryProfiler's "(U/T used)"), the
+    finding says how much was free."""
+    d = merged_data(failures)
+    module, msg = d.get("module", "?"), d.get("message", "")
+    used, total = run.facts.get("hpu_used_gib"), run.value("gpu_total_gib")
+    facts = {"exception": "HPU fatal error", "module": module, "message": msg[:300]}
+    held = ""
+    if isinstance(used, (int, float)) and isinstance(total, (int, float)) and total > 0:
+        facts.update(hpu_used_gib=used, gpu_total_gib=total)
+        held = f"{used:.2f} of {total:.2f} GiB of device memory was in use before it"
+    rem = [
+        remedy(
+            "Check that the Intel Gaudi software release (driver, SynapseAI, its PyTorch bridge) and the Gaudi "
+            "generation are ones this vLLM build supports (its README's support matrix)",
+            None,
+            f"MODULE:{module} is Gaudi's own software stack",
+            "host",
+        ),
+        remedy(f"Look up '{msg[:80]}' with your vLLM build, Gaudi software and device"),
+        constraints(run).set_to(
+            "enforce_eager",
+            True,
+            "Rerun with --enforce-eager to rule out HPU graphs",
+            "PT_LAZY is the bridge's lazy-mode graph execution",
+        )
+        if module.endswith("LAZY")
+        else None,
+    ]
+    why = held or "the failure is not an allocation"
+    title = f"{phase.capitalize()} failure: Gaudi software stack fatal error ({module}): {msg[len(module) + 8 :][:90]}"
+    return finding(
+        RULE,
+        run,
+        phase,
+        title,
+        facts,
+        failure_evidence(failures, "the error") + consequence_evidence(run, 2),
+        rem,
+        [f"Memory tuning (gpu_memory_utilization, max_model_len, quantization): {why}"],
+        forbids=[("gpu_memory_utilization", "lower", why), ("max_model_len", "lower", why)],
+    )
+
+
 def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List[Finding]:
     if not failures:
         return []
@@ -283,6 +334,9 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List
     host = [f for f in failures if f.kind == "host_oom"]
     if host:
         return [_host_memory(run, host, phase)]
+    hpu = [f for f in failures if f.data.get("exception") == "HPU fatal error"]
+    if hpu and hpu[0] is failures[0]:
+        return [_hpu_fatal(run, hpu, phase)]
     scratch = [f for f in failures if f.data.get("form") == "xla-compile" and f.data.get("memory_space")]
     if scratch:
         return [_compile_limit(run, scratch, phase)]
