@@ -170,6 +170,30 @@ CONFIG = [
         "\u2588 \u2580\u2584\u2580 \u2588  version 0.25.1",
         vllm_version="0.25.1",
     ),
+    # the logo's spacing collapsed by a blog (p28), or turned into no-break spaces; in colour
+    # (the 'color' formatter: ANSI codes around the letters and the version)
+    case("server_version_logo", "run_start", fixture_line("p28", 12), vllm_version="0.19.0"),
+    case(
+        "server_version_logo",
+        "run_start",
+        "\u2584\u2584 \u2584\u2588 \u2588\u00a0\u00a0\u00a0 \u2588 \u2580\u2584\u2580 \u2588\u00a0 version\u00a00.19.0",
+        vllm_version="0.19.0",
+    ),
+    case(
+        "server_version_logo",
+        "run_start",
+        "(APIServer pid=1) INFO 03-02 10:00:00 [utils.py:285]  \x1b[93m\u2584\u2584\x1b[0m \x1b[94m\u2584\u2588\x1b[0m "
+        "\x1b[97;1m\u2588     \u2588     \u2588 \u2580\u2584\u2580 \u2588\x1b[0m  version \x1b[97;1m0.19.1\x1b[0m",
+        vllm_version="0.19.1",
+    ),
+    case("server_model_logo", "config", fixture_line("p28", 13), model="openai/gpt-oss-20b"),
+    case(
+        "server_model_logo",
+        "config",
+        "(APIServer pid=1) INFO 03-02 10:00:00 [api_utils.py:330]   \u2588\u2584\u2588\u2580 \u2588     \u2588     "
+        "\u2588     \u2588  model   Qwen/Qwen3-8B",
+        model="Qwen/Qwen3-8B",
+    ),
     case(
         "api_server_version",
         "run_start",
@@ -2749,6 +2773,7 @@ LAST_VALUE = {
     "api_server_version": (("vllm_version",), "'vLLM API server version %s' ends with it"),
     "server_version": (("model",), "'... serving model %s' ends with it"),
     "server_version_logo": (("vllm_version",), "the logo line ends with the version"),
+    "server_model_logo": (("model",), "the logo's second line ends with the model"),
     "using_max_model_len": (("max_model_len",), "'Using max model len %s' ends with it"),
     "gpu_blocks": (
         ("gpu_blocks", "cpu_blocks"),

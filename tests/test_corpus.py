@@ -63,8 +63,6 @@ KNOWN_WRONG_FACTS: set = {
     "p16-fast-agent-deepseek-hosted-api-context-131072-requested-131134-not-vllm.log",
     # "GPU  has": the device index missing from the OOM message
     "p20-axolotl-v0-multiproc-load-model-oom-gpu-blank-index-23p63gib-this-process.log",
-    # the banner's spacing collapsed by a blog
-    "p28-blog-myoceane-a100-v0190-gpt-oss-20b-banner-stripped-prose-kv-36gib-cut.log",
 }
 
 
