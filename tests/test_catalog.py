@@ -1689,6 +1689,110 @@ HOST = [
         tried_to_allocate_gib=16.0,
     ),
     case("kubernetes_oomkilled", "host_oom", "      Reason:       OOMKilled", killer="kubernetes"),
+    # SIGKILL (exit code 137 = 128 + 9) as each runner reports it: memory only where the same
+    # text says so (Databricks, m19); a bare kill is "signal"
+    case(
+        "exit_code_137",
+        "host_oom",
+        fixture_line("m19", 5),
+        killer="job-runner",
+        reporter="runner",
+        exit_code=137,
+        signal="SIGKILL",
+    ),
+    case(
+        "exit_code_137",
+        "host_oom",
+        "vllm-1 exited with code 137",
+        killer="signal",
+        reporter="runner",
+        exit_code=137,
+        signal="SIGKILL",
+    ),
+    case(
+        "exit_code_137",
+        "host_oom",
+        "command terminated with exit code 137",
+        killer="signal",
+        reporter="runner",
+        exit_code=137,
+        signal="SIGKILL",
+    ),
+    case(
+        "exit_code_137",
+        "host_oom",
+        "      Exit Code:    137",
+        killer="signal",
+        reporter="runner",
+        exit_code=137,
+        signal="SIGKILL",
+    ),
+    case(
+        "exit_code_137",
+        "host_oom",
+        "3f2a9c1d  vllm/vllm-openai:v0.8.2  Exited (137) 5 minutes ago",
+        killer="signal",
+        reporter="runner",
+        exit_code=137,
+        signal="SIGKILL",
+    ),
+    case(
+        "torch_elastic_sigkill",
+        "host_oom",
+        "E1201 10:00:00.123000 1234 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: -9) "
+        "local_rank: 0 (pid: 1234) of binary: /usr/bin/python3",
+        killer="signal",
+        reporter="torchrun",
+        exit_code=-9,
+        signal="SIGKILL",
+    ),
+    case(
+        "systemd_sigkill",
+        "host_oom",
+        "Dec 01 10:00:00 gpu01 systemd[1]: vllm.service: Main process exited, code=killed, status=9/KILL",
+        killer="signal",
+        reporter="systemd",
+        signal="SIGKILL",
+    ),
+    case("shell_killed", "host_oom", "Killed", killer="signal", reporter="shell", signal="SIGKILL"),
+    case(
+        "shell_killed",
+        "host_oom",
+        "./serve.sh: line 3:  1234 Killed                  vllm serve Qwen/Qwen3-8B --max-model-len 8192",
+        killer="signal",
+        reporter="shell",
+        signal="SIGKILL",
+    ),
+    case(
+        "slurm_oom_kill",
+        "host_oom",
+        "slurmstepd: error: Detected 1 oom-kill event(s) in StepId=4242.0. Some of your processes may have been "
+        "killed by the cgroup out-of-memory handler.",
+        killer="cgroup",
+        reporter="slurm",
+    ),
+    case(
+        "slurm_oom_kill",
+        "host_oom",
+        "srun: error: gpu-node01: task 0: Out Of Memory",
+        killer="cgroup",
+        reporter="slurm",
+        node="gpu-node01",
+    ),
+    case(
+        "systemd_oom_kill",
+        "host_oom",
+        "Dec 01 10:00:00 gpu01 systemd[1]: vllm.service: A process of this unit has been killed by the OOM killer.",
+        killer="kernel",
+        reporter="systemd",
+    ),
+    case(
+        "systemd_oom_kill",
+        "host_oom",
+        "Dec 01 10:00:00 gpu01 systemd[1]: vllm.service: Failed with result 'oom-kill'.",
+        killer="kernel",
+        reporter="systemd",
+    ),
 ]
 
 # No usable accelerator (catalog/platform.py): each wording as vLLM or PyTorch prints it.
@@ -2674,6 +2778,22 @@ def test_ray_oom_killer_boilerplate_is_not_a_gpu_oom():
 
 
 @pytest.mark.parametrize(
+    "line",
+    [
+        "Exit Code: 0",
+        "    Exit Code:    1",
+        "process exited with exit code 1370",
+        # vLLM's own worker-death lines are consequence markers (catalog/errors.py), not the kill
+        "ERROR 10-01 10:00:00 multiproc_worker_utils.py:120] Worker VllmWorkerProcess pid 77 died, exit code: -9",
+        "Out of memory: Killed process 1234 (python3) total-vm:1kB, anon-rss:1048576kB",  # the kernel's own line
+        "INFO 10-01 10:00:00 [launcher.py:40] Killed requests: 0",
+    ],
+)
+def test_what_is_not_a_sigkill(line):
+    assert not {e.pattern for e in recognise(line)} & {"exit_code_137", "torch_elastic_sigkill", "shell_killed"}
+
+
+@pytest.mark.parametrize(
     "text,patterns",
     [
         ("Error" * 20000, []),
@@ -2836,6 +2956,8 @@ def _distinctive_end(p, text):
 
 #: Generic values a cut may give where the whole line is more specific, with the reason.
 GENERIC = {
+    ("killer", "'signal'"): "cut before the words that put a SIGKILL down to memory ('... caused by OOM error'), it "
+    "is a bare SIGKILL",
     ("backend", "'XLA'"): "the XLA allocator names the device (';(0x0x0_HBM0)') after the sizes: cut before it, "
     "the device is not named",
 }

@@ -23,7 +23,10 @@ What it means:
     Host RAM running out is here too, as a finding of its own: Ray's memory monitor, the
     kernel's OOM killer or the container runtime killing a worker for host memory ("Task was
     killed due to the node running low on memory", "Out of memory: Killed process N",
-    OOMKilled) is not a GPU out-of-memory; GPU settings do not change it.
+    OOMKilled) is not a GPU out-of-memory; GPU settings do not change it. A bare SIGKILL (exit
+    code 137 from a job runner, Docker, Kubernetes, torchrun, systemd or a shell) is its own
+    finding: most often the OOM killer, but the log must say so before the remedies are about
+    RAM; the first step is to find who sent it.
 
 Why it happens:
     Kernel or driver bugs, hardware faults, version mismatches, configuration mistakes.
@@ -70,7 +73,61 @@ KILLERS = {
     "cgroup": "the container's memory limit (cgroup OOM killer)",
     "kubernetes": "Kubernetes (OOMKilled: the pod's memory limit)",
     "torch-cpu-allocator": "a refused CPU allocation",
+    "job-runner": "the job runner (it puts the SIGKILL down to an out-of-memory)",
 }
+#: Who reported a SIGKILL, for the title (catalog/host_memory.py ``reporter``).
+REPORTERS = {
+    "runner": "the job runner or container runtime",
+    "torchrun": "torchrun",
+    "systemd": "systemd",
+    "shell": "the shell",
+}
+
+
+def _killed_by_signal(run: Run, failures: Sequence[Failure], phase: str) -> Finding:
+    """A SIGKILL (exit code 137 / -9, ``killer`` ``signal``) that no line puts down to memory:
+    the host's OOM killer sends it, but so do ``docker stop`` after its grace period, a
+    scheduler's limit and an operator. The finding says how to tell which, and gives the
+    host-memory levers only for the case that it was the OOM killer; no GPU setting."""
+    d = merged_data(failures)
+    facts = {k: d[k] for k in ("signal", "exit_code", "reporter") if k in d}
+    code = f", exit code {d['exit_code']}" if "exit_code" in d else ""
+    who = REPORTERS.get(d.get("reporter"), "the runner")
+    title = (
+        f"{phase.capitalize()}: the process was killed by SIGKILL ({who}{code}); most often the host's OOM "
+        "killer, but no line here says it was memory"
+    )
+    rem = [
+        remedy(
+            "Find who sent the SIGKILL: the kernel's OOM killer (dmesg -T | grep -i -e 'out of memory' -e 'killed "
+            "process', or journalctl -k), a container memory limit (docker inspect --format '{{.State.OOMKilled}}' "
+            "CONTAINER; kubectl describe pod: Last State Reason OOMKilled), a scheduler's time or memory limit, or a "
+            "stop that outlasted its grace period",
+            None,
+            "exit code 137 is 128 + 9: SIGKILL, which a process cannot catch, so vLLM prints nothing of its own",
+            "host",
+        ),
+        remedy(
+            "If it was the OOM killer: give the host or container more RAM, or hold less per engine (fewer engines "
+            "per node, less --cpu-offload-gb or --swap-space, sleep level 2)",
+            None,
+            "each engine process holds host RAM: weight loading, CPU KV swap, sleep-mode offload",
+            "host",
+        ),
+    ]
+    why = "a SIGKILL comes from outside the GPU"
+    return finding(
+        RULE,
+        run,
+        phase,
+        title,
+        facts,
+        failure_evidence(failures, "the kill") + consequence_evidence(run, 2),
+        rem,
+        [f"GPU memory settings (gpu_memory_utilization, max_model_len, max_num_seqs): {why}"],
+        confidence="medium",
+        forbids=[("gpu_memory_utilization", "lower", why)],
+    )
 
 
 def _host_memory(run: Run, failures: Sequence[Failure], phase: str) -> Finding:
@@ -91,6 +148,9 @@ def _host_memory(run: Run, failures: Sequence[Failure], phase: str) -> Finding:
             "anon_rss_gib",
             "workers_killed",
             "tried_to_allocate_gib",
+            "exit_code",
+            "signal",
+            "reporter",
         )
         if k in d
     }
@@ -333,7 +393,9 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List
         return []
     host = [f for f in failures if f.kind == "host_oom"]
     if host:
-        return [_host_memory(run, host, phase)]
+        memory = [f for f in host if f.data.get("killer") != "signal"]
+        # a bare SIGKILL is memory only where another line of the run says so
+        return [_host_memory(run, memory, phase) if memory else _killed_by_signal(run, host, phase)]
     hpu = [f for f in failures if f.data.get("exception") == "HPU fatal error"]
     if hpu and hpu[0] is failures[0]:
         return [_hpu_fatal(run, hpu, phase)]
