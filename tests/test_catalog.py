@@ -2216,6 +2216,29 @@ ERRORS = [
         marker="enginecore_failed_to_start",
         phase_hint="startup",
     ),
+    # vllm-omni's stage engine (m21)
+    case(
+        "enginecore_failed_to_start",
+        "engine_dead",
+        fixture_line("m21", 4),
+        marker="enginecore_failed_to_start",
+        phase_hint="startup",
+    ),
+    # torch_npu's failed runtime call (p11: an aclnn copy into unmapped sleep-mode memory)
+    case(
+        "npu_function_error",
+        "cuda_error",
+        fixture_line("p11", 11),
+        exception="NPU function error",
+        message="call failed, error code is 50",
+    ),
+    case(
+        "npu_function_error",
+        "cuda_error",
+        "RuntimeError: NPU function error: call aclnnMatmul failed, error code is 561103",
+        exception="NPU function error",
+        message="call aclnnMatmul failed, error code is 561103",
+    ),
     case(
         "enginecore_fatal",
         "engine_dead",
@@ -2777,6 +2800,13 @@ def test_ray_oom_killer_boilerplate_is_not_a_gpu_oom():
     assert kinds("(1) The process is killed by SIGKILL by OOM killer due to high memory usage.") == []
 
 
+def test_an_npu_allocation_failure_is_not_an_npu_function_error():
+    # CANN's 207018 is ACL_ERROR_RT_MEMORY_ALLOCATION: the OOM family's, not a named runtime error
+    assert "npu_function_error" not in {
+        e.pattern for e in recognise("NPU function error: aclrtMalloc failed, error code is 207018")
+    }
+
+
 @pytest.mark.parametrize(
     "line",
     [
@@ -2907,6 +2937,7 @@ LAST_VALUE = {
     "cuda_error": (("message",), "free text to the end of the line"),
     "nccl_error": (("message",), "free text to the end of the line"),
     "habana_fatal_error": (("message",), "free text to the end of the line"),
+    "npu_function_error": (("message",), "free text to the end of the line"),
     "npu_available_memory_bytes": (("gpu_total_gib",), "'..., total memory: %s' ends with it (bytes)"),
     "xla_compile_scratch_limit": (("message",), "the message quotes the compiler's words as far as they go"),
     "torch_oom": (("processes",), "a process list cut short keeps the clauses printed whole: its start"),

@@ -20,6 +20,8 @@ Sources (``shared/vllm-messages.md`` section 10):
   ``vllm/entrypoints/openai/api_server.py`` ``Engine process failed to start``;
 * CUDA errors other than out-of-memory (``CUDA error: an illegal memory access was
   encountered``, ``device-side assert triggered`` ...) via torch; NCCL ``NCCL error``;
+* Ascend (torch_npu, through vllm-ascend): ``NPU function error: call aclnnX failed, error code is
+  N`` (the CANN runtime's failure; an allocation failure, code 207018, is an out-of-memory);
 * Intel Gaudi's software stack (the PyTorch bridge's HlLogger, through HabanaAI vllm-fork and
   vllm-gaudi): ``[Rank:N] FATAL ERROR :: MODULE:<module> <message>`` (``PT_LAZY``,
   ``PT_BRIDGE``, ``PT_EAGER`` ...), often raised as a RuntimeError and logged first by V0's
@@ -104,6 +106,19 @@ def _nccl_error(m, rec) -> Dict[str, Any]:
     return {"exception": "NCCL error", "message": what[:300]}
 
 
+#: CANN's code for a device-memory allocation failure (ACL_ERROR_RT_MEMORY_ALLOCATION): an
+#: out-of-memory, for the OOM family (NPU out of memory), not this one.
+_NPU_ALLOC_CODES = ("207018",)
+
+
+def _npu_error(m, rec) -> Optional[Dict[str, Any]]:
+    """An Ascend runtime call that failed; None for a memory-allocation failure."""
+    what = (m["what"] or "").strip()
+    if any(code in what for code in _NPU_ALLOC_CODES) or "out of memory" in what.lower():
+        return None
+    return {"exception": "NPU function error", "message": what[:300]}
+
+
 def _habana_fatal(m, rec) -> Optional[Dict[str, Any]]:
     """A Gaudi software-stack fatal error, named by its module; None for a device-memory
     allocation failure (an out-of-memory, not this family)."""
@@ -170,6 +185,17 @@ PATTERNS = [
         _nccl_error,
     ),
     Pattern(
+        "npu_function_error",
+        "cuda_error",
+        ("NPU function error:",),
+        r"NPU function error: (?P<what>[^\n]+)",
+        "torch_npu NPU_CHECK_ERROR (Ascend CANN runtime / aclnn call failures, through vllm-ascend)",
+        None,
+        _npu_error,
+        # as long as the allocation-failure spellings it must not take: a shorter cut may be one
+        cut_from=r"NPU function error: [^\n]{12}",
+    ),
+    Pattern(
         "habana_fatal_error",
         "cuda_error",
         ("FATAL ERROR :: MODULE:",),
@@ -184,9 +210,10 @@ PATTERNS = [
     Pattern(
         "enginecore_failed_to_start",
         "engine_dead",
-        ("EngineCore failed to start",),
-        r"EngineCore failed to start",
-        "vllm/v1/engine/core.py run_engine_core",
+        ("EngineCore failed to start", "EngineCoreProc failed to start"),
+        r"(?:Stage)?EngineCore(?:Proc)? failed to start",
+        "vllm/v1/engine/core.py run_engine_core; vllm-omni stage_engine_core_proc.py ('StageEngineCoreProc "
+        "failed to start.')",
         None,
         _dead("enginecore_failed_to_start", _STARTUP),
     ),
