@@ -2800,6 +2800,12 @@ def test_ray_oom_killer_boilerplate_is_not_a_gpu_oom():
     assert kinds("(1) The process is killed by SIGKILL by OOM killer due to high memory usage.") == []
 
 
+def test_a_gaudi_device_memory_allocation_failure_is_no_named_fatal_error():
+    # the same logger's PT_DEVMEM "Allocation failed" is an out-of-memory (catalog/oom.py hpu_devmem_oom)
+    line = "RuntimeError: [Rank:0] FATAL ERROR :: MODULE:PT_DEVMEM Allocation failed for size::939524096 (896)MB"
+    assert "habana_fatal_error" not in {e.pattern for e in recognise(line)}
+
+
 def test_an_npu_allocation_failure_is_not_an_npu_function_error():
     # CANN's 207018 is ACL_ERROR_RT_MEMORY_ALLOCATION: the OOM family's, not a named runtime error
     assert "npu_function_error" not in {

@@ -306,7 +306,7 @@ PATTERNS = [
     Pattern(
         "hpu_free_device_memory",
         "facts",
-        ("reserved for HPUGraphs",),
+        ("(VLLM_GRAPH_RESERVED_MEM=",),
         r"Free device memory: (?P<free>" + _SIZE + r"),\s*(?P<usable>" + _SIZE + r") usable "
         r"\(gpu_memory_utilization=(?P<gpu_memory_utilization>\d+(?:\.\d+)?)\),\s*(?P<graphs>" + _SIZE + r") "
         r"reserved for HPUGraphs \(VLLM_GRAPH_RESERVED_MEM=[\d.]+\),\s*(?:" + _SIZE + r" reserved for KV cache "

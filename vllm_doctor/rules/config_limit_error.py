@@ -139,19 +139,28 @@ def _above_mamba_blocks(c: Constraints, d: Dict[str, Any]) -> Tuple[str, list]:
             blocks if blocks else None,
             "Lower max_num_seqs to at most the Mamba cache blocks",
             "each decode sequence holds one Mamba cache block"
-            + (f"; {blocks} blocks fit" if blocks else "; the error's block count is cut from the log"),
+            + (
+                f"; {blocks} blocks fit"
+                if blocks
+                else "; the block count is not in the log (the error is cut inside it)"
+            ),
         ),
-        remedy(
-            "Or capture only piecewise CUDA graphs, which this check does not apply to; decode runs somewhat "
+        Remedy(
+            order=0,
+            action="Or capture only piecewise CUDA graphs, which this check does not apply to; decode runs somewhat "
             "slower without full graphs",
-            """--compilation-config '{"cudagraph_mode": "PIECEWISE"}'""",
-            "the check runs only with full decode CUDA graphs",
+            flag="""--compilation-config '{"cudagraph_mode": "PIECEWISE"}'""",
+            why="the check runs only with full decode CUDA graphs",
+            setting="compilation_config",
+            value='{"cudagraph_mode": "PIECEWISE"}',
+            direction="set",
         ),
         c.unset(
             "gpu_memory_utilization",
             "raise",
             "Raising gpu_memory_utilization adds Mamba blocks only in proportion to the KV cache memory",
-            "often too few to reach max_num_seqs" + grow,
+            "often too few to reach max_num_seqs" + grow + "; the utilization that gives them cannot be worked out "
+            "from the error",
         ),
     ]
 
