@@ -170,6 +170,30 @@ CONFIG = [
         "\u2588 \u2580\u2584\u2580 \u2588  version 0.25.1",
         vllm_version="0.25.1",
     ),
+    # the logo's spacing collapsed by a blog (p28), or turned into no-break spaces; in colour
+    # (the 'color' formatter: ANSI codes around the letters and the version)
+    case("server_version_logo", "run_start", fixture_line("p28", 12), vllm_version="0.19.0"),
+    case(
+        "server_version_logo",
+        "run_start",
+        "\u2584\u2584 \u2584\u2588 \u2588\u00a0\u00a0\u00a0 \u2588 \u2580\u2584\u2580 \u2588\u00a0 version\u00a00.19.0",
+        vllm_version="0.19.0",
+    ),
+    case(
+        "server_version_logo",
+        "run_start",
+        "(APIServer pid=1) INFO 03-02 10:00:00 [utils.py:285]  \x1b[93m\u2584\u2584\x1b[0m \x1b[94m\u2584\u2588\x1b[0m "
+        "\x1b[97;1m\u2588     \u2588     \u2588 \u2580\u2584\u2580 \u2588\x1b[0m  version \x1b[97;1m0.19.1\x1b[0m",
+        vllm_version="0.19.1",
+    ),
+    case("server_model_logo", "config", fixture_line("p28", 13), model="openai/gpt-oss-20b"),
+    case(
+        "server_model_logo",
+        "config",
+        "(APIServer pid=1) INFO 03-02 10:00:00 [api_utils.py:330]   \u2588\u2584\u2588\u2580 \u2588     \u2588     "
+        "\u2588     \u2588  model   Qwen/Qwen3-8B",
+        model="Qwen/Qwen3-8B",
+    ),
     case(
         "api_server_version",
         "run_start",
@@ -644,6 +668,105 @@ STARTUP = [
     ),
     case("capturing_graphs", "phase", fixture_line("s023", 5)),  # "Capturing the model for CUDA graphs"
     case("capturing_graphs", "phase", "Capturing CUDA graph shapes: 100%|██████████| 35/35 [00:43<00:00,  1.24s/it]"),
+    # vllm-ascend model_runner_v1.py: ACL graphs are the NPU's CUDA graphs (m09 without its
+    # launcher prefix, and the tqdm bar)
+    case(
+        "capturing_graphs",
+        "phase",
+        "(EngineCore_DP0 pid=3052) INFO 01-15 06:46:16 [model_runner_v1.py:3072] Starting to capture ACL graphs for "
+        "cases: [256, 248, 240, 232, 224, 216, 208, 200], mode: PIECEWISE, uniform_decode: False",
+    ),
+    case(
+        "capturing_graphs",
+        "phase",
+        "Capturing ACL graphs (decode, FULL):  40%|████      | 10/25 [00:03<00:04,  3.1it/s]",
+    ),
+    # vllm-ascend NPUWorker.determine_available_memory: bytes. The clamped int of newer builds
+    # (m09's first and second instance), the unclamped float of older ones (negative: the peak
+    # is above the budget)
+    case(
+        "npu_available_memory_bytes",
+        "facts",
+        "(EngineCore_DP0 pid=3052) INFO 01-15 06:46:16 [worker_v1.py:270] Available memory: 23106324992, total "
+        "memory: 65452113920",
+        kv_available_gib=23106324992 / 2**30,
+        gpu_total_gib=65452113920 / 2**30,
+    ),
+    case(
+        "npu_available_memory_bytes",
+        "facts",
+        "(EngineCore_DP0 pid=4146) INFO 01-15 06:47:41 [worker_v1.py:270] Available memory: 0, total memory: "
+        "65452113920",
+        kv_available_gib=0.0,
+        gpu_total_gib=65452113920 / 2**30,
+    ),
+    case(
+        "npu_available_memory_bytes",
+        "facts",
+        "INFO 06-12 03:15:09 worker_v1.py:185] Available memory: -934281216.0, total memory: 34359738368",
+        kv_available_gib=-934281216 / 2**30,
+        gpu_total_gib=32.0,
+    ),
+    # Gaudi's HabanaMemoryProfiler summaries (HabanaAI vllm-fork, p12; vllm-gaudi)
+    case(
+        "hpu_weights_loaded",
+        "facts",
+        fixture_line("p12", 3),
+        weights_gib=15.05,
+        gpu_total_gib=30.15,
+        hpu_used_gib=15.05,
+    ),
+    case(
+        "hpu_weights_loaded",
+        "facts",
+        "INFO 09-24 17:31:39 habana_model_runner.py:640] Loading model weights took in total 512 MiB of device "
+        "memory (15.55 GiB/94.62 GiB used) and 1.056 GiB of host memory (8.188 GiB/108.2 GiB used)",
+        weights_gib=0.5,
+        gpu_total_gib=94.62,
+        hpu_used_gib=15.55,
+    ),
+    case(
+        "hpu_step_device_memory",
+        "facts",
+        fixture_line("p12", 1),
+        gpu_total_gib=30.15,
+        hpu_used_gib=15.06,
+    ),
+    case(
+        "hpu_step_device_memory",
+        "facts",
+        fixture_line("p12", 2),  # "took 0 B"
+        gpu_total_gib=30.15,
+        hpu_used_gib=15.05,
+    ),
+    case(
+        "hpu_step_device_memory",
+        "facts",
+        "INFO 08-02 17:37:54 hpu_worker.py:134] Model profiling run took 504 MiB of device memory (15.46 GiB/94.62 "
+        "GiB used) and 180.9 MiB of host memory (475.4 GiB/1007 GiB used)",
+        gpu_total_gib=94.62,
+        hpu_used_gib=15.46,
+    ),
+    case(
+        "hpu_free_device_memory",
+        "facts",
+        "INFO 08-02 17:37:54 hpu_worker.py:158] Free device memory: 79.16 GiB, 39.58 GiB usable "
+        "(gpu_memory_utilization=0.5), 15.83 GiB reserved for HPUGraphs (VLLM_GRAPH_RESERVED_MEM=0.4), 23.75 GiB "
+        "reserved for KV cache",
+        kv_available_gib=23.75,
+        gpu_memory_utilization=0.5,
+        hpu_graphs_reserved_gib=15.83,
+    ),
+    case(
+        "hpu_free_device_memory",
+        "facts",
+        "(EngineCore_DP0 pid=812) INFO 05-20 11:02:40 [hpu_worker.py:290] Free device memory: 94.1 GiB, 84.69 GiB "
+        "usable (gpu_memory_utilization=0.9), 8.469 GiB reserved for HPUGraphs (VLLM_GRAPH_RESERVED_MEM=0.1), "
+        "512 KiB reserved for KV cache dummy block 60.51 GiB reserved for usable KV cache",
+        kv_available_gib=60.51,
+        gpu_memory_utilization=0.9,
+        hpu_graphs_reserved_gib=8.469,
+    ),
     case(
         "capturing_graphs",
         "phase",
@@ -903,6 +1026,54 @@ CHECKS = [
         max_num_batched_tokens=64,
         max_num_seqs=256,
         variant="batched_tokens_below_max_num_seqs",
+    ),
+    # vllm/config/compilation.py (v0.20-v0.33, one wording): a hybrid Mamba model's decode
+    # sequences each need a Mamba cache block; the V1 engine core's traceback, and the
+    # hard-wrapped code block of m08 (its first line holds both numbers)
+    case(
+        "max_num_seqs_above_mamba_blocks",
+        "config_error",
+        "(EngineCore_DP0 pid=2871) ERROR 05-12 08:14:02 [core.py:1012] ValueError: max_num_seqs (512) exceeds "
+        "available Mamba cache blocks (384). Each decode sequence requires one Mamba cache block, so CUDA graph "
+        "capture cannot proceed. Please lower max_num_seqs to at most 384 or increase gpu_memory_utilization.",
+        max_num_seqs=512,
+        mamba_cache_blocks=384,
+        variant="max_num_seqs_above_mamba_blocks",
+    ),
+    case(
+        "max_num_seqs_above_mamba_blocks",
+        "config_error",
+        fixture_line("m08", 4),
+        max_num_seqs=1024,
+        mamba_cache_blocks=939,
+        variant="max_num_seqs_above_mamba_blocks",
+    ),
+    # cut inside the block count: the count is left out, never read short
+    case(
+        "max_num_seqs_above_mamba_blocks",
+        "config_error",
+        "ValueError: max_num_seqs (1024) exceeds available Mamba cache blocks (93",
+        max_num_seqs=1024,
+        variant="max_num_seqs_above_mamba_blocks",
+    ),
+    # v0.18-v0.19 capped the capture sizes instead (warnings: facts, no failure)
+    case(
+        "mamba_capture_sizes_capped",
+        "facts",
+        "WARNING 03-14 09:12:44 [compilation.py:1238] Capping cudagraph capture sizes from max 512 to 256 to fit "
+        "Mamba cache blocks (300 blocks available). This limits the maximum batch size that can use CUDA graphs. "
+        "To increase this limit, reduce max_num_seqs or increase available GPU memory.",
+        mamba_cache_blocks=300,
+        cudagraph_max_capture_size=256,
+    ),
+    case(
+        "mamba_capture_sizes_capped",
+        "facts",
+        "WARNING 03-14 09:12:44 [compilation.py:1225] No valid cudagraph capture sizes remain after capping to "
+        "Mamba cache blocks (4). The smallest capture size was 8. Disabling cudagraph capture. Consider reducing "
+        "max_num_seqs or increasing available GPU memory.",
+        mamba_cache_blocks=4,
+        cudagraph_max_capture_size=0,
     ),
 ]
 
@@ -1585,6 +1756,110 @@ HOST = [
         tried_to_allocate_gib=16.0,
     ),
     case("kubernetes_oomkilled", "host_oom", "      Reason:       OOMKilled", killer="kubernetes"),
+    # SIGKILL (exit code 137 = 128 + 9) as each runner reports it: memory only where the same
+    # text says so (Databricks, m19); a bare kill is "signal"
+    case(
+        "exit_code_137",
+        "host_oom",
+        fixture_line("m19", 5),
+        killer="job-runner",
+        reporter="runner",
+        exit_code=137,
+        signal="SIGKILL",
+    ),
+    case(
+        "exit_code_137",
+        "host_oom",
+        "vllm-1 exited with code 137",
+        killer="signal",
+        reporter="runner",
+        exit_code=137,
+        signal="SIGKILL",
+    ),
+    case(
+        "exit_code_137",
+        "host_oom",
+        "command terminated with exit code 137",
+        killer="signal",
+        reporter="runner",
+        exit_code=137,
+        signal="SIGKILL",
+    ),
+    case(
+        "exit_code_137",
+        "host_oom",
+        "      Exit Code:    137",
+        killer="signal",
+        reporter="runner",
+        exit_code=137,
+        signal="SIGKILL",
+    ),
+    case(
+        "exit_code_137",
+        "host_oom",
+        "3f2a9c1d  vllm/vllm-openai:v0.8.2  Exited (137) 5 minutes ago",
+        killer="signal",
+        reporter="runner",
+        exit_code=137,
+        signal="SIGKILL",
+    ),
+    case(
+        "torch_elastic_sigkill",
+        "host_oom",
+        "E1201 10:00:00.123000 1234 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: -9) "
+        "local_rank: 0 (pid: 1234) of binary: /usr/bin/python3",
+        killer="signal",
+        reporter="torchrun",
+        exit_code=-9,
+        signal="SIGKILL",
+    ),
+    case(
+        "systemd_sigkill",
+        "host_oom",
+        "Dec 01 10:00:00 gpu01 systemd[1]: vllm.service: Main process exited, code=killed, status=9/KILL",
+        killer="signal",
+        reporter="systemd",
+        signal="SIGKILL",
+    ),
+    case("shell_killed", "host_oom", "Killed", killer="signal", reporter="shell", signal="SIGKILL"),
+    case(
+        "shell_killed",
+        "host_oom",
+        "./serve.sh: line 3:  1234 Killed                  vllm serve Qwen/Qwen3-8B --max-model-len 8192",
+        killer="signal",
+        reporter="shell",
+        signal="SIGKILL",
+    ),
+    case(
+        "slurm_oom_kill",
+        "host_oom",
+        "slurmstepd: error: Detected 1 oom-kill event(s) in StepId=4242.0. Some of your processes may have been "
+        "killed by the cgroup out-of-memory handler.",
+        killer="cgroup",
+        reporter="slurm",
+    ),
+    case(
+        "slurm_oom_kill",
+        "host_oom",
+        "srun: error: gpu-node01: task 0: Out Of Memory",
+        killer="cgroup",
+        reporter="slurm",
+        node="gpu-node01",
+    ),
+    case(
+        "systemd_oom_kill",
+        "host_oom",
+        "Dec 01 10:00:00 gpu01 systemd[1]: vllm.service: A process of this unit has been killed by the OOM killer.",
+        killer="kernel",
+        reporter="systemd",
+    ),
+    case(
+        "systemd_oom_kill",
+        "host_oom",
+        "Dec 01 10:00:00 gpu01 systemd[1]: vllm.service: Failed with result 'oom-kill'.",
+        killer="kernel",
+        reporter="systemd",
+    ),
 ]
 
 # No usable accelerator (catalog/platform.py): each wording as vLLM or PyTorch prints it.
@@ -1991,6 +2266,24 @@ ERRORS = [
         exception="CUDA error",
         message="device-side assert triggered",
     ),
+    # Intel Gaudi's fatal log (HlLogger), as V0's MQLLMEngine logs it first (p12) and raised
+    case(
+        "habana_fatal_error",
+        "cuda_error",
+        fixture_line("p12", 4),
+        exception="HPU fatal error",
+        message="MODULE:PT_LAZY Error, ValidateSyncInputTensors tensor_data is empty. Tensorid:3375 "
+        "QueueStatus:ThreadPool m_tasks size: 0 irValue:id_8791_hpu__input Uniqueid: 3375",
+        module="PT_LAZY",
+    ),
+    case(
+        "habana_fatal_error",
+        "cuda_error",
+        "RuntimeError: [Rank:0] FATAL ERROR :: MODULE:PT_BRIDGE Exception in Lowering thread...",
+        exception="HPU fatal error",
+        message="MODULE:PT_BRIDGE Exception in Lowering thread...",
+        module="PT_BRIDGE",
+    ),
     case(
         "nccl_error",
         "cuda_error",
@@ -2005,6 +2298,29 @@ ERRORS = [
         fixture_line("s013", 2),
         marker="enginecore_failed_to_start",
         phase_hint="startup",
+    ),
+    # vllm-omni's stage engine (m21)
+    case(
+        "enginecore_failed_to_start",
+        "engine_dead",
+        fixture_line("m21", 4),
+        marker="enginecore_failed_to_start",
+        phase_hint="startup",
+    ),
+    # torch_npu's failed runtime call (p11: an aclnn copy into unmapped sleep-mode memory)
+    case(
+        "npu_function_error",
+        "cuda_error",
+        fixture_line("p11", 11),
+        exception="NPU function error",
+        message="call failed, error code is 50",
+    ),
+    case(
+        "npu_function_error",
+        "cuda_error",
+        "RuntimeError: NPU function error: call aclnnMatmul failed, error code is 561103",
+        exception="NPU function error",
+        message="call aclnnMatmul failed, error code is 561103",
     ),
     case(
         "enginecore_fatal",
@@ -2565,6 +2881,35 @@ def test_ray_oom_killer_boilerplate_is_not_a_gpu_oom():
     assert kinds("(1) The process is killed by SIGKILL by OOM killer due to high memory usage.") == []
 
 
+def test_a_gaudi_device_memory_allocation_failure_is_no_named_fatal_error():
+    # the same logger's PT_DEVMEM "Allocation failed" is an out-of-memory (catalog/oom.py hpu_devmem_oom)
+    line = "RuntimeError: [Rank:0] FATAL ERROR :: MODULE:PT_DEVMEM Allocation failed for size::939524096 (896)MB"
+    assert "habana_fatal_error" not in {e.pattern for e in recognise(line)}
+
+
+def test_an_npu_allocation_failure_is_not_an_npu_function_error():
+    # CANN's 207018 is ACL_ERROR_RT_MEMORY_ALLOCATION: the OOM family's, not a named runtime error
+    assert "npu_function_error" not in {
+        e.pattern for e in recognise("NPU function error: aclrtMalloc failed, error code is 207018")
+    }
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Exit Code: 0",
+        "    Exit Code:    1",
+        "process exited with exit code 1370",
+        # vLLM's own worker-death lines are consequence markers (catalog/errors.py), not the kill
+        "ERROR 10-01 10:00:00 multiproc_worker_utils.py:120] Worker VllmWorkerProcess pid 77 died, exit code: -9",
+        "Out of memory: Killed process 1234 (python3) total-vm:1kB, anon-rss:1048576kB",  # the kernel's own line
+        "INFO 10-01 10:00:00 [launcher.py:40] Killed requests: 0",
+    ],
+)
+def test_what_is_not_a_sigkill(line):
+    assert not {e.pattern for e in recognise(line)} & {"exit_code_137", "torch_elastic_sigkill", "shell_killed"}
+
+
 @pytest.mark.parametrize(
     "text,patterns",
     [
@@ -2657,6 +3002,8 @@ NOT_CUTTABLE = {
     "traceback_frame": "a frame cut before its function name names nothing a tag could be read from",
     "startup_memory_summary_free": "cut before 'on startup.' it may be the free-memory failure, which opens with the "
     "same words and proves no warm-up",
+    "hpu_free_device_memory": "the fork's message ends with 'reserved for KV cache', where vllm-gaudi's goes on "
+    "('... KV cache dummy block X reserved for usable KV cache'): cut there, the dummy block would be the KV cache",
 }
 #: Values that end their message (or a free-text message): a cut inside one cannot be told from
 #: a shorter value. A cut may give such a value short: a prefix of the whole one, or a number
@@ -2665,6 +3012,7 @@ LAST_VALUE = {
     "api_server_version": (("vllm_version",), "'vLLM API server version %s' ends with it"),
     "server_version": (("model",), "'... serving model %s' ends with it"),
     "server_version_logo": (("vllm_version",), "the logo line ends with the version"),
+    "server_model_logo": (("model",), "the logo's second line ends with the model"),
     "using_max_model_len": (("max_model_len",), "'Using max model len %s' ends with it"),
     "gpu_blocks": (
         ("gpu_blocks", "cpu_blocks"),
@@ -2677,6 +3025,9 @@ LAST_VALUE = {
     "too_long_v0_scheduler": (("prompt_limit",), "'... exceeds limit of %d' ends with it"),
     "cuda_error": (("message",), "free text to the end of the line"),
     "nccl_error": (("message",), "free text to the end of the line"),
+    "habana_fatal_error": (("message",), "free text to the end of the line"),
+    "npu_function_error": (("message",), "free text to the end of the line"),
+    "npu_available_memory_bytes": (("gpu_total_gib",), "'..., total memory: %s' ends with it (bytes)"),
     "xla_compile_scratch_limit": (("message",), "the message quotes the compiler's words as far as they go"),
     "torch_oom": (("processes",), "a process list cut short keeps the clauses printed whole: its start"),
     "stack_dump_watchdog": (("reason",), "'... due to %s' ends with the reason"),
@@ -2725,6 +3076,8 @@ def _distinctive_end(p, text):
 
 #: Generic values a cut may give where the whole line is more specific, with the reason.
 GENERIC = {
+    ("killer", "'signal'"): "cut before the words that put a SIGKILL down to memory ('... caused by OOM error'), it "
+    "is a bare SIGKILL",
     ("backend", "'XLA'"): "the XLA allocator names the device (';(0x0x0_HBM0)') after the sizes: cut before it, "
     "the device is not named",
 }
@@ -2737,6 +3090,8 @@ def _short_of(value, whole, cut):
     if isinstance(whole, list):
         return isinstance(value, list) and len(value) <= len(whole) and same(value, whole[: len(value)])
     printed = f"{value:g}" if isinstance(value, float) else str(value)
+    if isinstance(value, float) and not cut.endswith(printed):  # a GiB figure read from printed bytes
+        printed, whole = str(round(value * 2**30)), round(whole * 2**30)
     return cut.endswith(printed) and str(whole).startswith(printed)
 
 

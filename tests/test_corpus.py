@@ -34,21 +34,13 @@ KNOWN_WRONG_CLASS: set = {
     # One stats line (99 % KV, 115 pending): VD301's "passing peak". A storm needs three
     # saturated intervals in a row (thresholds.MIN_SATURATED_INTERVALS), never one line.
     "k030-v0-2024-stats-max-iteration-time-fields-pending-115-kv-99pct.log",
-    # -- hunt5 and hunt6 (blind, scored once at 65389b1: 22/26 and 18/25), kinds being fixed --
+    # -- hunt5 and hunt6 (blind, scored once at 65389b1: 22/26 and 18/25); left after their fixes --
     # An OOM body without a torch head in a PR's prose: the step (capture) is only in the prose.
     "m07-pr-indented-hard-wrapped-capture-oom-136mib-22p36gib-5090-laptop.log",
-    # A limit wording no cached release prints (Mamba cache blocks vs max_num_seqs).
-    "m08-recipes-hard-wrapped-max-num-seqs-1024-exceeds-mamba-cache-blocks-939.log",
     # Startup numbers and a benchmark command at the KV ceiling, no stats (the mid-startup convention).
     "p03-discuss-v0180-kv-100-to-0-bench-80k-x18-prose-zh.log",
 }
-KNOWN_WRONG_FACTS: set = {
-    # facts of the class misses above, and:
-    "m08-recipes-hard-wrapped-max-num-seqs-1024-exceeds-mamba-cache-blocks-939.log",
-    "p12-gaudi1-hpu-v0-weights-15gib-then-pt-lazy-fatal-error-mqllmengine.log",
-    # the banner's spacing collapsed by a blog
-    "p28-blog-myoceane-a100-v0190-gpt-oss-20b-banner-stripped-prose-kv-36gib-cut.log",
-}
+KNOWN_WRONG_FACTS: set = set()
 
 
 def _cases(names, known_wrong):

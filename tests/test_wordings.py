@@ -436,6 +436,36 @@ COVER: Tuple[Cover, ...] = (
     ),
     # the same wording is an error when raised, a fact (override allowed) when logged
     Cover("config_error", r"^User-specified max_model_len", "config_error", _DERIVED_ROLES),
+    # hybrid Mamba models: one Mamba cache block per decode sequence (v0.20+ an error; v0.18-v0.19
+    # capped the capture sizes and warned: facts)
+    Cover(
+        "config_error",
+        r"exceeds available Mamba cache blocks",
+        "config_error",
+        (
+            R(r"^max_num_seqs \($", "max_num_seqs", 1024),
+            R(r"Mamba cache blocks \($", "mamba_cache_blocks", 939),
+            R(r"at most $", None, 939),
+        ),
+        extra={"variant": "max_num_seqs_above_mamba_blocks"},
+    ),
+    Cover(
+        "config_error",
+        r"^Capping cudagraph capture sizes",
+        "facts",
+        (
+            R(r"from max $", None, 512),
+            R(r"from max \{\} to $", "cudagraph_max_capture_size", 256),
+            R(r"Mamba cache blocks \($", "mamba_cache_blocks", 300),
+        ),
+    ),
+    Cover(
+        "config_error",
+        r"^No valid cudagraph capture sizes remain",
+        "facts",
+        (R(r"Mamba cache blocks \($", "mamba_cache_blocks", 4), R(r"capture size was $", None, 8)),
+        extra={"cudagraph_max_capture_size": 0},
+    ),
     # --- quantization --------------------------------------------------------------------------
     Cover(
         "quantization",

@@ -118,7 +118,7 @@ FAMILIES: Tuple[Tuple[str, str], ...] = (
     (
         "config_error",
         r"max_num_batched_tokens \(\{\}\) (?:is smaller than max_model_len|must be greater than or equal to max_num_seqs)"
-        r"|User-specified max_model_len",
+        r"|User-specified max_model_len|exceeds available Mamba cache|(?:to fit|after capping to) Mamba cache blocks",
     ),
     # quantization / dtype capability (section 11)
     (

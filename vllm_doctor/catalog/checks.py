@@ -26,7 +26,16 @@ Sources (``shared/vllm-messages.md`` sections 2, 11, 12; wordings per release in
   must be used with extreme caution`` / ``... CUDA errors. Make sure the value is correct``);
 * ``vllm/config/scheduler.py SchedulerConfig._verify_args``: ``max_num_batched_tokens (%d)
   is smaller than max_model_len (%d).`` and ``max_num_batched_tokens (%d) must be greater
-  than or equal to max_num_seqs (%d).``
+  than or equal to max_num_seqs (%d).``;
+* ``vllm/config/compilation.py CompilationConfig`` (the cudagraph mode check, v0.20-v0.33, the
+  same words in every release): ``max_num_seqs (%d) exceeds available Mamba cache blocks (%d).
+  Each decode sequence requires one Mamba cache block, so CUDA graph capture cannot proceed.
+  Please lower max_num_seqs to at most %d or increase gpu_memory_utilization.`` (a ValueError,
+  raised only with full decode CUDA graphs for a hybrid Mamba model); v0.18-v0.19 capped the
+  capture sizes instead and warned (``adjust_cudagraph_sizes_for_mamba_cache``: ``Capping
+  cudagraph capture sizes from max %d to %d to fit Mamba cache blocks (%d blocks available).``,
+  ``No valid cudagraph capture sizes remain after capping to Mamba cache blocks (%d).``): facts,
+  not failures.
 """
 
 from __future__ import annotations
@@ -36,6 +45,7 @@ from typing import Any, Dict, Optional
 import regex
 
 from ..events import Phase
+from ..units import to_int
 from .pattern import Pattern, default_build
 
 
@@ -123,6 +133,21 @@ def _quant_dtype(m, rec) -> Dict[str, Any]:
         data["supported_dtypes"] = [
             d.strip().removeprefix("torch.") for d in m["supported_dtypes"].split(",") if d.strip()
         ]
+    return data
+
+
+def _mamba_blocks(m, rec) -> Dict[str, Any]:
+    """``max_num_seqs`` and the Mamba cache blocks (counts); the blocks may be cut off."""
+    data: Dict[str, Any] = {"variant": "max_num_seqs_above_mamba_blocks", "max_num_seqs": to_int(m["max_num_seqs"])}
+    if m["blocks"]:
+        data["mamba_cache_blocks"] = to_int(m["blocks"])
+    return data
+
+
+def _mamba_capped(m, rec) -> Dict[str, Any]:
+    """The v0.18-v0.19 warnings: the blocks, and the largest capture size left (0: none)."""
+    data: Dict[str, Any] = {"mamba_cache_blocks": to_int(m["blocks"])}
+    data["cudagraph_max_capture_size"] = to_int(m["capped"]) if m["capped"] else 0
     return data
 
 
@@ -307,5 +332,27 @@ PATTERNS = [
         "vllm/config/model.py ModelConfig.verify_with_parallel_config (vllm/config.py before v0.10; every release)",
         None,
         _batched("tp_not_divisor_of_heads"),
+    ),
+    Pattern(
+        "max_num_seqs_above_mamba_blocks",
+        "config_error",
+        ("exceeds available Mamba cache",),
+        r"max_num_seqs\s*\((?P<max_num_seqs>\d+)\)\s*exceeds available Mamba cache\s*blocks\s*\((?P<blocks>\d+)\)",
+        "vllm/config/compilation.py CompilationConfig cudagraph mode check (ValueError, v0.20-v0.33)",
+        None,
+        _mamba_blocks,
+    ),
+    Pattern(
+        "mamba_capture_sizes_capped",
+        "facts",
+        ("to fit Mamba cache blocks", "after capping to Mamba cache blocks"),
+        r"Capping cudagraph capture sizes from max \d+ to (?P<capped>\d+) to fit Mamba cache blocks\s*"
+        r"\((?P<blocks>\d+) blocks available\)|No valid cudagraph capture sizes remain after capping\s*"
+        r"to Mamba cache blocks \((?P<blocks>\d+)\)",  # one group name in both branches (regex allows it)
+        "vllm/config/compilation.py adjust_cudagraph_sizes_for_mamba_cache (warnings, v0.18-v0.19)",
+        None,
+        _mamba_capped,
+        # the event is the block count: nothing before it is whole
+        cut_from=r"\(\d+ blocks available\)|Mamba cache blocks \(\d+\)",
     ),
 ]

@@ -245,13 +245,28 @@ PATTERNS = [
         "vllm/entrypoints/serve/utils/api_utils.py log_version_and_model (v0.25+; VLLM_DISABLE_LOG_LOGO)",
         Phase.CONFIG,
     ),
+    # The logo (v0.15+) prints "version %s" and "model   %s" beside its last block letters. A
+    # blog, a chat or a terminal copy collapses its runs of spaces (p28: "█ version 0.19.0"),
+    # or turns them into no-break spaces: the tails are read whatever spaces precede them.
     Pattern(
         "server_version_logo",
         "run_start",
-        ("\u2588  version ",),
-        r"\u2588\s+version\s+(?P<vllm_version>\S+)\s*$",
-        "vllm/entrypoints/serve/utils/api_utils.py log_version_and_model (v0.25+ logo: 'version X' beside it)",
+        # "  version " also where the colour formatter puts an escape code between the letters and it
+        ("  version ", "\u2588 version ", "\u2588\u00a0"),
+        r"\u2588[ \t\u00a0]+version[ \t\u00a0]+(?P<vllm_version>\d[\w.+-]*)\s*$",
+        "vllm/entrypoints/utils.py (v0.15-v0.22), serve/utils/api_utils.py (v0.23-v0.32), common/startup.py "
+        "(v0.33) log_version_and_model: the logo with 'version X' beside it",
         Phase.CONFIG,
+        cut_from=r"\u2588[ \t\u00a0]+version[ \t\u00a0]+\d",
+    ),
+    Pattern(
+        "server_model_logo",
+        "config",
+        ("  model   ", "\u2588 model ", "\u2588\u00a0"),
+        r"\u2588[ \t\u00a0]+model[ \t\u00a0]+(?P<model>\S+)\s*$",
+        "the same logo's 'model   %s' line",
+        Phase.CONFIG,
+        cut_from=r"\u2588[ \t\u00a0]+model[ \t\u00a0]+\S",
     ),
     Pattern(
         "non_default_args",

@@ -20,6 +20,13 @@ Sources (``shared/vllm-messages.md`` section 10):
   ``vllm/entrypoints/openai/api_server.py`` ``Engine process failed to start``;
 * CUDA errors other than out-of-memory (``CUDA error: an illegal memory access was
   encountered``, ``device-side assert triggered`` ...) via torch; NCCL ``NCCL error``;
+* Ascend (torch_npu, through vllm-ascend): ``NPU function error: call aclnnX failed, error code is
+  N`` (the CANN runtime's failure; an allocation failure, code 207018, is an out-of-memory);
+* Intel Gaudi's software stack (the PyTorch bridge's HlLogger, through HabanaAI vllm-fork and
+  vllm-gaudi): ``[Rank:N] FATAL ERROR :: MODULE:<module> <message>`` (``PT_LAZY``,
+  ``PT_BRIDGE``, ``PT_EAGER`` ...), often raised as a RuntimeError and logged first by V0's
+  MQLLMEngine; a device-memory allocation failure (``MODULE:PT_DEVMEM`` / ``DEVMEM``
+  ``Allocation failed for size::N (M)MB``) is an out-of-memory and left to the OOM family;
 * Ray raylet's worker-death boilerplate (it mentions the host OOM killer as one possible
   cause among three; it is not a GPU out-of-memory).
 """
@@ -99,6 +106,28 @@ def _nccl_error(m, rec) -> Dict[str, Any]:
     return {"exception": "NCCL error", "message": what[:300]}
 
 
+#: CANN's code for a device-memory allocation failure (ACL_ERROR_RT_MEMORY_ALLOCATION): an
+#: out-of-memory, for the OOM family (NPU out of memory), not this one.
+_NPU_ALLOC_CODES = ("207018",)
+
+
+def _npu_error(m, rec) -> Optional[Dict[str, Any]]:
+    """An Ascend runtime call that failed; None for a memory-allocation failure."""
+    what = (m["what"] or "").strip()
+    if any(code in what for code in _NPU_ALLOC_CODES) or "out of memory" in what.lower():
+        return None
+    return {"exception": "NPU function error", "message": what[:300]}
+
+
+def _habana_fatal(m, rec) -> Optional[Dict[str, Any]]:
+    """A Gaudi software-stack fatal error, named by its module; None for a device-memory
+    allocation failure (an out-of-memory, not this family)."""
+    module, what = m["module"], (m["what"] or "").strip()
+    if module.endswith("DEVMEM") and what.startswith("Allocation failed"):
+        return None
+    return {"exception": "HPU fatal error", "message": f"MODULE:{module} {what}"[:300], "module": module}
+
+
 PATTERNS = [
     Pattern(
         "traceback_start",
@@ -156,11 +185,35 @@ PATTERNS = [
         _nccl_error,
     ),
     Pattern(
+        "npu_function_error",
+        "cuda_error",
+        ("NPU function error:",),
+        r"NPU function error: (?P<what>[^\n]+)",
+        "torch_npu NPU_CHECK_ERROR (Ascend CANN runtime / aclnn call failures, through vllm-ascend)",
+        None,
+        _npu_error,
+        # as long as the allocation-failure spellings it must not take: a shorter cut may be one
+        cut_from=r"NPU function error: [^\n]{12}",
+    ),
+    Pattern(
+        "habana_fatal_error",
+        "cuda_error",
+        ("FATAL ERROR :: MODULE:",),
+        r"FATAL ERROR :: MODULE:(?P<module>\w+)(?:\s+(?P<what>[^\n]*))?",
+        "Intel Gaudi PyTorch bridge (HlLogger fatal log, 'FATAL ERROR :: MODULE:'), via HabanaAI vllm-fork / vllm-gaudi",
+        None,
+        _habana_fatal,
+        # the message after the module is free text; the module must be whole, and a cut before
+        # the message could still be a device-memory allocation failure
+        cut_from=r"FATAL ERROR :: MODULE:\w+\s+(?!A(?:l(?:l(?:o(?:c(?:a(?:t(?:i(?:on?)?)?)?)?)?)?)?)?$)\S",
+    ),
+    Pattern(
         "enginecore_failed_to_start",
         "engine_dead",
-        ("EngineCore failed to start",),
-        r"EngineCore failed to start",
-        "vllm/v1/engine/core.py run_engine_core",
+        ("EngineCore failed to start", "EngineCoreProc failed to start"),
+        r"(?:Stage)?EngineCore(?:Proc)? failed to start",
+        "vllm/v1/engine/core.py run_engine_core; vllm-omni stage_engine_core_proc.py ('StageEngineCoreProc "
+        "failed to start.')",
         None,
         _dead("enginecore_failed_to_start", _STARTUP),
     ),

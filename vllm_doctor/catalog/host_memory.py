@@ -32,6 +32,24 @@ Sources:
 * Kubernetes container status ``OOMKilled`` (``kubectl describe pod``, ``kubectl get pod -o
   json``): the container exceeded its memory limit.
 
+* A process killed by SIGKILL, as the job runner or the container runtime reports it: exit code
+  137 (128 + 9) or -9 (Python's ``Popen.returncode`` / ``multiprocessing`` exitcode for a
+  signal), or signal 9 by name. Databricks: ``The Python process exited with exit code 137
+  (SIGKILL). This may have been cause by OOM error.``; Docker: ``docker compose`` ``vllm-1
+  exited with code 137``, ``docker ps`` ``Exited (137)``; Kubernetes: ``kubectl describe pod``
+  ``Exit Code:    137``, ``kubectl exec`` ``command terminated with exit code 137``; torch
+  elastic (torchrun): ``failed (exitcode: -9) local_rank: 0 (pid: N) of binary: ...``; systemd:
+  ``vllm.service: Main process exited, code=killed, status=9/KILL``; a shell: ``Killed`` alone,
+  or ``script.sh: line 3:  1234 Killed   vllm serve ...``. SIGKILL is what the OOM killer sends,
+  but also ``docker stop`` after its grace period, a scheduler's time limit or an operator: the
+  event is ``killer`` ``signal`` unless the same text says it was memory (Databricks' "may have
+  been cause[d] by OOM error": ``job-runner``), with ``exit_code`` and ``reporter``.
+* Memory limits by name: Slurm's ``slurmstepd: error: Detected 1 oom-kill event(s) in StepId=N.0.
+  Some of your processes may have been killed by the cgroup out-of-memory handler.`` and ``srun:
+  error: node01: task 0: Out Of Memory`` (``cgroup``); systemd's ``vllm.service: A process of
+  this unit has been killed by the OOM killer.`` and ``vllm.service: Failed with result
+  'oom-kill'.`` (``kernel``).
+
 Ray's generic ``A worker died or was killed while executing a task`` boilerplate lists the OOM
 killer only as one possible cause: it is an ``engine_dead`` marker (``catalog/errors.py``),
 not evidence of a host OOM.
@@ -101,6 +119,25 @@ def _oom_kill_summary(m, rec) -> Dict[str, Any]:
     if m["pid"]:
         data["pid"] = int(m["pid"])
     return data
+
+
+#: Words in the same record that say a kill was for memory.
+_SAYS_OOM = regex.compile(r"\b(?:OOM|[Oo]ut of memory|OOMKilled|oom-kill)\b")
+
+
+def _killed(reporter: str):
+    """A SIGKILL as ``reporter`` prints it: ``signal`` unless the record itself says memory."""
+
+    def build(m, rec) -> Dict[str, Any]:
+        says_oom = bool(_SAYS_OOM.search(m.string, m.end()))
+        data: Dict[str, Any] = {"killer": "job-runner" if says_oom else "signal", "reporter": reporter}
+        code = m.groupdict().get("code")
+        if code:
+            data["exit_code"] = int(code)
+        data["signal"] = "SIGKILL"
+        return data
+
+    return build
 
 
 PATTERNS = [
@@ -192,5 +229,61 @@ PATTERNS = [
         "Kubernetes container state reason (kubectl describe pod / get pod -o json)",
         None,
         lambda m, rec: {"killer": "kubernetes"},
+    ),
+    Pattern(
+        "exit_code_137",
+        "host_oom",
+        ("exit code 137", "exited with code 137", "exit status 137", "Exit Code:", "Exited (137)"),
+        r"(?:\bexit(?:ed)?(?: with)?(?: exit)? (?:code|status)|Exit Code:|\bExited \()\s*(?P<code>137)\b",
+        "Databricks job runner; docker compose / docker ps; kubectl describe pod / kubectl exec (128 + SIGKILL)",
+        None,
+        _killed("runner"),
+        cut_from=r"137(?!\d)",  # the code whole: "Exit Code: 1" cut short is no 137
+    ),
+    Pattern(
+        "torch_elastic_sigkill",
+        "host_oom",
+        ("exitcode: -9",),
+        r"failed \(exitcode: (?P<code>-9)\)",
+        "torch/distributed/elastic/multiprocessing/api.py (torchrun: a child's exitcode -9 is SIGKILL)",
+        None,
+        _killed("torchrun"),
+        cut_from=r"exitcode: -9\)",
+    ),
+    Pattern(
+        "systemd_sigkill",
+        "host_oom",
+        ("status=9/KILL",),
+        r"Main process exited, code=killed, status=9/KILL",
+        "systemd (service manager: the unit's main process was killed by signal 9)",
+        None,
+        _killed("systemd"),
+    ),
+    Pattern(
+        "shell_killed",
+        "host_oom",
+        ("Killed",),
+        r"^\s*Killed\s*$|: line \d+:\s+\d+\s+Killed\b|^\[\d+\][+-]?\s+Killed\b",
+        "bash / sh job status of a child killed by SIGKILL ('Killed')",
+        None,
+        _killed("shell"),
+    ),
+    Pattern(
+        "slurm_oom_kill",
+        "host_oom",
+        ("oom-kill event", "oom_kill event", ": Out Of Memory"),
+        r"Detected (?P<n>\d+) oom[-_]kill events?(?:\(s\))?|srun: error: (?P<node>[^:\s]+): tasks? [\d,-]+: Out Of Memory",
+        "slurm slurmstepd (task/cgroup: 'Detected %u oom-kill event(s) in %ps'); srun's task exit summary",
+        None,
+        lambda m, rec: {"killer": "cgroup", "reporter": "slurm", **({"node": m["node"]} if m["node"] else {})},
+    ),
+    Pattern(
+        "systemd_oom_kill",
+        "host_oom",
+        ("killed by the OOM killer", "result 'oom-kill'"),
+        r"A process of this unit has been killed by the OOM killer|Failed with result 'oom-kill'",
+        "systemd (unit_log_failure / the kernel OOM killer's kill reported per unit)",
+        None,
+        lambda m, rec: {"killer": "kernel", "reporter": "systemd"},
     ),
 ]

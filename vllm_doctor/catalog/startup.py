@@ -27,11 +27,12 @@ Sources (``shared/vllm-messages.md`` sections 3, 4, 5, 9):
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 import regex
 
 from ..events import Phase
+from ..units import size_to_gib, to_float
 from .pattern import NO_CUT, Pattern, default_build
 
 _N = r"(?:-?[\d.]+)"
@@ -78,6 +79,28 @@ def _tpu_statistics(m, rec) -> Dict[str, Any]:
     total, cap = data.get("hbm_total_gib"), data.get("hbm_budget_gib")
     if total and cap and 0 < cap <= total:
         data["gpu_memory_utilization"] = round(cap / total, 2)
+    return data
+
+
+#: A size as HabanaAI's format_bytes prints it ("15.05 GiB", "0 B", "-252 KiB", "1007 GiB").
+_SIZE = r"-?\d+(?:\.\d+)? (?:B|KiB|MiB|GiB|TiB)"
+#: Where a cut HabanaMemoryProfiler summary starts to count: the device total printed whole.
+_HPU_CUT = r"of device memory \(" + _SIZE + r"\s*/\s*" + _SIZE + r" used\)"
+
+
+def _hpu_sizes(m) -> Dict[str, Any]:
+    """The device total and what is in use after the step (GiB) of a HabanaMemoryProfiler summary."""
+    return {"gpu_total_gib": size_to_gib(m["total"]), "hpu_used_gib": size_to_gib(m["used"])}
+
+
+def _npu_bytes(m, rec) -> Optional[Dict[str, Any]]:
+    """vllm-ascend's byte counts as GiB: the KV cache's share (``kv_available_gib``, negative
+    when the model's peak is above the budget) and the device total (``gpu_total_gib``; below
+    1 GiB it is no accelerator's memory but a line cut inside the number, and left out)."""
+    data: Dict[str, Any] = {"kv_available_gib": to_float(m["available"]) / 2**30}
+    total = to_float(m["total"]) if m["total"] else 0.0
+    if total >= 2**30:  # the message ends with it: a line cut inside it may leave a few digits
+        data["gpu_total_gib"] = total / 2**30
     return data
 
 
@@ -129,6 +152,34 @@ PATTERNS = [
         r"Loading model weights took\s*(?P<weights_gib>\d+(?:\.\d+)?)\s*Gi?B",
         "vllm/worker/model_runner.py load_model (V0: 'GB' <= v0.7, 'GiB' v0.8-v0.9)",
         Phase.WEIGHTS_LOADED,
+    ),
+    # Gaudi (HabanaAI vllm-fork, vllm-gaudi): HabanaMemoryProfiler.get_summary_string after each
+    # step, "<step> took X of device memory (U/T used) and H of host memory (...)", sizes as
+    # format_bytes prints them ("15.05 GiB", "0 B", "-252 KiB").
+    Pattern(
+        "hpu_weights_loaded",
+        "facts",
+        ("Loading model weights took in total",),
+        r"Loading model weights took in total (?P<weights>" + _SIZE + r") of device memory \((?P<used>" + _SIZE + r")"
+        r"\s*/\s*(?P<total>" + _SIZE + r") used\)",
+        "HabanaAI vllm-fork vllm/worker/hpu_model_runner.py (habana_model_runner.py) load_model; vllm-gaudi "
+        "vllm_gaudi/v1/worker/hpu_model_runner.py load_model",
+        Phase.WEIGHTS_LOADED,
+        lambda m, rec: {**_hpu_sizes(m), "weights_gib": size_to_gib(m["weights"])},
+        cut_from=_HPU_CUT,
+    ),
+    Pattern(
+        "hpu_step_device_memory",
+        "facts",
+        (" of device memory (",),
+        r"\b(?:took|allocated) (?P<consumed>" + _SIZE + r")"
+        r" of device memory \((?P<used>" + _SIZE + r")\s*/\s*(?P<total>" + _SIZE + r") used\)",
+        "HabanaAI vllm-fork vllm/worker/hpu_model_runner.py, hpu_worker.py (HabanaMemoryProfiler summaries: "
+        "'Pre-loading model weights on hpu:0 took', 'Wrapping in HPU Graph took', 'Model profiling run took', "
+        "warm-up 'allocated'); vllm-gaudi",
+        None,
+        lambda m, rec: _hpu_sizes(m),
+        cut_from=_HPU_CUT,
     ),
     Pattern(
         "model_loading_took",
@@ -235,6 +286,43 @@ PATTERNS = [
         "tpu-inference tpu_inference/worker/tpu_worker_jax.py (tpu_worker.py) determine_available_memory",
         Phase.KV_SIZING,
         _tpu_statistics,
+    ),
+    # vllm-ascend (NPUWorker.determine_available_memory, vllm_ascend/worker/worker_v1.py; its V0
+    # worker.py alike): "Available memory: %s, total memory: %s", both in bytes, the first what
+    # the KV cache gets (total x gpu_memory_utilization - peak). Older builds print it before
+    # clamping, a float that may be negative ("-1234567.0"); newer ones an int clamped at 0.
+    Pattern(
+        "npu_available_memory_bytes",
+        "facts",
+        ("Available memory: ",),
+        r"Available memory: (?P<available>-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?),\s*total memory:\s*"
+        r"(?P<total>\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)",
+        "vllm-ascend vllm_ascend/worker/worker_v1.py NPUWorker.determine_available_memory (bytes)",
+        Phase.KV_SIZING,
+        _npu_bytes,
+        # the event is both figures: the total must have begun
+        cut_from=r"Available memory: -?\d[\d.eE+-]*,\s*total memory:\s*\d",
+    ),
+    Pattern(
+        "hpu_free_device_memory",
+        "facts",
+        ("(VLLM_GRAPH_RESERVED_MEM=",),
+        r"Free device memory: (?P<free>" + _SIZE + r"),\s*(?P<usable>" + _SIZE + r") usable "
+        r"\(gpu_memory_utilization=(?P<gpu_memory_utilization>\d+(?:\.\d+)?)\),\s*(?P<graphs>" + _SIZE + r") "
+        r"reserved for HPUGraphs \(VLLM_GRAPH_RESERVED_MEM=[\d.]+\),\s*(?:" + _SIZE + r" reserved for KV cache "
+        r"dummy block,?\s*)?(?P<kv>" + _SIZE + r") reserved for (?:usable KV cache|KV cache(?! dummy))",
+        "HabanaAI vllm-fork vllm/worker/hpu_worker.py determine_num_available_blocks ('... reserved for KV cache'); "
+        "vllm-gaudi hpu_worker.py ('... reserved for KV cache dummy block X reserved for usable KV cache')",
+        Phase.KV_SIZING,
+        lambda m, rec: {
+            "kv_available_gib": size_to_gib(m["kv"]),
+            "gpu_memory_utilization": float(m["gpu_memory_utilization"]),
+            "hpu_graphs_reserved_gib": size_to_gib(m["graphs"]),
+        },
+        # the fork's message ends with "reserved for KV cache", the words vllm-gaudi's goes on from
+        # ("... KV cache dummy block X reserved for usable KV cache"): cut there, a dummy block
+        # would be read as the KV cache
+        cut_from=NO_CUT,
     ),
     Pattern(
         "available_kv_memory",
@@ -382,9 +470,14 @@ PATTERNS = [
             "Capturing CUDA graph",
             "Capturing CUDA graphs",
             "CUDA graphs can take additional",
+            "capture ACL graphs",
+            "Capturing ACL graphs",
         ),
-        r"Capturing (?:cudagraphs|the model for CUDA graphs|CUDA graph)|CUDA graphs can take additional",
-        "vllm/worker/model_runner.py capture_model; vllm/v1/worker/gpu_model_runner.py (tqdm)",
+        r"Capturing (?:cudagraphs|the model for CUDA graphs|CUDA graph)|CUDA graphs can take additional"
+        r"|Starting to capture ACL graphs|Capturing ACL graphs",
+        "vllm/worker/model_runner.py capture_model; vllm/v1/worker/gpu_model_runner.py (tqdm); vllm-ascend "
+        "vllm_ascend/worker/model_runner_v1.py _capture_aclgraphs ('Starting to capture ACL graphs for cases: %s, "
+        "mode: %s, uniform_decode: %s', tqdm 'Capturing ACL graphs (decode, FULL)')",
         Phase.GRAPH_CAPTURE,
     ),
     Pattern(

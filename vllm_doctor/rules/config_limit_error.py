@@ -9,6 +9,10 @@ What it means:
     attention heads ("Total number of attention heads (32) must be divisible by tensor
     parallel size (3)."). Newer versions wrap these in a pydantic "Value error, ...".
 
+    A hybrid Mamba model (Qwen3-Next, Nemotron-H, Jamba ...) with full decode CUDA graphs needs
+    one Mamba cache block per decode sequence: "max_num_seqs (1024) exceeds available Mamba
+    cache blocks (939)" (v0.20+) stops the start once the KV cache is sized, before capture.
+
 Why it happens:
     A length copied from another model or from the model card's extended-context recipe
     (RoPE scaling) without the matching config; batch limits set by hand; a tensor-parallel
@@ -19,7 +23,12 @@ Remedies, in order:
        model's RoPE scaling if it supports a longer context).
     2. Make ``--max-num-batched-tokens`` at least ``max_model_len`` (or enable chunked
        prefill), and at least ``max_num_seqs``.
-    3. For the head count: keep every GPU with the largest tensor-parallel size that divides
+    3. For the Mamba cache blocks: ``--max-num-seqs`` at or below the blocks the error
+       prints; or piecewise CUDA graphs only (``--compilation-config '{"cudagraph_mode":
+       "PIECEWISE"}'``), which the check does not apply to, at some decode speed. A higher
+       ``gpu_memory_utilization`` adds blocks only in proportion to the KV cache memory, and
+       often too few (the reports of a BF16 hybrid model on one 96 GB GPU).
+    4. For the head count: keep every GPU with the largest tensor-parallel size that divides
        both the heads and the GPU count, times a pipeline-parallel size (``--tensor-parallel-
        size 1 --pipeline-parallel-size 3`` for 32 heads on 3 GPUs), or use fewer GPUs with
        the largest divisor of the heads below the size in force.
@@ -30,7 +39,8 @@ What does not help:
 
 Sources:
     vllm/config/model.py _get_and_verify_max_len and ModelConfig.verify_with_parallel_config;
-    vllm/config/scheduler.py SchedulerConfig._verify_args; docs.vllm.ai "Parallelism and
+    vllm/config/scheduler.py SchedulerConfig._verify_args; vllm/config/compilation.py (the
+    Mamba cache blocks check, v0.20-v0.33; vllm-project/vllm#34094); docs.vllm.ai "Parallelism and
     Scaling" (serving/parallelism_scaling: pipeline parallelism when TP cannot split a model); "Engine Arguments" (configuration/engine_args:
     --max-model-len, --max-num-batched-tokens).
 """
@@ -50,6 +60,7 @@ _KEYS = (
     "derived_key",
     "max_num_batched_tokens",
     "max_num_seqs",
+    "mamba_cache_blocks",
     "num_attention_heads",
     "tensor_parallel_size",
     "variant",
@@ -108,6 +119,52 @@ def _below_max_num_seqs(c: Constraints, d: Dict[str, Any]) -> Tuple[str, list]:
     ]
 
 
+def _above_mamba_blocks(c: Constraints, d: Dict[str, Any]) -> Tuple[str, list]:
+    """One Mamba cache block per decode sequence: max_num_seqs at or below the blocks first;
+    piecewise graphs (no full decode graphs, so no check) second; more memory last, with the
+    growth the KV cache would need (the blocks grow in proportion to it)."""
+    seqs, blocks = _count(d.get("max_num_seqs")), d.get("mamba_cache_blocks")
+    if blocks is None:
+        title = f"max_num_seqs {seqs} exceeds the available Mamba cache blocks (one per decode sequence)"
+    else:
+        title = f"max_num_seqs {seqs} exceeds the {blocks} available Mamba cache blocks (one per decode sequence)"
+    grow = (
+        f": {seqs} blocks need {seqs / blocks - 1:.0%} more KV cache memory than the {blocks} had"
+        if seqs and blocks
+        else ""
+    )
+    return title, [
+        c.lower(
+            "max_num_seqs",
+            blocks if blocks else None,
+            "Lower max_num_seqs to at most the Mamba cache blocks",
+            "each decode sequence holds one Mamba cache block"
+            + (
+                f"; {blocks} blocks fit"
+                if blocks
+                else "; the block count is not in the log (the error is cut inside it)"
+            ),
+        ),
+        Remedy(
+            order=0,
+            action="Or capture only piecewise CUDA graphs, which this check does not apply to; decode runs somewhat "
+            "slower without full graphs",
+            flag="""--compilation-config '{"cudagraph_mode": "PIECEWISE"}'""",
+            why="the check runs only with full decode CUDA graphs",
+            setting="compilation_config",
+            value='{"cudagraph_mode": "PIECEWISE"}',
+            direction="set",
+        ),
+        c.unset(
+            "gpu_memory_utilization",
+            "raise",
+            "Raising gpu_memory_utilization adds Mamba blocks only in proportion to the KV cache memory",
+            "often too few to reach max_num_seqs" + grow + "; the utilization that gives them cannot be worked out "
+            "from the error",
+        ),
+    ]
+
+
 def _count(v: Any) -> Optional[int]:
     """A positive count, or None."""
     return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else None
@@ -158,6 +215,7 @@ _VARIANTS = {
     "max_model_len_above_derived": _above_derived,
     "batched_tokens_below_max_model_len": _below_max_model_len,
     "tp_not_divisor_of_heads": _tp_not_divisor,
+    "max_num_seqs_above_mamba_blocks": _above_mamba_blocks,
 }
 
 
@@ -167,8 +225,24 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List
     d = merged_data(failures)
     facts = {k: d[k] for k in _KEYS if k in d}
     title, rem = _VARIANTS.get(d.get("variant"), _below_max_num_seqs)(constraints(run), d)
+    variant = d.get("variant")
+    if variant == "max_num_seqs_above_mamba_blocks":
+        why = "fewer Mamba cache blocks"
+        return [
+            finding(
+                RULE,
+                run,
+                "startup",
+                title,
+                facts,
+                failure_evidence(failures, "config check"),
+                rem,
+                [f"Lowering gpu_memory_utilization: {why}"],
+                forbids=[("gpu_memory_utilization", "lower", why)],
+            )
+        ]
     dont = ["Memory settings: this is a configuration contradiction"]
-    if d.get("variant") != "tp_not_divisor_of_heads":
+    if variant != "tp_not_divisor_of_heads":
         dont.append("VLLM_ALLOW_LONG_MAX_MODEL_LEN=1: positions past the model's limit give NaNs or CUDA errors")
     return [finding(RULE, run, "startup", title, facts, failure_evidence(failures, "config check"), rem, dont)]
 

@@ -16,10 +16,17 @@ What it means:
     it loads anything: the fix is the container's GPU access or the driver, never a memory
     setting.
 
+    A fatal error of Intel Gaudi's software stack (``FATAL ERROR :: MODULE:PT_LAZY ...``: the
+    PyTorch bridge, its lazy-mode graphs, the SynapseAI release) is here too: it names the
+    module, and says how much device memory was in use where the log shows it.
+
     Host RAM running out is here too, as a finding of its own: Ray's memory monitor, the
     kernel's OOM killer or the container runtime killing a worker for host memory ("Task was
     killed due to the node running low on memory", "Out of memory: Killed process N",
-    OOMKilled) is not a GPU out-of-memory; GPU settings do not change it.
+    OOMKilled) is not a GPU out-of-memory; GPU settings do not change it. A bare SIGKILL (exit
+    code 137 from a job runner, Docker, Kubernetes, torchrun, systemd or a shell) is its own
+    finding: most often the OOM killer, but the log must say so before the remedies are about
+    RAM; the first step is to find who sent it.
 
 Why it happens:
     Kernel or driver bugs, hardware faults, version mismatches, configuration mistakes.
@@ -68,7 +75,61 @@ KILLERS = {
     "cgroup": "the container's memory limit (cgroup OOM killer)",
     "kubernetes": "Kubernetes (OOMKilled: the pod's memory limit)",
     "torch-cpu-allocator": "a refused CPU allocation",
+    "job-runner": "the job runner (it puts the SIGKILL down to an out-of-memory)",
 }
+#: Who reported a SIGKILL, for the title (catalog/host_memory.py ``reporter``).
+REPORTERS = {
+    "runner": "the job runner or container runtime",
+    "torchrun": "torchrun",
+    "systemd": "systemd",
+    "shell": "the shell",
+}
+
+
+def _killed_by_signal(run: Run, failures: Sequence[Failure], phase: str) -> Finding:
+    """A SIGKILL (exit code 137 / -9, ``killer`` ``signal``) that no line puts down to memory:
+    the host's OOM killer sends it, but so do ``docker stop`` after its grace period, a
+    scheduler's limit and an operator. The finding says how to tell which, and gives the
+    host-memory levers only for the case that it was the OOM killer; no GPU setting."""
+    d = merged_data(failures)
+    facts = {k: d[k] for k in ("signal", "exit_code", "reporter") if k in d}
+    code = f", exit code {d['exit_code']}" if "exit_code" in d else ""
+    who = REPORTERS.get(d.get("reporter"), "the runner")
+    title = (
+        f"{phase.capitalize()}: the process was killed by SIGKILL ({who}{code}); most often the host's OOM "
+        "killer, but no line here says it was memory"
+    )
+    rem = [
+        remedy(
+            "Find who sent the SIGKILL: the kernel's OOM killer (dmesg -T | grep -i -e 'out of memory' -e 'killed "
+            "process', or journalctl -k), a container memory limit (docker inspect --format '{{.State.OOMKilled}}' "
+            "CONTAINER; kubectl describe pod: Last State Reason OOMKilled), a scheduler's time or memory limit, or a "
+            "stop that outlasted its grace period",
+            None,
+            "exit code 137 is 128 + 9: SIGKILL, which a process cannot catch, so vLLM prints nothing of its own",
+            "host",
+        ),
+        remedy(
+            "If it was the OOM killer: give the host or container more RAM, or hold less per engine (fewer engines "
+            "per node, less --cpu-offload-gb or --swap-space, sleep level 2)",
+            None,
+            "each engine process holds host RAM: weight loading, CPU KV swap, sleep-mode offload",
+            "host",
+        ),
+    ]
+    why = "a SIGKILL comes from outside the GPU"
+    return finding(
+        RULE,
+        run,
+        phase,
+        title,
+        facts,
+        failure_evidence(failures, "the kill") + consequence_evidence(run, 2),
+        rem,
+        [f"GPU memory settings (gpu_memory_utilization, max_model_len, max_num_seqs): {why}"],
+        confidence="medium",
+        forbids=[("gpu_memory_utilization", "lower", why)],
+    )
 
 
 def _host_memory(run: Run, failures: Sequence[Failure], phase: str) -> Finding:
@@ -89,6 +150,9 @@ def _host_memory(run: Run, failures: Sequence[Failure], phase: str) -> Finding:
             "anon_rss_gib",
             "workers_killed",
             "tried_to_allocate_gib",
+            "exit_code",
+            "signal",
+            "reporter",
         )
         if k in d
     }
@@ -282,6 +346,53 @@ def _compile_limit(run: Run, failures: Sequence[Failure], phase: str) -> Finding
     )
 
 
+def _hpu_fatal(run: Run, failures: Sequence[Failure], phase: str) -> Finding:
+    """A fatal error of Intel Gaudi's software stack (catalog/errors.py ``habana_fatal_error``:
+    ``FATAL ERROR :: MODULE:PT_LAZY ...``): the PyTorch bridge, its lazy-mode graphs or the
+    SynapseAI release, not the memory (a device-memory allocation failure is the OOM family).
+    Where the log gives the device memory in use (HabanaMemoryProfiler's "(U/T used)"), the
+    finding says how much was free."""
+    d = merged_data(failures)
+    module, msg = d.get("module", "?"), d.get("message", "")
+    used, total = run.facts.get("hpu_used_gib"), run.value("gpu_total_gib")
+    facts = {"exception": "HPU fatal error", "module": module, "message": msg[:300]}
+    held = ""
+    if isinstance(used, (int, float)) and isinstance(total, (int, float)) and total > 0:
+        facts.update(hpu_used_gib=used, gpu_total_gib=total)
+        held = f"{used:.2f} of {total:.2f} GiB of device memory was in use before it"
+    rem = [
+        remedy(
+            "Check that the Intel Gaudi software release (driver, SynapseAI, its PyTorch bridge) and the Gaudi "
+            "generation are ones this vLLM build supports (its README's support matrix)",
+            None,
+            f"MODULE:{module} is Gaudi's own software stack",
+            "host",
+        ),
+        remedy(f"Look up '{msg[:80]}' with your vLLM build, Gaudi software and device"),
+        constraints(run).set_to(
+            "enforce_eager",
+            True,
+            "Rerun with --enforce-eager to rule out HPU graphs",
+            "PT_LAZY is the bridge's lazy-mode graph execution",
+        )
+        if module.endswith("LAZY")
+        else None,
+    ]
+    why = held or "the failure is not an allocation"
+    title = f"{phase.capitalize()} failure: Gaudi software stack fatal error ({module}): {msg[len(module) + 8 :][:90]}"
+    return finding(
+        RULE,
+        run,
+        phase,
+        title,
+        facts,
+        failure_evidence(failures, "the error") + consequence_evidence(run, 2),
+        rem,
+        [f"Memory tuning (gpu_memory_utilization, max_model_len, quantization): {why}"],
+        forbids=[("gpu_memory_utilization", "lower", why), ("max_model_len", "lower", why)],
+    )
+
+
 def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List[Finding]:
     if not failures:
         return []
@@ -304,7 +415,12 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List
         return provenance
     host = [f for f in failures if f.kind == "host_oom"]
     if host:
-        return [_host_memory(run, host, phase)]
+        memory = [f for f in host if f.data.get("killer") != "signal"]
+        # a bare SIGKILL is memory only where another line of the run says so
+        return [_host_memory(run, memory, phase) if memory else _killed_by_signal(run, host, phase)]
+    hpu = [f for f in failures if f.data.get("exception") == "HPU fatal error"]
+    if hpu and hpu[0] is failures[0]:
+        return [_hpu_fatal(run, hpu, phase)]
     scratch = [f for f in failures if f.data.get("form") == "xla-compile" and f.data.get("memory_space")]
     if scratch:
         return [_compile_limit(run, scratch, phase)]
