@@ -310,8 +310,11 @@ KNOWN_WRONG_WRAPPED: set = {
     # the free memory is lost. The bare log reads the block since the indented-block join.
     *(
         ("m07-pr-indented-hard-wrapped-capture-oom-136mib-22p36gib-5090-laptop.log", w)
-        for w in ("stern", "stern_timestamps", "launcher", "cloudwatch_launcher", "loki_default", "cloudwatch_tail")
+        for w in ("stern", "stern_timestamps", "launcher", "cloudwatch_launcher", "cloudwatch_tail")
     ),
+    # p26: Xinference's own log lines around vLLM's under journald's JSON: the evidence of the
+    # runtime OOM gains a line (the consequence is read as part of the record it follows).
+    ("p26-dify-xinference-v0-qwen25vl-32b-runtime-oom-model-actor-out-of-memory.log", "journald_json"),
 }
 
 
@@ -369,8 +372,24 @@ def indented(line):
     return "    " + line if line else line
 
 
-@pytest.mark.parametrize("escape", [markdown_escaped, html_escaped, indented], ids=["markdown", "html", "indented"])
-@pytest.mark.parametrize("case", CASES, ids=[c["file"] for c in CASES])
+#: Escaped pastes whose verdict still differs from the bare log's (round 5 fixtures, left):
+#: m01's Ascend config line loses max_model_len when Markdown-escaped; m09's two instances
+#: (a '[mineru] ' prefix with caret-notation ANSI codes) are split differently once escaped.
+KNOWN_WRONG_ESCAPED = {
+    ("m01-ascend-vnpu-32gb-weights-27p5-kv-negative-0p87.log", "markdown"),
+    ("m09-ascend-pod-prefix-literal-ansi-two-instances-available-memory-0.log", "markdown"),
+}
+
+
+def _escaped_cases():
+    for escape, name in ((markdown_escaped, "markdown"), (html_escaped, "html"), (indented, "indented")):
+        for c in CASES:
+            known = (c["file"], name) in KNOWN_WRONG_ESCAPED
+            marks = [pytest.mark.xfail(strict=True, reason="known wrong (issue 10)")] if known else []
+            yield pytest.param(c, escape, id=f"{c['file']}-{name}", marks=marks)
+
+
+@pytest.mark.parametrize("case,escape", list(_escaped_cases()))
 def test_an_escaped_paste_gets_the_bare_verdict(case, escape):
     path = fixture_path(case["file"])
     data = ("\n".join(escape(line) for line in log_lines(path)) + "\n").encode()
@@ -403,6 +422,9 @@ KNOWN_WRONG_HARD_WRAP = {
     ("t016-deepgemm-warmup-oom-hard-wrapped-140-columns.log", 120),
     ("h036-v100-fork-awq-quantization-scheme-tuple-repr-prose-and-command.log", 120),
     ("h036-v100-fork-awq-quantization-scheme-tuple-repr-prose-and-command.log", 200),
+    # m03 (round 5): an Ascend KV-tensor OOM at 80 columns reads as a runtime OOM: the wrapped
+    # allocate-KV frame no longer places it in KV sizing.
+    ("m03-ascend-v013-qwen3-next-80b-tp-allocate-kv-tensors-npu-oom-2p57gib.log", 80),
 }
 
 

@@ -308,3 +308,22 @@ def test_v0_preemption_counts_are_kept_per_engine():
     assert p.warnings == 3 and p.messages == 4  # Ray folded two alike messages into one line
     facts = diagnose(lines, name="p27.log").runs[0].facts
     assert facts["preempting_engines"] == 2 and facts["preemption_messages"] == 4
+
+
+def test_a_failure_or_consequence_under_another_pid_stays_with_the_incident():
+    # Snippets of one incident pasted together (the API server of the startup excerpt and the
+    # one of the crash excerpt under other pids): no process starts up, so no second instance.
+    from vllm_doctor import diagnose
+
+    lines = [
+        "(APIServer pid=90458) INFO 02-13 11:33:30 [api_server.py:1805] vLLM API server version 0.11.0",
+        "(APIServer pid=90458) INFO 02-13 11:33:39 [loggers.py:257] Engine 000: Avg prompt throughput: 0.8 tokens/s, "
+        "Avg generation throughput: 4.6 tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.1%, "
+        "Prefix cache hit rate: 0.0%",
+        "(EngineCore pid=112) ERROR 05-01 14:39:06 [core.py:1131] torch.OutOfMemoryError: CUDA out of memory. Tried to "
+        "allocate 50.00 MiB. GPU 0 has a total capacity of 23.56 GiB of which 21.75 MiB is free. Including "
+        "non-PyTorch memory, this process has 23.50 GiB memory in use.",
+        "(APIServer pid=1) ERROR 05-01 14:39:06 [async_llm.py:699] AsyncLLM output_handler failed.",
+    ]
+    v = diagnose(lines, name="glued.log")
+    assert len(v.runs) == 1 and v.primary_class == "runtime_oom"

@@ -195,14 +195,14 @@ def test_old_wordings_join_a_wedge_as_evidence_but_never_decide_alone(wording):
 
 
 FATAL = {
-    "rpc_timeout": "(EngineCore_DP0 pid=20) ERROR 05-28 14:50:28 [core.py:700] TimeoutError: RPC call to execute_model "
+    "rpc_timeout": "(EngineCore_DP0 pid=1454) ERROR 05-28 14:50:28 [core.py:700] TimeoutError: RPC call to execute_model "
     "timed out.",
     "iteration_timeout": "ERROR 05-28 14:50:28 async_llm_engine.py:865] Engine iteration timed out. This should never "
     "happen!",
     "collective_timeout": "[rank0]:[E528 14:50:28.100000001 ProcessGroupNCCL.cpp:632] [Rank 0] Watchdog caught "
     "collective operation timeout: WorkNCCL(SeqNum=88, OpType=ALLGATHER, NumelIn=1, NumelOut=4, Timeout(ms)=600000) "
     "ran for 600031 milliseconds before timing out.",
-    "ray_channel_timeout": "(EngineCore_DP0 pid=20) ERROR 05-28 14:50:28 [core.py:710] "
+    "ray_channel_timeout": "(EngineCore_DP0 pid=1454) ERROR 05-28 14:50:28 [core.py:710] "
     "ray.exceptions.RayChannelTimeoutError: System error: Timed out waiting for object available to read. ObjectID: "
     "00fc911a7833d5d0",
     "barrier_timeout": "(EngineCore_DP1 pid=21) ERROR 05-28 14:50:28 [core.py:700] RuntimeError: Barrier timed out "

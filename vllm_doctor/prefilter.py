@@ -104,6 +104,9 @@ PREFERRED_GATE: Tuple[str, ...] = (
     # no usable accelerator (catalog/platform.py)
     "UnspecifiedPlatform", "infer device", "Device string", "vllm._C", "NVIDIA driver", "NVML", "GPUs are",
     "CUDA-capable", "CUDA gpu", "insufficient for CUDA", "Torch not compiled", "detected platform",
+    # the startup logo's tails, sampler frames, runners' SIGKILL wordings, vllm-ascend's sizes
+    "█ version", "█ model", "  version ", "  model   ", "apply_top_k", "_sample", "code 137", "status 137", "xitcode: -",
+    "Mamba cache", "_kill event", "=9/KILL", "Available memory", "Out Of Memory", "of device memory",
 )  # fmt: skip
 
 

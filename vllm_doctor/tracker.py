@@ -57,6 +57,15 @@ _INSTANCE_ROLE = regex.compile(
 )
 
 
+def _starting(events: List[Event]) -> bool:
+    """The record shows a process starting up: configuration, a startup fact, or a phase
+    marker before the server is ready."""
+    return any(
+        ev.kind in ("config", "facts", "run_start") or (ev.phase is not None and ev.phase < Phase.READY)
+        for ev in events
+    )
+
+
 def instance_role(proc: Optional[str], rank: Optional[int]) -> Optional[str]:
     """The one-per-instance role a process name names (``EngineCore_DP0``, ``Worker_TP1``,
     ``VllmWorker rank=1``), or None for names many processes of one server share."""
@@ -365,7 +374,7 @@ class SourceTracker:
         role = instance_role(rec.proc, rec.rank) if rec.pid is not None else None
         if role is not None and owner is None and run.roles.get(role) != rec.pid:
             if run.opened_by == "instance" or role in run.roles:
-                run = self._instance_run(rec, role)
+                run = self._instance_run(rec, role, events)
         if start is not None and run is self.run:
             mark = (start.pattern, key)
             if mark in run.start_patterns or (run.phase >= Phase.LOADING_WEIGHTS and not _quoted_only(run, start)):
@@ -390,7 +399,7 @@ class SourceTracker:
         later = self.runs[self.runs.index(run) + 1 :]
         return all(r.opened_by == "instance" for r in later)
 
-    def _instance_run(self, rec: Record, role: str) -> Run:
+    def _instance_run(self, rec: Record, role: str, events: List[Event]) -> Run:
         """The run of a process of role ``role`` no run knows yet, where another instance may
         have it: while instances interleave (the current run was opened by one), the earliest
         running run without that role (the instances' processes come up in the order the
@@ -400,9 +409,10 @@ class SourceTracker:
             for run in self.runs:
                 if role not in run.roles and _alive(run) and run.prefixed_records and self._instances_since(run):
                     return run
-        if role in self.run.roles and self.run.phase >= Phase.LOADING_WEIGHTS:
-            # the run got past its configuration: a second startup (an excerpt mixing one
-            # configuration line with another server's lines is not one)
+        if role in self.run.roles and self.run.phase >= Phase.LOADING_WEIGHTS and _starting(events):
+            # the run got past its configuration and this process starts up: a second startup
+            # (an excerpt mixing one configuration line with another server's lines is not one,
+            # nor a failure or a consequence under another pid: snippets of one incident)
             return self._new_run(rec.lineno, "instance")
         return self.run
 
