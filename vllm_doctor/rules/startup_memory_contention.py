@@ -5,22 +5,37 @@ What it means:
     hold memory, vLLM's request (``utilization x total``) exceeds what is free: "Free memory
     on device (F/T GiB) on startup is less than desired GPU memory utilization (U, R GiB)";
     or free memory changed under vLLM while it profiled ("Error in memory profiling"); or a
-    startup OOM message lists other processes holding the GPU.
+    startup OOM message lists other processes holding the GPU (or shows memory held outside
+    this process that it does not list: a container cannot see other PIDs).
+
+    A second case runs the other way: another vLLM instance (or another stage of vllm-omni)
+    in the same log already holds its share, and this one found no memory left for its KV
+    cache ("Available KV cache memory: 0.0 GiB", "No available memory for the cache
+    blocks"). vLLM sizes the KV cache as utilization x total minus everything in use, the
+    other instance included, so this instance's utilization must cover both shares.
 
 Why it happens:
     A second vLLM or another stage of the same pipeline, a notebook, a training job, the
     desktop, a leftover process; several engines whose utilizations add up to more than 1.
 
-Remedies, in order:
+Remedies, in order (a process holds the memory):
     1. Free the GPU: stop or move the co-tenant processes (``nvidia-smi``).
     2. Or lower ``--gpu-memory-utilization`` to what is free now (the largest value that
        fits is computed from the log: free / total, rounded down).
     3. For several engines on one GPU: split the utilizations so they sum below 1, or
        give each its own GPU.
 
+Remedies, in order (another instance in the log left this one no KV cache memory):
+    1. Size the instances together: this instance's ``--gpu-memory-utilization`` covers the
+       other's share too (the sum of both, when the log prints them).
+    2. Or size this instance's KV cache directly (``--kv-cache-memory-bytes``, vLLM 0.10.2+).
+    3. Or give each instance (each stage) its own GPU, or start them one after another.
+
 What does not help:
-    Raising ``gpu_memory_utilization`` (asks for more of what is not free); lowering
-    ``max_model_len`` (the failure is before any KV sizing).
+    Raising ``gpu_memory_utilization`` when a process holds the memory (asks for more of
+    what is not free); lowering it when another instance left this one no KV cache memory
+    (less of the sum is left); lowering ``max_model_len`` (the failure is before any KV
+    sizing).
 
 Sources:
     vllm/v1/worker/gpu_worker.py init_device; vllm/v1/worker/utils.py request_memory;
