@@ -18,14 +18,14 @@ Why it happens:
     A second vLLM or another stage of the same pipeline, a notebook, a training job, the
     desktop, a leftover process; several engines whose utilizations add up to more than 1.
 
-Remedies, in order (a process holds the memory):
+Remedies, in order:
+    When a process holds the memory:
     1. Free the GPU: stop or move the co-tenant processes (``nvidia-smi``).
     2. Or lower ``--gpu-memory-utilization`` to what is free now (the largest value that
        fits is computed from the log: free / total, rounded down).
     3. For several engines on one GPU: split the utilizations so they sum below 1, or
        give each its own GPU.
-
-Remedies, in order (another instance in the log left this one no KV cache memory):
+    When another instance in the log left this one no KV cache memory:
     1. Size the instances together: this instance's ``--gpu-memory-utilization`` covers the
        other's share too (the sum of both, when the log prints them).
     2. Or size this instance's KV cache directly (``--kv-cache-memory-bytes``, vLLM 0.10.2+).
