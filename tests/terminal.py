@@ -36,9 +36,14 @@ class Pane:
         conf = tmp_path / f"{self.sock}.conf"
         conf.write_text("set -g history-limit 50000\nset -g remain-on-exit on\nset -g status off\n")
         self.tmux = ["tmux", "-L", self.sock, "-f", str(conf)]
-        script = f"unset COLUMNS LINES; cd {shlex.quote(os.getcwd())}; {command}"
+        # The command's exit status is written by the shell that ran it: tmux may mark a pane
+        # dead without ever recording its status (seen under load). bash waits out a Ctrl-C its
+        # child handles (the CLI's interrupted verdict) and goes on to write the status.
+        self.status_file = tmp_path / f"{self.sock}.status"
+        inner = f"unset COLUMNS LINES; cd {shlex.quote(os.getcwd())}; {command}"
+        script = f"bash -c {shlex.quote(inner)}; echo $? > {shlex.quote(str(self.status_file))}"
         subprocess.run(
-            self.tmux + ["new-session", "-d", "-x", str(width), "-y", str(height), "sh", "-c", script],
+            self.tmux + ["new-session", "-d", "-x", str(width), "-y", str(height), "bash", "-c", script],
             check=True,
             env={**os.environ, "TERM": "xterm-256color"},
         )
@@ -69,13 +74,21 @@ class Pane:
             time.sleep(0.2)
 
     def wait_end(self, timeout: float = 90) -> int:
-        """Wait for the command to end; its exit status (minus the signal that killed it; -1 when
-        tmux never says)."""
+        """Wait for the command to end; its exit status as its shell saw it (128 + N for a
+        signal N that killed it); else what tmux recorded (minus the signal; -1 when tmux never
+        says)."""
         deadline = time.monotonic() + timeout
         while self._ask("#{pane_dead}") != "1":
             assert time.monotonic() < deadline, f"the command did not end in {timeout} s:\n{self.screen()}"
             time.sleep(0.2)
-        # tmux may mark the pane dead before it records how its process ended: ask again
+        settle = time.monotonic() + 5
+        while time.monotonic() < settle:  # the shell writes the status as it ends
+            text = self.status_file.read_text().strip() if self.status_file.exists() else ""
+            if text:
+                return int(text)
+            time.sleep(0.05)
+        # no status file (the shell itself was killed): ask tmux, which may mark the pane dead
+        # before it records how its process ended
         settle = time.monotonic() + 5
         while True:
             status, signal = self._ask("#{pane_dead_status}"), self._ask("#{pane_dead_signal}")
