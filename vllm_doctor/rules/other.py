@@ -118,18 +118,27 @@ def _killed_by_signal(run: Run, failures: Sequence[Failure], phase: str) -> Find
         ),
     ]
     why = "a SIGKILL comes from outside the GPU"
-    return finding(
-        RULE,
+    return _finding(
         run,
+        failures,
         phase,
         title,
         facts,
-        failure_evidence(failures, "the kill") + consequence_evidence(run, 2),
+        "the kill",
         rem,
         [f"GPU memory settings (gpu_memory_utilization, max_model_len, max_num_seqs): {why}"],
         confidence="medium",
         forbids=[("gpu_memory_utilization", "lower", why)],
     )
+
+
+def _finding(
+    run: Run, failures: Sequence[Failure], phase: str, title: str, facts, note: str, rem, dont, **kw
+) -> Finding:
+    """A VD900 finding: the failures' first lines as evidence (the first noted ``note``), then up
+    to two consequences; ``kw`` as :func:`~.rule.finding` takes them (``forbids``, ``confidence``)."""
+    evidence = failure_evidence(failures, note) + consequence_evidence(run, 2)
+    return finding(RULE, run, phase, title, facts, evidence, rem, dont, **kw)
 
 
 def _host_memory(run: Run, failures: Sequence[Failure], phase: str) -> Finding:
@@ -195,17 +204,7 @@ def _host_memory(run: Run, failures: Sequence[Failure], phase: str) -> Finding:
     ]
     dont = ["GPU memory settings (gpu_memory_utilization, max_model_len): the GPU is not what ran out"]
     forbids = [("gpu_memory_utilization", "lower", "the GPU is not what ran out")]
-    return finding(
-        RULE,
-        run,
-        phase,
-        title,
-        facts,
-        failure_evidence(failures, "host memory") + consequence_evidence(run, 2),
-        rem,
-        dont,
-        forbids=forbids,
-    )
+    return _finding(run, failures, phase, title, facts, "host memory", rem, dont, forbids=forbids)
 
 
 #: What each form of ``no_device`` (catalog/platform.py) says, for the title.
@@ -281,13 +280,13 @@ def _no_device(run: Run, failures: Sequence[Failure]) -> Finding:
             else None,
         ]
     why = "vLLM never reached a GPU"
-    return finding(
-        RULE,
+    return _finding(
         run,
+        failures,
         "startup",
         title,
         facts,
-        failure_evidence(failures, "no accelerator") + consequence_evidence(run, 2),
+        "no accelerator",
         rem,
         [f"Memory settings (gpu_memory_utilization, max_model_len): {why}"],
         forbids=[("gpu_memory_utilization", "lower", why), ("max_model_len", "lower", why)],
@@ -333,13 +332,13 @@ def _compile_limit(run: Run, failures: Sequence[Failure], phase: str) -> Finding
     ]
     why = f"it sizes the device memory (HBM), not the core's {space}"
     title = f"{phase.capitalize()} failure: XLA ran out of {space} (on-chip scratch memory) compiling the model"
-    return finding(
-        RULE,
+    return _finding(
         run,
+        failures,
         phase,
         title,
         facts,
-        failure_evidence(failures, "the error") + consequence_evidence(run, 2),
+        "the error",
         rem,
         [f"gpu_memory_utilization: {why}"],
         forbids=[("gpu_memory_utilization", "lower", why), ("gpu_memory_utilization", "raise", why)],
@@ -380,13 +379,13 @@ def _hpu_fatal(run: Run, failures: Sequence[Failure], phase: str) -> Finding:
     ]
     why = held or "the failure is not an allocation"
     title = f"{phase.capitalize()} failure: Gaudi software stack fatal error ({module}): {msg[len(module) + 8 :][:90]}"
-    return finding(
-        RULE,
+    return _finding(
         run,
+        failures,
         phase,
         title,
         facts,
-        failure_evidence(failures, "the error") + consequence_evidence(run, 2),
+        "the error",
         rem,
         [f"Memory tuning (gpu_memory_utilization, max_model_len, quantization): {why}"],
         forbids=[("gpu_memory_utilization", "lower", why), ("max_model_len", "lower", why)],
@@ -441,9 +440,10 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List
         else None,
     ]
     title = f"{phase.capitalize()} failure: {name}" + (f": {msg[:100]}" if msg else "")
-    evidence = failure_evidence(failures, "the error") + consequence_evidence(run, 2)
     return [
-        finding(RULE, run, phase, title, facts, evidence, rem, ["Memory tuning: this failure is not about capacity"])
+        _finding(
+            run, failures, phase, title, facts, "the error", rem, ["Memory tuning: this failure is not about capacity"]
+        )
     ]
 
 
