@@ -53,3 +53,19 @@ def pytest_configure(config):
         if not hasattr(thresholds, name):
             raise pytest.UsageError(f"VLLM_DOCTOR_MUTATE: no constant {name}")
         setattr(thresholds, name, float(value))
+
+
+def read_records(lines):
+    """``(envelopes, records)`` of ``lines`` as the pipeline reads them: every line sniffed
+    first (what is learned from the head applies to all), then unwrapped and joined."""
+    from vllm_doctor.envelopes import Envelopes
+    from vllm_doctor.reassemble import Reassembler
+
+    env = Envelopes()
+    for line in lines:
+        env.sniff(line)
+    r = Reassembler()
+    out = []
+    for n, line in enumerate(lines, 1):
+        out += r.feed(env.unwrap("x", n, line))
+    return env, out + r.flush()

@@ -5,7 +5,7 @@ the formats in ``shared/vllm-messages.md`` section 0.
 """
 
 import pytest
-from conftest import FIXTURES
+from conftest import FIXTURES, read_records
 
 from vllm_doctor.envelopes import MAX_RECORD_CHARS, Record, unwrap
 from vllm_doctor.reassemble import MAX_JOINED, SENTENCE_CHAINS, Reassembler, reassemble
@@ -1267,17 +1267,7 @@ def test_a_pasted_elision_continues_nothing(elision):
 
 
 def _read(lines):
-    """Records of ``lines`` as the pipeline reads them: sniffed first, then unwrapped and joined."""
-    from vllm_doctor.envelopes import Envelopes
-
-    env = Envelopes()
-    for line in lines:
-        env.sniff(line)
-    r = Reassembler()
-    out = []
-    for n, line in enumerate(lines, 1):
-        out += r.feed(env.unwrap("x", n, line))
-    return env, out + r.flush()
+    return read_records(lines)
 
 
 _FREE_MEMORY = (

@@ -7,26 +7,18 @@ transformed log must get the bare log's verdict (class, findings, facts, evidenc
 import json
 
 import pytest
-from conftest import fixture_path, load_manifest
+from conftest import fixture_path, load_manifest, read_records
 from test_formats import buildkite_apc, buildkite_raw, essence, log_lines, verdict_of
 
 from vllm_doctor.envelopes import STUB_MAX, Envelopes, table_cells
 from vllm_doctor.numbered import Gutter, has_gutter
-from vllm_doctor.reassemble import Reassembler
 
 ALL = load_manifest()
 
 
 def read(lines):
     """Records of ``lines`` as the pipeline reads them: sniffed first, unwrapped, joined."""
-    env = Envelopes()
-    for line in lines:
-        env.sniff(line)
-    r = Reassembler()
-    out = []
-    for n, line in enumerate(lines, 1):
-        out += r.feed(env.unwrap("x", n, line))
-    return out + r.flush()
+    return read_records(lines)[1]
 
 
 def texts(lines):
