@@ -107,14 +107,16 @@ TRAINER_PATHS = {
 }
 
 
+_TRAINER_NAMES = tuple(TRAINER_PROCESSES)
+
+
 def trainer_of(proc: Optional[str] = None, path: str = "") -> Optional[str]:
     """The RL framework a process name or a frame's file path belongs to (see
     :data:`TRAINER_PROCESSES`, :data:`TRAINER_PATHS`), or None."""
-    if proc:
-        for name, framework in TRAINER_PROCESSES.items():
-            if proc.startswith(name):
+    if proc and proc.startswith(_TRAINER_NAMES):  # one C call for the common case, no trainer
+        return next(fw for name, fw in TRAINER_PROCESSES.items() if proc.startswith(name))
+    if path:
+        for part, framework in TRAINER_PATHS.items():
+            if part in path:
                 return framework
-    for part, framework in TRAINER_PATHS.items():
-        if part in path:
-            return framework
     return None
