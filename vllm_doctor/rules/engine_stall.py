@@ -410,7 +410,7 @@ def _diagnose_remedies(
     if names_work and before_ready:
         named = "compilation and weight/kv cache quantization" if names_quantization else "compilation"
         out.append(
-            c.set_to(
+            c.set_unless_done(
                 "enforce_eager",
                 True,
                 "If a compile or a weight / KV cache quantization is running (a first start, a cold compile cache), "
@@ -418,6 +418,7 @@ def _diagnose_remedies(
                 "restart in eager mode to rule compilation out",
                 f"vLLM's own warning names {named} as the usual long steps; eager mode decodes slower: a step to "
                 "find the cause, not a fix",
+                None,
             )
         )
     out.append(

@@ -368,11 +368,12 @@ def _hpu_fatal(run: Run, failures: Sequence[Failure], phase: str) -> Finding:
             "host",
         ),
         remedy(f"Look up '{msg[:80]}' with your vLLM build, Gaudi software and device"),
-        constraints(run).set_to(
+        constraints(run).set_unless_done(
             "enforce_eager",
             True,
             "Rerun with --enforce-eager to rule out HPU graphs",
             "PT_LAZY is the bridge's lazy-mode graph execution",
+            None,
         )
         if module.endswith("LAZY")
         else None,
@@ -430,11 +431,12 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List
     cuda = name in ("CUDA error", "NCCL error")
     rem = [
         remedy(f"Look up '{name}: {msg[:80]}' for your vLLM, PyTorch and driver versions"),
-        constraints(run).set_to(
+        constraints(run).set_unless_done(
             "enforce_eager",
             True,
             "Rerun with CUDA_LAUNCH_BLOCKING=1 to find the failing kernel; try --enforce-eager to rule out CUDA graphs",
             None,
+            "Rerun with CUDA_LAUNCH_BLOCKING=1 to find the failing kernel (CUDA graphs are already ruled out)",
         )
         if cuda
         else None,

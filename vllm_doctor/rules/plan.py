@@ -248,6 +248,21 @@ class Constraints:
             direction=direction,
         )
 
+    def set_unless_done(
+        self, setting: str, value: Any, action: str, why: Optional[str], done: Optional[str]
+    ) -> Optional[Remedy]:
+        """:meth:`set_to`, unless the log shows ``setting`` already at ``value``: then a remedy
+        with the rule's ``done`` action (no flag: nothing to change) that says what ran, or
+        ``None`` when ``done`` is ``None`` (the step has nothing left to try). A remedy never
+        repeats what the log shows is already done (the house rule; plan.reconcile would strip
+        the flag, but the action would still tell the operator to do it)."""
+        now = self.in_force(setting)
+        if now.known and now.low == value:
+            if done is None:
+                return None
+            return Remedy(order=0, action=done, why=f"{setting} is already {now.why}")
+        return self.set_to(setting, value, action, why)
+
     @staticmethod
     def unset(setting: str, direction: str, action: str, why: Optional[str]) -> Remedy:
         """A remedy about ``setting`` that carries no number (``why`` says what is missing)."""
