@@ -117,7 +117,21 @@ def markdown_table(lines):
     return out, where
 
 
-@pytest.mark.parametrize("case", ALL, ids=[c["file"] for c in ALL])
+#: Logs whose bare verdict is itself wrong (tests/test_corpus.py) and differs in a table.
+KNOWN_WRONG_IN_A_TABLE = {"u02-qwen-jupyter-v0-cache-engine-allocate-kv-oom-642mib-two-processes-cut.log"}
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        pytest.param(
+            c,
+            id=c["file"],
+            marks=[pytest.mark.xfail(strict=True, reason="known wrong")] if c["file"] in KNOWN_WRONG_IN_A_TABLE else [],
+        )
+        for c in ALL
+    ],
+)
 def test_a_log_pasted_into_a_table_gets_the_bare_verdict(case):
     path = fixture_path(case["file"])
     if _joins(case):

@@ -315,6 +315,27 @@ KNOWN_WRONG_WRAPPED: set = {
     # p26: Xinference's own log lines around vLLM's under journald's JSON: the evidence of the
     # runtime OOM gains a line (the consequence is read as part of the record it follows).
     ("p26-dify-xinference-v0-qwen25vl-32b-runtime-oom-model-actor-out-of-memory.log", "journald_json"),
+    # -- hunt7/hunt8 (imported at 9a8decf): being fixed as kinds --
+    # u02's bare verdict is itself wrong (KNOWN_WRONG_CLASS); under these wrappers it differs.
+    *(
+        ("u02-qwen-jupyter-v0-cache-engine-allocate-kv-oom-642mib-two-processes-cut.log", w)
+        for w in ("harness", "loki_default", "cloudwatch_tail")
+    ),
+    # q16: a stats line hard-wrapped inside prose; per-line prefixes break the join.
+    *(
+        ("q16-2023-prose-hang-stats-hard-wrapped-pending-20-kv-98p7pct.log", w)
+        for w in ("stern", "stern_timestamps", "launcher", "cloudwatch_launcher", "cloudwatch_tail")
+    ),
+    # q28: Neuron's runtime lines under an application logger's or vLLM's JSON envelope.
+    *(
+        ("q28-neuron-v0-transformers-neuronx-parallel-to-nc-nrt-tensor-allocate-allocation-failure.log", w)
+        for w in ("app_logging", "vllm_json")
+    ),
+}
+
+#: Logs whose verdict differs under CloudWatch's pretty-printed JSON export (being fixed).
+KNOWN_WRONG_CLOUDWATCH_PRETTY = {
+    "q06-v1-docker-two-tinyllama-same-l40s-0p2-each-no-available-memory.log",
 }
 
 
@@ -471,7 +492,19 @@ def test_a_grepped_or_numbered_paste_gets_the_bare_class(case, prefix):
     assert verdict_of(data).primary_class == verdict_of(path.read_bytes()).primary_class
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c["file"] for c in CASES])
+@pytest.mark.parametrize(
+    "case",
+    [
+        pytest.param(
+            c,
+            id=c["file"],
+            marks=[pytest.mark.xfail(strict=True, reason="known wrong")]
+            if c["file"] in KNOWN_WRONG_CLOUDWATCH_PRETTY
+            else [],
+        )
+        for c in CASES
+    ],
+)
 def test_cloudwatch_pretty_json_gets_the_bare_verdict(case):
     path = fixture_path(case["file"])
     text, where = cloudwatch_pretty(log_lines(path))
