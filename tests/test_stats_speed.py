@@ -169,3 +169,42 @@ def test_stats_lines_with_a_value_changed_give_the_same_events_either_way(line, 
         line = line[:at] + value + line[at:]
     with pytest.MonkeyPatch.context() as mp:
         same(line, mp)
+
+
+def _verdict(path, use_fast):
+    from conftest import comparable
+
+    from vllm_doctor.pipeline import diagnose_input
+    from vllm_doctor.sources import Source
+
+    with pytest.MonkeyPatch.context() as mp:
+        if not use_fast:
+            mp.setattr(fast, "read", lambda text, rec, selected: None)
+        with open(path, "rb") as fh:
+            return comparable(diagnose_input(Source(str(path), fh)))
+
+
+def test_the_verdicts_are_those_of_the_general_way_on_corpus_logs_with_stats_lines():
+    from conftest import fixture_path, load_manifest
+
+    n = 0
+    for case in load_manifest():
+        path = fixture_path(case["file"])
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            if "Avg prompt throughput" not in fh.read():
+                continue
+        assert _verdict(path, True) == _verdict(path, False), case["file"]
+        n += 1
+    assert n >= 20
+
+
+def test_the_verdict_of_a_generated_busy_log_is_that_of_the_general_way(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    bench = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "generate.py")
+    log = tmp_path / "busy.log"
+    subprocess.run([sys.executable, bench, str(log), "2"], check=True)
+    want = _verdict(log, False)
+    assert want["primary_class"] == "runtime_oom" and _verdict(log, True) == want
