@@ -12,7 +12,9 @@ only those patterns, each under a timeout (the ``regex`` module's), so no line c
 make matching hang. It reads the record as :func:`~vllm_doctor.catalog.normalise.join_arg_tuples`
 gives it (an exception raised with several arguments prints their tuple repr: joined back into
 one message), and a message the end of the record cut short still counts once its distinctive
-part is there (:meth:`Pattern.cut_match`), with the values printed before the cut. :data:`ANCHORS` is the full literal set: anything the tool can
+part is there (:meth:`Pattern.cut_match`), with the values printed before the cut. The periodic
+stats line, the bulk of a busy log's candidates, is read by one anchored expression when its
+anchors select the two stats patterns alone (:mod:`vllm_doctor.catalog.fast`: the same events). :data:`ANCHORS` is the full literal set: anything the tool can
 recognise contains one of them, which is what a block pre-filter may rely on.
 """
 
@@ -22,7 +24,21 @@ from typing import Dict, FrozenSet, List, Sequence, Tuple
 
 from ..events import Event
 from ..record import Record
-from . import checks, config, errors, host_memory, kv_cache, oom, platform, requests, scheduler, stalls, startup, timing
+from . import (
+    checks,
+    config,
+    errors,
+    fast,
+    host_memory,
+    kv_cache,
+    oom,
+    platform,
+    requests,
+    scheduler,
+    stalls,
+    startup,
+    timing,
+)
 from .normalise import join_arg_tuples
 from .pattern import (  # noqa: F401 - the catalog's public names
     FLOAT_FIELDS,
@@ -247,7 +263,12 @@ class Catalog:
             # Request logging prints whole prompts: nothing inside them is a server message.
             return events
         text = join_arg_tuples(text)  # an exception raised with several arguments: one message
-        for _, p in _anchors_in(text):
+        selected = _anchors_in(text)
+        if len(selected) == 2:
+            stats = fast.read(text, rec, selected)  # the periodic stats line: one anchored match
+            if stats is not None:
+                return [stats]
+        for _, p in selected:
             try:
                 m = p.compiled().search(text, timeout=TIMEOUT)
                 if m is None:
