@@ -298,34 +298,18 @@ def wrapped(path, wrap):
 #: New real logs (issue 10 probe h001-h040) whose verdict still changes under one wrapper.
 #: Empty since round 3 (h002's launcher prefix under stern / a launcher / aws logs tail, h008's
 #: cut ERROR record under an application formatter, h032's stern prefix glued into frame
-#: names). Strict: a pair listed here that starts passing fails until it is taken off.
+#: names) and again since round 7 (n17's quote inside journald's JSON, m07's prefix over a
+#: paste with no vLLM record, p26's Xinference record prefix; tests/test_envelopes_wrappers4.py).
+#: Strict: a pair listed here that starts passing fails until it is taken off.
 KNOWN_WRONG_WRAPPED: set = {
-    # A quoted paste (the '▎' bar) inside journald's JSON: the hand-wrapped KV error's rest
-    # lines are not joined under that envelope (the other JSON envelopes join them).
-    ("n17-dgx-spark-v029-blockquote-bar-kv-23p25-needed-22p5-available.log", "journald_json"),
-    # m07 is PR prose around an indented, word-wrapped OOM fragment and holds no vLLM record:
-    # a per-line prefix (stern, a launcher's) cannot be learned without one, so every line
-    # keeps it and nothing joins; logcli's text output and aws logs tail trim the indentation,
-    # and "GiB of" / "which 120.88 MiB is free" is then joined as a word cut ("ofwhich"), so
-    # the free memory is lost. The bare log reads the block since the indented-block join.
-    *(
-        ("m07-pr-indented-hard-wrapped-capture-oom-136mib-22p36gib-5090-laptop.log", w)
-        for w in ("stern", "stern_timestamps", "launcher", "cloudwatch_launcher", "cloudwatch_tail")
-    ),
-    # p26: Xinference's own log lines around vLLM's under journald's JSON: the evidence of the
-    # runtime OOM gains a line (the consequence is read as part of the record it follows).
-    ("p26-dify-xinference-v0-qwen25vl-32b-runtime-oom-model-actor-out-of-memory.log", "journald_json"),
     # -- hunt7/hunt8 (imported at 9a8decf): being fixed as kinds --
     # u02's bare verdict is itself wrong (KNOWN_WRONG_CLASS); under these wrappers it differs.
     *(
         ("u02-qwen-jupyter-v0-cache-engine-allocate-kv-oom-642mib-two-processes-cut.log", w)
-        for w in ("harness", "loki_default", "cloudwatch_tail")
+        for w in ("harness", "loki_default")
     ),
-    # q16: a stats line hard-wrapped inside prose; per-line prefixes break the join.
-    *(
-        ("q16-2023-prose-hang-stats-hard-wrapped-pending-20-kv-98p7pct.log", w)
-        for w in ("stern", "stern_timestamps", "launcher", "cloudwatch_launcher", "cloudwatch_tail")
-    ),
+    # q16: a stats line hard-wrapped inside prose; aws logs tail trims the indentation.
+    ("q16-2023-prose-hang-stats-hard-wrapped-pending-20-kv-98p7pct.log", "cloudwatch_tail"),
     # q28: Neuron's runtime lines under an application logger's or vLLM's JSON envelope.
     *(
         ("q28-neuron-v0-transformers-neuronx-parallel-to-nc-nrt-tensor-allocate-allocation-failure.log", w)
@@ -393,13 +377,10 @@ def indented(line):
     return "    " + line if line else line
 
 
-#: Escaped pastes whose verdict still differs from the bare log's (round 5 fixtures, left):
-#: m01's Ascend config line loses max_model_len when Markdown-escaped; m09's two instances
-#: (a '[mineru] ' prefix with caret-notation ANSI codes) are split differently once escaped.
-KNOWN_WRONG_ESCAPED = {
-    ("m01-ascend-vnpu-32gb-weights-27p5-kv-negative-0p87.log", "markdown"),
-    ("m09-ascend-pod-prefix-literal-ansi-two-instances-available-memory-0.log", "markdown"),
-}
+#: Escaped pastes whose verdict still differs from the bare log's. Empty since round 7 (m01's
+#: only marks were backticks and line-start dashes; m09's caret colour codes were escaped
+#: too: tests/test_envelopes_wrappers4.py).
+KNOWN_WRONG_ESCAPED: set = set()
 
 
 def _escaped_cases():
@@ -432,21 +413,11 @@ def hard_wrapped(width):
     return wrap
 
 
-#: (log, width) pairs whose class still changes when hard-wrapped: t016 is hand-wrapped at
-#: 140 already (a second wrap cuts its frames' source lines); h008/h009 cut a caret line
-#: under a frame at 80; h036 is a 7-line excerpt with one wrapped line, too few to learn the
-#: width from. Strict: a pair that starts passing fails until it is taken off.
-KNOWN_WRONG_HARD_WRAP = {
-    ("t016-deepgemm-warmup-oom-hard-wrapped-140-columns.log", 80),
-    ("h008-ray-l40s-v0-cudagraph-capture-then-worker-error-repeated-30x.log", 80),
-    ("h009-v0-gemma2-9b-8xl4-capture-end-two-excerpts.log", 80),
-    ("t016-deepgemm-warmup-oom-hard-wrapped-140-columns.log", 120),
-    ("h036-v100-fork-awq-quantization-scheme-tuple-repr-prose-and-command.log", 120),
-    ("h036-v100-fork-awq-quantization-scheme-tuple-repr-prose-and-command.log", 200),
-    # m03 (round 5): an Ascend KV-tensor OOM at 80 columns reads as a runtime OOM: the wrapped
-    # allocate-KV frame no longer places it in KV sizing.
-    ("m03-ascend-v013-qwen3-next-80b-tp-allocate-kv-tensors-npu-oom-2p57gib.log", 80),
-}
+#: (log, width) pairs whose class still changes when hard-wrapped. Empty since round 7 (a copy
+#: wrapped twice, t016; a cut inside vLLM's record prefix, h008/h009/m03; one cut before a
+#: space or after "label: ", h036; tests/test_envelopes_wrappers4.py). Strict: a pair that
+#: starts passing fails until it is taken off.
+KNOWN_WRONG_HARD_WRAP: set = set()
 
 
 def _hard_wrap_cases():

@@ -101,10 +101,17 @@ _ANSI = regex.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[\]_][^\x07\x1b]*(?:\x07|\x1b
 # The same pasted in caret notation (``cat -v``, editors, web pages): ESC shown as "^[".
 _CARET_ANSI = regex.compile(r"\^\[\[[0-9;?]*[A-Za-z]|\^\[[\]_][^\x07^]*(?:\x07|\^G|\^\[\\)?")
 # Vertical borders of a TUI pane (k9s, lazydocker, tmux copy of a boxed pane).
+#: C0 control characters a copy can leave inside a line (NUL padding from a truncated or
+#: pre-allocated file, a terminal's bell or backspace, a stray ESC once ANSI codes are gone):
+#: no message holds them, so they are removed before anything reads the line. Tab, line feed
+#: and carriage return are kept (white space; CR separates progress-bar updates).
+_CONTROLS = regex.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]+")
+
 _FRAME_CHARS = frozenset("│┃║")
 #: What a quoted paste starts each line with: Markdown's ``>``, or the bar a rendered quote
 #: is copied with (U+258E, U+258F, U+258D, U+258C left blocks).
 _QUOTE_MARKS = frozenset(">▎▏▍▌")
+_PASTE_FIRST = _FRAME_CHARS | _QUOTE_MARKS
 
 # Outer wrappers: at most one applies; each is tried only if its first-character test holds.
 _JOURNALD_SHORT = regex.compile(
@@ -200,14 +207,15 @@ _UVICORN = regex.compile(r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL):\s+")
 
 # An application's own record prefix after its time stamp (Python logging layouts):
 # "- name - LEVEL - ", "LEVEL pid [file.py:N] ", "LEVEL     [file.py:N] ", "ERR file.py:N -- ",
-# "LEVEL | mod:func:N - ", "[    INFO]: ", and a launcher's "[Level] (Component) " (Lemonade's
+# "LEVEL | mod:func:N - ", "[    INFO]: ", "name pid LEVEL    " (Xinference's "%(name)s
+# %(process)d %(levelname)-8s", p26), and a launcher's "[Level] (Component) " (Lemonade's
 # "2026-05-08 11:50:14.752 [Error] (Process) ", h002: the level word capitalised, in brackets,
 # then the part of the launcher that logged; a vLLM process name there is vLLM's prefix).
 _LEVEL = r"(?:DEBUG|INFO|WARNING|WARN|ERROR|ERR|CRITICAL|FATAL|TRACE|NOTICE)"
 _WORD_LEVEL = r"(?:Debug|Info|Information|Warning|Warn|Error|Critical|Fatal|Trace|Notice|Verbose)"
 _FOREIGN = regex.compile(
     # Space runs are bounded (padding is short): a hostile line of spaces cannot backtrack long.
-    r"(?:[-|] {1,16})?(?:[A-Za-z_][\w.]{0,127} {1,16}[-|] {1,16})?"
+    r"(?:[-|] {1,16})?(?:[A-Za-z_][\w.]{0,127} {1,16}(?:[-|]|(?P<lpid>[0-9]{1,10})) {1,16})?"
     rf"(?:\[? {{0,8}}(?P<level>{_LEVEL}) {{0,8}}?\]?:?|\[(?P<word_level>{_WORD_LEVEL})\]"
     r"(?: \((?!(?:raylet|gcs_server|dashboard|APIServer|EngineCore(?:_DP[0-9]+)?)\))[A-Za-z][\w.-]{0,63}\))?)"
     r"(?: {1,16}(?:[-|] {1,16})?(?P<pid>[0-9]+)(?= ))?"
@@ -402,6 +410,7 @@ class Envelopes:
                 cut = self._wrapper_cut(t)
                 if cut is None:
                     break
+                self.learners[depth].cut_common(cut, t)
                 prefix = t[:cut]
             rest = t[len(prefix) :]
             t = _known_layers(rec, rest, self)[0]
@@ -519,6 +528,9 @@ def _clean(s: str, markdown: bool = False) -> str:
     ``markdown``: the input is known to be Markdown-escaped)."""
     if s[:1] == "\ufeff":
         s = s[1:]
+    if "\\" in s or "&" in s:
+        # First: an editor escapes the colour codes too (a caret code saved as ^\\[\\[0;36m, m09).
+        s = unescape(s, markdown)
     if "\x1b" in s:
         s = _ANSI.sub("", s)
     if "^" in s:
@@ -526,8 +538,6 @@ def _clean(s: str, markdown: bool = False) -> str:
             s = _CARET_ANSI.sub("", s)
         while s.endswith("^M"):
             s = s[:-2]
-    if "\\" in s or "&" in s:
-        s = unescape(s, markdown)
     return s
 
 
@@ -672,6 +682,20 @@ def _inner(rec: Record, s: str) -> str:
     return s
 
 
+def mend_header(rec: Record) -> None:
+    """Peel vLLM's record prefix off ``rec`` when its text starts with one only now: a hard
+    wrap cut the line inside the prefix (``... multiproc_worker_utils.py:226`` / ``]   File
+    ...``, h009 at 80 columns) and :mod:`vllm_doctor.reassemble` joined the rest back on.
+    Its level, time and file become the record's, as if the line had never been cut."""
+    if rec.vllm_header or rec.text[:1] not in "DIWEC":
+        return
+    m = _VLLM_HEADER.match(rec.text)
+    if m is not None:
+        rec.level, rec.time = m["level"], f"{m['date']} {m['time']}"
+        rec.file, rec.vllm_header = m["file"], True
+        rec.text = rec.text[m.end() :]
+
+
 def _app_header(rec: Record, s: str) -> Optional[Tuple[str, str]]:
     """``(what follows, its level)`` for an application's own record prefix at the start of
     ``s`` (the part of its line after the time stamp; see the module docstring), or None
@@ -686,7 +710,7 @@ def _app_header(rec: Record, s: str) -> Optional[Tuple[str, str]]:
     if m is None:
         return None
     level = m["level"] or m["word_level"]
-    pid = _num(m["pid"])
+    pid = _num(m["pid"] or m["lpid"])
     if pid is not None and rec.pid is None:  # vLLM's process prefix, when there is one, says it first
         rec.pid = pid
         rec.pids.append(pid)
@@ -751,11 +775,11 @@ def _strip_trailing_location(rec: Record, s: str) -> str:
     return s
 
 
-def _outer_stage(rec: Record, s: str, env: Envelopes) -> str:
-    """Paste borders, Markdown quotes and one outer wrapper (steps 1-3 of the module
-    docstring, after :func:`_clean`); what is left for the inner prefixes."""
-    c = s[:1]
-    if c in _FRAME_CHARS:
+def _paste_marks(rec: Record, s: str) -> str:
+    """A TUI pane's border and Markdown quote marks (step 1 of the module docstring) off
+    ``s``: paste damage, peeled wherever the pasted text ends up, inside journald's JSON
+    ``MESSAGE`` too (n17: a quoted paste a service logged)."""
+    if s[:1] in _FRAME_CHARS:
         inner = _unframe(s)
         if len(s) - len(inner) > 4 and rec.line_len:
             # Padded to the pane's width: the line ended before the edge, so it was not cut
@@ -763,13 +787,20 @@ def _outer_stage(rec: Record, s: str, env: Envelopes) -> str:
             rec.line_len = len(inner)
         s = inner
         rec.wrapper = "frame"
-        c = s[:1]
-    if c in _QUOTE_MARKS:
+    if s[:1] in _QUOTE_MARKS:
         # Markdown's quote, or the bar a rendered quote is copied with (Slack, GitHub, chat
         # clients: hunt4 h17)
         while s[:1] in _QUOTE_MARKS and s:
             s = s[2:] if s[1:2] == " " else s[1:]
             rec.wrapper = "quote"
+    return s
+
+
+def _outer_stage(rec: Record, s: str, env: Envelopes) -> str:
+    """Paste borders, Markdown quotes and one outer wrapper (steps 1-3 of the module
+    docstring, after :func:`_clean`); what is left for the inner prefixes."""
+    if s[:1] in _PASTE_FIRST:
+        s = _paste_marks(rec, s)
     allowed = env.allowed
     before, kept = s, rec.wrapper
     s = _outer(rec, s, env)
@@ -857,9 +888,10 @@ def _known_layers(rec: Record, s: str, env: Envelopes, learned: bool = False) ->
     return s, app
 
 
-def _peel(source: str, lineno: int, s: str, env: Envelopes, outer: bool = True) -> Record:
+def _peel(source: str, lineno: int, s: str, env: Envelopes, outer: bool = True, paste: bool = False) -> Record:
     """One record's worth of ``s``: every wrapper and prefix peeled (module docstring, steps
-    1-6); ``line_len`` is the length of ``s``."""
+    1-6); ``line_len`` is the length of ``s``. Without ``outer``, ``paste`` still peels a
+    paste's marks (:func:`_paste_marks`: a line inside a JSON envelope, not a glued piece)."""
     rec = Record(source=source, lineno=lineno, text="", raw=s, line_len=len(s))
     app = False
     # A blank record under a wrapper leaves only the wrapper, and trailing white space is
@@ -873,6 +905,8 @@ def _peel(source: str, lineno: int, s: str, env: Envelopes, outer: bool = True) 
         if env.allowed is None and (env.sigs or rec.wrapper not in (None, "quote", "frame")):
             s, beneath = _known_layers(rec, s, env, learned=True)
             app = app or beneath
+    elif paste and s[:1] in _PASTE_FIRST:
+        s = _paste_marks(rec, s)
     s = _inner(rec, s).rstrip()
     own = False
     if rec.proc is not None and not rec.vllm_header and s[:1] in _TIME_FIRST and s:
@@ -948,6 +982,8 @@ def _unwrap(source: str, lineno: int, line: str, env: Envelopes, outer: bool, de
         s = s[:MAX_RECORD_CHARS]
     if "\x1b" in s or "^" in s or "\\" in s or "&" in s:
         s = _clean(s, env.markdown)
+    if not s.isprintable():  # one C-level scan; false for tabs and controls (and NBSP, ZWSP)
+        s = _CONTROLS.sub("", s)
     if "\r" in s:
         # Carriage returns separate progress-bar updates, a record written after a bar, or
         # whole lines (old CR-only line endings): each piece is read as a line of its own.
@@ -964,7 +1000,7 @@ def _unwrap(source: str, lineno: int, line: str, env: Envelopes, outer: bool, de
     stripped = s.rstrip()
     trailing = len(stripped) != len(s)
     s = stripped
-    first = _peel(source, lineno, s, env, outer=outer)
+    first = _peel(source, lineno, s, env, outer=outer, paste=not outer)
     first.trailing_space = trailing
     if env.wrap_width is not None and first.line_len >= env.wrap_width - 1:
         first.at_width = True  # read by vllm_doctor.reassemble: the rest follows on the next line

@@ -30,8 +30,10 @@ import html
 import regex
 
 #: A Markdown escape that real log text does not hold: a backslash before a bracket, an
-#: underscore or an asterisk (the characters of vLLM's record prefix and setting names).
-_MARKDOWN_MARK = regex.compile(r"\\[\[\]_*]")
+#: underscore, an asterisk (the characters of vLLM's record prefix and setting names) or a
+#: backtick (a code fence saved as ``\\`\\`\\```, m01), or before a heading's, list's or
+#: quote's mark at the start of a line (``\\## Current Error``, ``\\--max-model-len``).
+_MARKDOWN_MARK = regex.compile(r"\\[\[\]_*`]|^[ \t]*\\[#>+-]")
 #: Every backslash escape CommonMark defines, but for the double quote and the backslash
 #: (JSON and Python reprs inside a log use ``\"`` and ``\\``; a Markdown editor leaves both).
 _PUNCTUATION = r"!#$%&'()*+,\-./:;<=>?@\[\]^_`{|}~"
@@ -42,11 +44,26 @@ _MARKDOWN_ESCAPE_ALL = regex.compile(r"\\([" + _PUNCTUATION + r"\\])")
 _HTML_ENTITY = regex.compile(r"&(?:lt|gt|amp|quot|apos|nbsp|#[0-9]{1,6}|#[xX][0-9a-fA-F]{1,5});")
 
 #: Bytes in an input's first lines that say it was escaped (see :func:`looks_escaped`).
-_HEAD_MARKS = (b"\\[", b"\\]", b"\\_", b"&lt;", b"&gt;", b"&quot;", b"&#39;", b"&#x27;", b"&amp;")
+_HEAD_MARKS = (
+    b"\\[",
+    b"\\]",
+    b"\\_",
+    b"\\`",
+    b"\n\\#",
+    b"\n\\-",
+    b"&lt;",
+    b"&gt;",
+    b"&quot;",
+    b"&#39;",
+    b"&#x27;",
+    b"&amp;",
+)
 
 
 def has_markdown_escape(s: str) -> bool:
-    """True when ``s`` holds a backslash before a bracket, an underscore or an asterisk."""
+    """True when ``s`` holds one of :data:`_MARKDOWN_MARK`'s escapes (a backslash before a
+    bracket, an underscore, an asterisk or a backtick; before ``#``, ``>``, ``+``, ``-`` first
+    on the line)."""
     return "\\" in s and _MARKDOWN_MARK.search(s) is not None
 
 

@@ -15,8 +15,11 @@ from __future__ import annotations
 from collections import Counter
 from typing import Dict, FrozenSet, Iterable, Optional
 
+import regex
+
 from .escapes import looks_escaped
 from .numbered import has_gutter
+from .sources import sniff_wide
 
 #: Format name -> the outer wrappers it allows (None: all). Markdown quotes and TUI pane
 #: borders (paste damage) are always peeled.
@@ -107,8 +110,10 @@ def reads_every_line(head: bytes) -> bool:
     interrupts must stay joinable.
 
     Looked for per line among the first :data:`HEAD_LINES` lines, so a byte-order mark or
-    a header line (a shell prompt, ``-- Logs begin at ...``) in front does not hide them."""
-    if looks_escaped(head[:65536]) or has_gutter(head[:65536]):
+    a header line (a shell prompt, ``-- Logs begin at ...``) in front does not hide them.
+    So is a copy with control characters inside its lines (:func:`has_controls`): a NUL in
+    ``out\\0 of memory`` splits the literal the pre-filter looks for."""
+    if looks_escaped(head[:65536]) or has_gutter(head[:65536]) or has_controls(head[:65536]):
         return True
     for line in head[:65536].split(b"\n")[:HEAD_LINES]:
         s = line.lstrip(b"\xef\xbb\xbf \t\r")
@@ -121,6 +126,23 @@ def reads_every_line(head: bytes) -> bool:
         if any(k in s for k in _ENVELOPE_KEYS):
             return True
     return hard_wrapped(head)
+
+
+#: C0 control bytes no log line holds (tab, LF, CR and ESC are not among them: ESC starts
+#: ANSI colour codes, which the pre-filter's literals never span).
+_CONTROL_BYTES = regex.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f]")
+_WIDE_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+
+def has_controls(head: bytes) -> bool:
+    """True when an input's first bytes hold a C0 control character inside its text (a NUL
+    from a truncated or pre-allocated file, a bell, a backspace): the reader removes them
+    from each line (:data:`vllm_doctor.envelopes._CONTROLS`), the pre-filter, which looks
+    for literals in raw bytes, cannot. UTF-16 and UTF-32 text (every other byte NUL, with a
+    BOM or without: :func:`vllm_doctor.sources.sniff_wide`) is no such copy."""
+    if _CONTROL_BYTES.search(head) is None:
+        return False
+    return not (head.startswith(_WIDE_BOMS) or (b"\0" in head and sniff_wide(head) is not None))
 
 
 def hard_wrapped(head: bytes, lines: int = 200) -> bool:

@@ -53,7 +53,7 @@ from typing import Iterable, Iterator, List, Optional
 
 import regex
 
-from .envelopes import INDENT_MIN, MAX_RECORD_CHARS, NEW_THING, could_be_rest, source_key
+from .envelopes import INDENT_MIN, MAX_RECORD_CHARS, NEW_THING, could_be_rest, mend_header, source_key
 from .record import Record
 
 WRAP_MIN_WIDTH = 60
@@ -132,7 +132,16 @@ def _word_and_number(prev: str, text: str) -> bool:
     round: a word and a number are separate tokens ("you requested" / "131134 tokens", p16;
     "with 1024" / "dummy requests", t006), so a wrap between them lost a space."""
     last, first = prev[-1:], text[:1]
-    return (last.isalpha() and first.isdigit()) or (last.isdigit() and first.isalpha())
+    if not ((last.isalpha() and first.isdigit()) or (last.isdigit() and first.isalpha())):
+        return False
+    # A token that mixes letters and digits (a hash, a UUID, a path: "...-b5f1-975" /
+    # "f27b82372", h009 at 80 columns) was cut inside itself: it gets no space.
+    return not (_mixed(prev[prev.rfind(" ", max(0, len(prev) - 256)) + 1 :]) or _mixed(text[:256].split(" ", 1)[0]))
+
+
+def _mixed(token: str) -> bool:
+    """True when ``token`` holds both a letter and a digit."""
+    return any(c.isdigit() for c in token) and any(c.isalpha() for c in token)
 
 
 def _cut_separator(prev: Record, text: str) -> str:
@@ -188,6 +197,28 @@ def _across_blank(prev: Record, cur: Record, block: int = 0) -> Optional[str]:
     return None
 
 
+#: A message that is only a dotted module path (``torch.``, ``vllm.engine.``: lower case, as
+#: Python's modules are named): the start of an exception line cut after a dot.
+_CUT_MODULE = regex.compile(r"(?:[a-z_][a-z0-9_]{0,63}\.){1,8}")
+
+
+def _cut_before_rest(prev: Record, text: str) -> bool:
+    """True when ``prev`` (a long line) was cut where its message cannot stand alone, so
+    ``text`` is its rest though it looks like a new exception line: the message is only a
+    dotted module path and ``text`` goes on with a name (t016 at 80 columns: ``torch.`` /
+    ``OutOfMemoryError: CUDA out of memory. ...``), an exception's name (capitalised). Python
+    never prints a module path alone; a message ("Done.") is no module path."""
+    return text[0].isupper() and _CUT_MODULE.fullmatch(prev.text) is not None
+
+
+def _cut_at_space(prev: str, text: str) -> bool:
+    """True when ``text`` is the rest of ``prev`` cut just before a space, in a sentence:
+    ``text`` is one space and a word (h036 at 120 columns: ``... is not`` / `` supported for
+    ...``; h017 at 200 then 120: ``... GiB).`` / `` Decrease GPU ...``). Nothing indents by one space: Python's
+    frames take two and their source lines four, Markdown's lists and quotes a mark."""
+    return text[1:2].isalnum() and prev[-1:].strip() != ""
+
+
 def _continues(prev: Record, cur: Record, block: int = 0) -> Optional[str]:
     """Return the separator to join ``cur`` onto ``prev`` with, or None if it is no continuation
     (``block``: see :func:`_indented_rest`)."""
@@ -206,20 +237,31 @@ def _continues(prev: Record, cur: Record, block: int = 0) -> Optional[str]:
         return None  # a paste's '...' says lines were left out: it continues nothing
     if shell_continued(prev.text) and text.strip():
         return " "
+    if prev.at_width and not prev.text and prev.vllm_header and text:
+        return ""  # the line held vLLM's record prefix only and filled the width: its message follows
     if prev.at_width and could_be_rest(text) and not _same_lead(prev.text, text):
         # The line filled the width the input was wrapped at: this is its rest, cut at that
         # column exactly. A cut before a space keeps the space ("cuda:0" + " (111.99/..."); a
         # line one short lost the space it ended with to a trim (envelopes marks it trailing).
         return _cut_separator(prev, text)
+    if prev.line_len >= WRAP_MIN_WIDTH and text and prev.text[-1:] == "." and _cut_before_rest(prev, text):
+        return ""
     if text[:1] == " " and _indented_rest(prev, text, block):
         return " "
+    if text[:1] == " " and prev.line_len >= WRAP_MIN_WIDTH and _cut_at_space(prev.text, text):
+        return ""  # the space is the rest's own
     if not text or text[0].isspace() or NEW_THING.match(text) or _same_lead(prev.text, text):
         return None
     mid_word = text[0] in _MID_WORD_START
     last = prev.text[-1:]
     # After a comma or a full stop the next line starts a new clause, not the rest of a word.
     sep = " " if prev.trailing_space or last in ",.;:" else ""
-    if prev.line_len >= WRAP_MIN_WIDTH and (mid_word or (last == "," and text[0].isdigit())):
+    # A number after a label whose space the cut kept ("Current capability: " / "70.')", h036):
+    # a line of its own never ends in ": ".
+    clause = text[0].isdigit() and (last == "," or (last == ":" and prev.trailing_space))
+    if prev.line_len >= WRAP_MIN_WIDTH and last == "." and text[0].isdigit() and prev.text[-2:-1].isdigit():
+        return ""  # a decimal number cut after its point ("(0.41/79." / "18 GiB) on startup", h017)
+    if prev.line_len >= WRAP_MIN_WIDTH and (mid_word or clause):
         # A number and a word are separate tokens: "... with 1024" / "dummy requests". (A rest
         # longer than its line says nothing: r047's one cut at 183 columns has a rest of 274.)
         return " " if _word_and_number(prev.text, text) else sep
@@ -263,13 +305,22 @@ class Reassembler:
                 self._blank = False
                 if sep is not None:
                     text = rec.text
+                    if not held.text and held.vllm_header and text[:1] == " ":
+                        text = text[1:]  # the record prefix's separator, cut off with the message
                     if sep == " " and text[:1] == " " and (self._block or held.text[:1] == " "):
                         # an indented block's wrapped line: text, not a source line
                         self._block = self._block or _indent(held.text)
                         held.text, text = held.text.lstrip(" "), text.lstrip(" ")
                     held.text = (held.text + sep + text)[:MAX_RECORD_CHARS]
                     held.continued += 1
-                    held.line_len, held.trailing_space, held.at_width = rec.line_len, rec.trailing_space, rec.at_width
+                    # The rest of a cut line (at the input's width, or glued on inside a word):
+                    # the line it was cut from is as long as both pieces (a copy wrapped twice or
+                    # more, t016: a terminal's 136 columns, then 120, then 72; the old cut's rest
+                    # follows the new one's).
+                    held.line_len = held.line_len + rec.line_len if held.at_width or not sep else rec.line_len
+                    held.trailing_space, held.at_width = rec.trailing_space, rec.at_width
+                    if not held.vllm_header:
+                        mend_header(held)  # the wrap cut the line inside vLLM's record prefix
                     continue
                 out.append(held)
             self._held, self._block = rec, 0

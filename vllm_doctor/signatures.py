@@ -28,6 +28,15 @@ in white space right before the anchor (glued progress bars end in ``]``), is at
 and repeats (or, in an excerpt too short to repeat it, is on every line).
 ``tests/test_signatures.py`` checks that no corpus log learns anything.
 
+A paste that holds no anchor at all (prose around an indented, word-wrapped message
+fragment, m07) still shows a wrapper by repeating it: when every one of at least
+:data:`UNANCHORED_MIN_LINES` first lines starts with the same tokens (digit runs aside),
+none of those lines starts with an anchor, strong or weak, the lines do not all end there,
+and the tokens look like a wrapper (one holds a digit or punctuation: ``pod-7d9f
+container``, ``job-42/step 3 |``, a stream name; never a word that happens to begin every
+line), they are learned too, as the only signature of that layer. The message after them
+keeps its own indentation (exactly one separator is taken).
+
 A signature of one or two name-like tokens and no level or time (``<pod> <container>``,
 ``<stream>``) names where the line came from: its values become the record's source key.
 """
@@ -67,6 +76,10 @@ MAX_TOKENS = 10  # white-space separated tokens in it
 MIN_REPEATS = 2  # lines that must carry the same shape
 MIN_COVERAGE = 0.5  # share of non-blank first lines a weakly anchored signature must match
 MAX_SIGNATURES = 8
+#: Lines that must all start with the same prefix for it to be learned with no anchor
+#: behind it (:meth:`Learner.signatures`: a paste of prose around a fragment, m07): fewer is
+#: too few to tell a wrapper from a coincidence (three lines beginning "job-42/step").
+UNANCHORED_MIN_LINES = 4
 MAX_SAMPLES = 400  # head lines looked at (the pipeline sniffs 200)
 
 LEVELS = ("DEBUG", "INFO", "WARN", "WARNING", "ERR", "ERROR", "CRITICAL", "FATAL", "TRACE", "NOTICE")
@@ -224,6 +237,12 @@ class Learner:
         self._dirty = False
         self._sigs: List[Signature] = []
         self._lines: List[str] = []  # the non-blank lines seen, cut short (coverage checks)
+        # The tokens every line seen starts with (digit runs generalised), for a prefix with
+        # no anchor behind it; None once a line starts with an anchor or shares none.
+        self._common: Optional[List[str]] = None
+        self._common_raw: List[str] = []  # those tokens as the first line wrote them
+        self._plain_ok = True
+        self._ntokens: List[int] = []  # tokens of each line seen (at most MAX_TOKENS + 1)
 
     def observe(self, text: str) -> Optional[str]:
         if self._seen >= MAX_SAMPLES or not text.strip():
@@ -231,6 +250,8 @@ class Learner:
         self._seen += 1
         self._lines.append(text[: 2 * MAX_PREFIX])
         self._dirty = bool(self._groups)  # coverage of what was learned changes with each line
+        if self._plain_ok:
+            self._common_tokens(text)
         found = find_prefix(text, self._wrapper_at)
         if found is None:
             return None
@@ -251,6 +272,63 @@ class Learner:
         self._dirty = True
         return prefix
 
+    def _common_tokens(self, text: str) -> None:
+        """Narrow the tokens every line starts with to those ``text`` starts with too."""
+        if anchored(text):
+            self._plain_ok, self._common = False, None
+            return
+        raw = text[: MAX_PREFIX + 1].split(" ")[:MAX_TOKENS]
+        self._ntokens.append(len(text.split(" ", MAX_TOKENS)))
+        gen = [_literal_re(t) for t in raw]
+        if self._common is None:
+            n = len(gen)
+            self._common, self._common_raw = gen, raw
+        else:
+            common = self._common
+            n = 0
+            while n < len(common) and n < len(gen) and common[n] == gen[n] and gen[n]:
+                n += 1
+            if n < len(common):
+                del common[n:], self._common_raw[n:]
+        while self._common and not self._common[-1]:
+            self._common.pop(), self._common_raw.pop()  # an empty token: a run of spaces
+        if not self._common:
+            self._plain_ok = False
+            return
+        self._dirty = True
+
+    def cut_common(self, cut: int, text: str) -> None:
+        """A known wrapper starts at ``text[cut]`` (a token boundary) of the line observed
+        last: the tokens every line starts with end before it (it is a layer of its own)."""
+        if self._common:
+            n = text[:cut].count(" ")
+            if n < len(self._common):
+                del self._common[n:], self._common_raw[n:]
+                self._plain_ok = bool(self._common)
+
+    def _unanchored(self) -> Optional[Signature]:
+        """The signature of the tokens every line starts with, when they can be a wrapper
+        (module docstring), else None."""
+        n = len(self._lines)
+        if not self._plain_ok or not self._common or n < UNANCHORED_MIN_LINES:
+            return None
+        k = len(self._common)
+        if sum(1 for t in self._ntokens if t > k) < n // 2 + 1:
+            return None  # most lines must go on after the common tokens
+        raw = self._common_raw
+        prefix = " ".join(raw) + " "
+        if len(prefix) > MAX_PREFIX or raw[-1][-1:] in ":,(=" or prefix.replace(" ", "").isalpha():
+            return None
+        if ANCHOR.search(prefix) is not None or any(_weak_at(prefix, i + 1) for i, c in enumerate(prefix) if c == " "):
+            return None
+        g = _Group(len(raw), prefix)
+        g.count = n
+        for counter, tok in zip(g.values, raw):
+            counter[tok] += 1
+        g.trailing[1] = n
+        sig = _compile(tuple(_coarse(t) for t in raw), g)
+        return sig if all(sig.regex.match(line + " ") for line in self._lines) else None
+
     def signatures(self) -> List[Signature]:
         if self._dirty:
             self._dirty = False
@@ -268,6 +346,10 @@ class Learner:
                 elif g.strong == 0 and covered < MIN_COVERAGE * len(self._lines):
                     continue
                 sigs.append(sig)
+            if not sigs:
+                plain = self._unanchored()
+                if plain is not None:
+                    sigs.append(plain)
             self._sigs = sigs
         return self._sigs
 
