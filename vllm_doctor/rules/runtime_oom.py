@@ -47,7 +47,8 @@ from .. import thresholds
 from ..memory import model_weights_estimate, utilization_floor
 from ..run import Failure, Run
 from ..verdict import Finding
-from .oom import device_memory, monitor, oom_facts
+from .oom import device_memory, monitor, oom_facts, pid_list
+from .oom_provenance import expandable_done, sleep_mode
 from .plan import Constraints, constraints
 from .rule import Rule, config_evidence, consequence_evidence, failure_evidence, finding, remedy
 
@@ -77,7 +78,7 @@ def _oversized(failures: Sequence[Failure], facts: Dict[str, Any]) -> Tuple[bool
 def _title(facts: Dict[str, Any], co: List[int], oversized: bool) -> str:
     if co:
         return (
-            f"Out of {device_memory(facts)} while serving: co-tenant process(es) {', '.join(map(str, co))} hold "
+            f"Out of {device_memory(facts)} while serving: co-tenant process(es) {pid_list(co)} hold "
             f"{facts.get('co_tenant_total_gib', 0):.2f} GiB of the GPU"
         )
     if facts.get("held_unlisted_gib"):
@@ -142,8 +143,7 @@ def _waking(run: Run, failures: Sequence[Failure], facts: Dict[str, Any], co: Li
     whole (weights, KV cache), so per-request bounds do not help (hunt4 h03)."""
     rem = [
         remedy(
-            f"Move the co-tenant process(es) {', '.join(map(str, co))} off this GPU, or put them to sleep, before "
-            "waking this one",
+            f"Move the co-tenant process(es) {pid_list(co)} off this GPU, or put them to sleep, before waking this one",
             None,
             f"they hold {facts.get('co_tenant_total_gib', 0):.2f} GiB",
             "host",
@@ -210,11 +210,13 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List
     if why_u is None:  # m02: the message was cut before its numbers
         why_u = "how much to lower it cannot be worked out: the failed allocation and the GPU's size are not in the log"
     fragmented = bool(frag and frag >= thresholds.FRAGMENTATION_GIB)
+    # never repeated when on, never where vLLM's sleep-mode allocator refuses it
+    fragmented = fragmented and not expandable_done(run) and not sleep_mode(run, failures)
     if any("wake_up" in f.all_tags for f in failures) or "wake_up" in run.sibling_tags:
         return [_waking(run, failures, facts, co, c)]
     rem = [
         remedy(
-            f"Move the co-tenant process(es) {', '.join(map(str, co))} off this GPU (check with {monitor(facts)})",
+            f"Move the co-tenant process(es) {pid_list(co)} off this GPU (check with {monitor(facts)})",
             None,
             f"they hold {facts.get('co_tenant_total_gib', 0):.2f} GiB vLLM did not account for",
             "host",
