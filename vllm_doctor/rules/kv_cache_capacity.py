@@ -377,9 +377,25 @@ def _physical_oom(run: Run, c: Constraints, facts: Dict[str, Any], variant: str)
 
 def _budget_failure_from_facts(run: Run) -> bool:
     """A KV budget of zero or less printed as a fact ("Available KV cache memory: -2.14 GiB",
-    "# GPU blocks: 0") is the failure itself, whether or not the error after it was logged."""
+    "# GPU blocks: 0") is the failure itself, whether or not the error after it was logged;
+    so is a V0 cache too small for one max-length sequence (:func:`v0_blocks_short`)."""
     A, blocks = run.facts.get("kv_available_gib"), run.facts.get("gpu_blocks")
-    return (A is not None and A <= 0) or blocks == 0
+    return (A is not None and A <= 0) or blocks == 0 or v0_blocks_short(run)
+
+
+def v0_blocks_short(run: Run) -> bool:
+    """V0 printed ``# GPU blocks: N`` and N x block_size (printed, else the CUDA default
+    :data:`DEFAULT_BLOCK_SIZE`) tokens are fewer than max_model_len: V0 then raises "The
+    model's max seq len (L) is larger than the maximum number of tokens that can be stored in
+    KV cache (N x block_size)" right after (vllm/worker/worker.py raise_if_cache_size_invalid,
+    0.2.x to 0.10), so the numbers are the failure even when the paste cut it (m10: 229 x 16 =
+    3664 < 4096). V0 only (the engine known, or the line's ``# CPU blocks``: V1 has no CPU swap
+    blocks): V1's check is on memory, judged from its own error."""
+    blocks, L = run.facts.get("gpu_blocks"), run.value("max_model_len")
+    v0 = run.engine == "v0" or run.facts.get("cpu_blocks") is not None
+    if not v0 or not blocks or not L or blocks < 0:
+        return False
+    return blocks * (run.value("block_size") or DEFAULT_BLOCK_SIZE) < L
 
 
 #: Process names of vllm-omni's stages (vllm_omni/engine/stage_engine_core_proc.py,
@@ -560,8 +576,17 @@ def _check(run: Run, failures: Sequence[Failure], co_tenant: Optional[Rule]) -> 
     budget = (
         run.line_for("kv_available_gib") if run.facts.get("kv_available_gib", 1) <= 0 else run.line_for("gpu_blocks")
     )
+    short = from_facts and not failures and v0_blocks_short(run)
+    bs = run.value("block_size")
+    note = (
+        f"{run.facts['gpu_blocks']} blocks x {bs or DEFAULT_BLOCK_SIZE} tokens"
+        + ("" if bs else " (V0's default block size on CUDA)")
+        + f" < max_model_len {L}: V0 raises its KV cache error right after"
+        if short
+        else "the error"
+    )
     evidence = (
-        ([ev(budget, "the error")] if from_facts else [])
+        ([ev(budget, note)] if short or (from_facts and not v0_blocks_short(run)) else [])
         + failure_evidence(
             failures,
             "a traceback cut inside vLLM's KV capacity check, whose only raise is this error"
@@ -614,7 +639,8 @@ def _check(run: Run, failures: Sequence[Failure], co_tenant: Optional[Rule]) -> 
             "Changing max_num_seqs: one max-length request alone does not fit",
         ]
         forbids = [("gpu_memory_utilization", "lower", "it shrinks the KV cache further")]
-    return [finding(RULE, run, "startup", title, facts, evidence, rem, dont, forbids=forbids)]
+    confidence = "medium" if short and not bs else "high"  # (the block size assumed, not printed)
+    return [finding(RULE, run, "startup", title, facts, evidence, rem, dont, confidence=confidence, forbids=forbids)]
 
 
 RULE = Rule(
