@@ -123,3 +123,25 @@ def test_free_equal_to_total_is_kept():
 def test_pid_list_names_the_first_five(n, text):
     # PIDS_NAMED 5: at half (2) six PIDs would read "1, 2 and 4 more"; at 7 or more, "1, ..., 6".
     assert pid_list(list(range(1, n + 1))) == text
+
+
+@pytest.mark.parametrize(
+    "name,multimodal",
+    [
+        ("Qwen/Qwen2.5-VL-32B-Instruct", True),
+        ("Qwen2-VL-7B", True),
+        ("llava-hf/llava-v1.6-mistral-7b-hf", True),
+        ("OpenGVLab/InternVL2_5-8B", True),
+        ("openbmb/MiniCPM-V-2_6", True),
+        ("mistralai/Pixtral-12B-2409", True),
+        ("meta-llama/Llama-3.2-11B-Vision-Instruct", True),
+        ("Qwen/Qwen2.5-32B-Instruct", False),
+        ("meta-llama/Llama-3.1-8B-Instruct", False),
+        ("deepseek-ai/DeepSeek-R1-Distill-Qwen-7B", False),
+        ("/models/level-7b", False),
+    ],
+)
+def test_multimodal_model_names(name, multimodal):
+    from vllm_doctor.rules.runtime_oom import MULTIMODAL_MODEL
+
+    assert bool(MULTIMODAL_MODEL.search(name)) is multimodal

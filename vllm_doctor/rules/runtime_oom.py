@@ -43,6 +43,8 @@ from __future__ import annotations
 import math
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+import regex
+
 from .. import thresholds
 from ..memory import model_weights_estimate, utilization_floor
 from ..run import Failure, Run
@@ -122,6 +124,45 @@ def _weights_floor(run: Run, G: Optional[float]) -> Optional[Tuple[float, str]]:
         return None
     per_gpu = est["weights_gib_estimate"] / max(1, int(run.value("tensor_parallel_size") or 1))
     return utilization_floor(G, weights_gib=per_gpu, overhead=thresholds.WEIGHTS_OVERHEAD)
+
+
+#: Model names of vision-language families vLLM serves (vllm/model_executor/models: Qwen2-VL /
+#: Qwen2.5-VL / Qwen3-VL, LLaVA and LLaVA-NeXT/OneVision, InternVL, MiniCPM-V, Pixtral, Llama
+#: 3.2 Vision, Phi-3/3.5/4 vision and multimodal, Idefics, Molmo, GLM-4V, DeepSeek-VL2, Kimi-VL,
+#: Gemma 3 [multimodal from 4B]): a token of the name, case-insensitive.
+MULTIMODAL_MODEL = regex.compile(
+    r"(?i)(?<![a-z0-9])(?:[a-z0-9.]*-?vl[0-9]*|llava[\w.-]*|internvl[\w.-]*|minicpm-[\w.]*v[\w.-]*|pixtral[\w.-]*"
+    r"|[\w.-]*-vision[\w.-]*|idefics[\w.-]*|molmo[\w.-]*|glm-4v[\w.-]*|phi-4-multimodal[\w.-]*)(?![a-z0-9])"
+)
+
+
+def multimodal_model(run: Run, failures: Sequence[Failure]) -> Optional[str]:
+    """The vision-language model the run serves, by its name (:data:`MULTIMODAL_MODEL`): the
+    ``model`` the log printed, else a name the failure's own lines give (a serving framework's
+    "model id: Qwen2.5-VL-32B", p26); None when no name is multimodal."""
+    texts = [str(run.value("model") or "")] + [x.text for f in failures for x in f.lines[:4]]
+    for t in texts:
+        m = MULTIMODAL_MODEL.search(t)
+        if m:
+            return m.group(0)
+    return None
+
+
+def _multimodal_remedy(run: Run, failures: Sequence[Failure]) -> Any:
+    """Bound what one request's images cost (a vision encoder's activations grow with the image
+    size, and each image is encoded whole): vLLM's ``--limit-mm-per-prompt`` caps the images per
+    prompt, the model's processor caps their size (``--mm-processor-kwargs``, e.g. Qwen2-VL's
+    ``max_pixels``). None for a model that is not multimodal by name."""
+    name = multimodal_model(run, failures)
+    if name is None:
+        return None
+    return remedy(
+        "Bound the images of one request: --limit-mm-per-prompt caps how many, the processor's size limit (for "
+        "Qwen2-VL and Qwen2.5-VL: --mm-processor-kwargs with max_pixels) caps how large",
+        None,
+        f"{name} is a vision-language model: each image's encoder activations come on top of the KV cache at "
+        "run time; the images that were sent are not in the log, so pick the limits from the workload",
+    )
 
 
 def _batch_remedy(c: Constraints, oversized: bool, input_kind: Optional[str]) -> Any:
@@ -237,6 +278,7 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List
             "Lower gpu_memory_utilization to leave headroom for activations",
             why_u,
         ),
+        _multimodal_remedy(run, failures),
         _batch_remedy(c, oversized, input_kind),
         remedy(
             "Reduce fragmentation: set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
