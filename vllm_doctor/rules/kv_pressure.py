@@ -29,7 +29,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from .. import thresholds
 from ..run import Failure, Run
 from ..verdict import Finding
-from .preemption_storm import Episode, episode_of, is_storm, warning_facts
+from .preemption_storm import V0_PREEMPTION_LOG_EVERY, Episode, episode_of, is_storm, warning_facts
 from .rule import Rule, ev, finding, remedy, stats_from
 
 #: Why the remedy carries no number (every server remedy without one says so).
@@ -55,6 +55,20 @@ def _remedy(run: Run, ep: Optional[Episode], warnings: int):
             f"{'s' if ep.intervals != 1 else ''} (from line {ep.first.lineno}), fewer than the "
             f"{thresholds.MIN_SATURATED_INTERVALS} that make a sustained episode: if {stats_from(run)} show it "
             f"for longer, {more}",
+            None,
+            WHY,
+        )
+    engines = run.preemption.by_process
+    if len(engines) > 1:
+        top = max(engines.values())
+        count = (
+            f"the highest cumulative count {top}, under the {V0_PREEMPTION_LOG_EVERY} between two warnings"
+            if top
+            else "their counts cut"
+        )
+        return remedy(
+            f"{len(engines)} engines each warned of preemption ({count}; each count is its own engine's scheduler, "
+            f"so none reached a storm): if any engine's warnings repeat, {more} for each engine",
             None,
             WHY,
         )
