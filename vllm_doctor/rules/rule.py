@@ -215,8 +215,8 @@ def _oom_caveats(facts: Dict[str, Any]) -> List[str]:
         out.append(
             "The OOM message's 'this process has ... memory in use' is below what PyTorch allocated"
             + (f" ({alloc:.2f} GiB)" if isinstance(alloc, (int, float)) else "")
-            + ": NVML did not see this process's memory (vLLM's CuMemAllocator, or a PID namespace), so it is "
-            "not shown as what the process held."
+            + ": NVML did not see this process's memory (a PID namespace, or memory mapped outside PyTorch's view "
+            "such as vLLM's sleep-mode CuMemAllocator), so it is not shown as what the process held."
         )
     if facts.get("processes_cut"):
         out.append(

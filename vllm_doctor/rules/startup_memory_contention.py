@@ -27,7 +27,10 @@ Remedies, in order:
        give each its own GPU.
     When another instance in the log left this one no KV cache memory:
     1. Size the instances together: this instance's ``--gpu-memory-utilization`` covers the
-       other's share too (the sum of both, when the log prints them).
+       other's share too: the sum of both when the log gives them (printed, or in a launch
+       command, even one pasted in prose); without the other's, this one's plus the other's
+       KV memory as a share of the device, a floor (its weights come on top). Never above
+       what the device can give.
     2. Or size this instance's KV cache directly (``--kv-cache-memory-bytes``, vLLM 0.10.2+).
     3. Or give each instance (each stage) its own GPU, or start them one after another.
 
