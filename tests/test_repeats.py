@@ -657,7 +657,8 @@ def test_every_field_of_the_tracker_state_was_reviewed_for_the_fold():
     attrs = sorted(vars(SourceTracker("x")))
     assert attrs == sorted(
         "budget dropped_runs folded_runs observers recognised records runs seq source streams vllm_seen "
-        "owner routed_back _target".split()
+        # pending_command: in fold_state's steady; row_labels: grows only as runs open (steady's run count)
+        "owner routed_back _target pending_command row_labels".split()
     )
 
 

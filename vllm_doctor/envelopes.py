@@ -1078,6 +1078,23 @@ def table_cells(text: str) -> Optional[List[str]]:
     return cells
 
 
+#: A first cell that is a time, a date or a number (a table of one server's stats over time):
+#: no label of another series.
+_TIME_LIKE = regex.compile(r"[\d\s:.,/+\-TZ]*")
+#: Longest first cell taken as a row's label (a model name, a setting).
+ROW_LABEL_MAX = 100
+
+
+def row_label(cell: str) -> Optional[str]:
+    """The label a table row's first cell gives the records of its later cells (``| DeepSeek-
+    R1-Distill-Qwen-1.5B | 19% | Avg prompt throughput ...``: the model compared), or None for
+    a cell that labels no other series: empty, a time, a date or a number, longer than
+    :data:`ROW_LABEL_MAX`."""
+    if not cell or len(cell) > ROW_LABEL_MAX or _TIME_LIKE.fullmatch(cell):
+        return None
+    return cell
+
+
 def _cell_records(source: str, lineno: int, cells: List[str], row: Record, env: Envelopes, depth: int) -> List[Record]:
     """A table row's records: each non-empty cell read as a line of its own (its wrappers and
     glued records peeled), in order, all with the row's line number and the row's outer
@@ -1085,10 +1102,15 @@ def _cell_records(source: str, lineno: int, cells: List[str], row: Record, env: 
     joined onto it (``Record.cell``): a cell cannot hold a line break. A delimiter row, or
     a row of empty cells, is one blank record (it ends the record held before it)."""
     out: List[Record] = []
-    for cell in cells:
+    label = row_label(cells[0]) if len(cells) > 1 else None  # given to the records of the later cells
+    for i, cell in enumerate(cells):
         if not cell:
             continue
         for rec in _unwrap(source, lineno, cell, env, True, depth):
+            if not i and (rec.vllm_header or rec.level or rec.time):
+                label = None  # the first cell is a log record itself: no label
+            if i and rec.row is None:  # a table inside a cell keeps its own rows' labels
+                rec.row = label
             if rec.wrapper is None:
                 rec.wrapper, rec.host, rec.unit = row.wrapper, row.host, row.unit
             rec.pids = [p for p in row.pids if p not in rec.pids] + rec.pids

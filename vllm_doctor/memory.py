@@ -58,6 +58,13 @@ def split_processes(
     return own, others  # type: ignore[return-value]
 
 
+def gib_text(gib: float) -> str:
+    """A size given in GiB in the unit PyTorch's message would print it in, as the facts show
+    it: ``20.00 MiB`` below 1 GiB, ``2.63 GiB`` from 1 GiB (so a title and the facts under it
+    never give one number in two units)."""
+    return f"{gib * 1024:.2f} MiB" if abs(gib) < 1 else f"{gib:.2f} GiB"
+
+
 def foreign_gib(co_tenants: Sequence[Tuple[int, float]]) -> float:
     """Total memory the co-tenants hold."""
     return sum(g for _, g in co_tenants)

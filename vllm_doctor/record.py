@@ -46,6 +46,9 @@ class Record:
     trailing_space: bool = False  # that physical line ended in white space
     at_width: bool = False  # that physical line filled the width the input was wrapped at
     cell: bool = False  # a cell of a table row: never the rest of a line, never continued
+    #: The first cell of the table row a later cell's record came from (the row's label: a
+    #: model, a setting), None elsewhere: rows of different labels are different series.
+    row: Optional[str] = None
 
     @property
     def inner_bare(self) -> bool:

@@ -519,7 +519,8 @@ class Run:
     #: Records with vLLM's own record prefix or a process prefix (not quoted bare lines).
     prefixed_records: int = 0
     #: What opened the run: ``start`` (a startup marker), ``instance`` (a second instance's
-    #: process), None for a source's first run.
+    #: process), ``row`` (stats of another row of a Markdown table: another server compared),
+    #: None for a source's first run.
     opened_by: Optional[str] = None
     #: The other runs of the source that were up while this one started (set at the end of
     #: the input: :class:`Neighbour`).

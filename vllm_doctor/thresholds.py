@@ -105,6 +105,11 @@ MIN_HEADROOM_GIB = 1.0
 #: Reserved-but-unallocated memory (GiB) from which fragmentation is worth a remedy
 #: (PyTorch's own hint in the OOM message).
 FRAGMENTATION_GIB = 0.5
+#: Share of the failed allocation the reserved-but-unallocated memory must reach before
+#: expandable segments is the first fix of an OOM raised outside vLLM: from half of it, the
+#: free memory plus the fragments would have served the request (p22: 3.49 GiB fragmented,
+#: 2.63 GiB asked, 2.61 GiB free).
+FRAGMENTATION_SHARE_OF_REQUEST = 0.5
 
 # -- OOM provenance (rules/oom_provenance.py) ---------------------------------------------------
 #: An OOM whose driver-side free memory is at least this many times the largest segment the
@@ -116,6 +121,14 @@ FRAGMENTATION_GIB = 0.5
 #: 1.02 GiB request (a 2.04 GiB segment) with 5.8 GiB free, under 3 segments. p21: 20 MiB with
 #: 66.43 GiB free (1700 segments) is the sleep-mode CuMemAllocator failing.
 ALLOCATOR_FAILURE_FREE_RATIO = 8.0
+#: GiB by which "this process has M memory in use" may fall short of what PyTorch says it
+#: allocated before M is taken as unseen (NVML missed the process's memory: vLLM's
+#: CuMemAllocator, a PID namespace; p21 prints 0 bytes beside 8.51 GiB allocated): both are
+#: printed to two decimals, in MiB or GiB, so their rounding differs by up to 0.01 GiB.
+UNSEEN_MARGIN_GIB = 0.01
+#: PIDs a title or a remedy's reason names before "and N more" (the facts keep every one,
+#: largest first): an OOM can list thousands (breakit3 item 7), a line must stay readable.
+PIDS_NAMED = 5
 
 # -- Co-tenants (VD102, VD200) ----------------------------------------------------------------
 #: A co-tenant holding at least this share of the GPU is worth blaming at startup.

@@ -302,6 +302,12 @@ class SourceTracker:
         self.owner: "OrderedDict[str, Run]" = OrderedDict()
         self.routed_back = 0  # records that went to an earlier, still running instance's run
         self._target: Optional[Run] = None  # the run of the record being fed
+        #: A second pasted launch command after the run got past its configuration: the next
+        #: instance's (two ``vllm serve`` in one paste), given to the next run that opens, or
+        #: to the current one at the end when none does (:meth:`_on_config`).
+        self.pending_command: Optional[Tuple[Event, Line]] = None
+        #: The table-row label each run's stats lines came from (:meth:`_row_run`), by run index.
+        self.row_labels: Dict[int, str] = {}
         self._new_run(1)
 
     # -- runs ---------------------------------------------------------------------------
@@ -327,6 +333,9 @@ class SourceTracker:
                 self.budget.forget(old)
         if self.budget is not None:
             self.budget.add(self, run)
+        pending, self.pending_command = self.pending_command, None
+        if pending is not None:
+            self._on_config(run, *pending, deferred=True)
         return run
 
     def evict(self, run: Run) -> None:
@@ -381,6 +390,8 @@ class SourceTracker:
                 run = self._new_run(rec.lineno, "start")
             if len(run.start_patterns) < MAX_STREAMS:
                 run.start_patterns.add(mark)
+        if rec.row is not None and run is self.run and any(ev.kind == "stats" for ev in events):
+            run = self._row_run(run, rec)
         if role is not None and role not in run.roles and len(run.roles) < MAX_STREAMS:
             run.roles[role] = rec.pid
         if rec.pid is not None:
@@ -389,6 +400,21 @@ class SourceTracker:
             if len(self.owner) > MAX_PIDS:
                 self.owner.popitem(last=False)
         return run
+
+    def _row_run(self, run: Run, rec: Record) -> Run:
+        """The run of a stats line read from a Markdown table row labelled ``rec.row``: a
+        table comparing servers (one row per model: m25, 1.5B beside 7B) is no time series,
+        so a row whose label differs from the one the run's stats came from opens a run of its
+        own (``opened_by="row"``); the same label goes on."""
+        label = self.row_labels.get(run.index)
+        if label is None:
+            self.row_labels[run.index] = rec.row
+            return run
+        if label == rec.row or not run.stats.count:
+            return run
+        new = self._new_run(rec.lineno, "row")
+        self.row_labels[new.index] = rec.row
+        return new
 
     def _instances_since(self, run: Run) -> bool:
         """``run`` is still kept and every run opened after it was opened by another instance's
@@ -693,8 +719,13 @@ class SourceTracker:
         return True
 
     # -- event handlers (kinds that are not failures) ------------------------------------
-    def _on_config(self, run: Run, ev: Event, line: Line) -> None:
+    def _on_config(self, run: Run, ev: Event, line: Line, deferred: bool = False) -> None:
         command = ev.data.get("launch_command") is True
+        first = run.markers.get("launch_command")
+        if command and not deferred and first is not None and first is not line and run.phase >= Phase.LOADING_WEIGHTS:
+            # a second command pasted after this run got going: the next instance's (m09)
+            self.pending_command = (ev, line)
+            return
         if command:
             run.markers.setdefault("launch_command", line)
         for key, val in ev.data.items():
@@ -823,6 +854,7 @@ class SourceTracker:
         steady = {
             "runs": len(self.runs),
             "vllm_seen": self.vllm_seen,
+            "pending_command": self.pending_command is not None,
             "streams": [
                 (
                     key,
@@ -925,6 +957,9 @@ class SourceTracker:
         run's last stats line, recognised or not (access and health lines go on while a wedged
         engine is silent)."""
         self._close_streams()
+        pending, self.pending_command = self.pending_command, None
+        if pending is not None:  # no instance followed: the command stays this run's, as before
+            self._on_config(self.run, *pending, deferred=True)
         self._note_neighbours()
         if total_lines is not None:
             for i, run in enumerate(self.runs):

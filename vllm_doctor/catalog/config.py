@@ -324,7 +324,7 @@ PATTERNS = [
         "launch_command",
         "config",
         ("vllm serve", "-m vllm.entrypoints", "vllm/vllm-openai"),
-        r"\bvllm serve\b|-m vllm\.entrypoints\.(?:openai\.)?api_server\b|\bvllm/vllm-openai\b",
+        r"\bvllm server?\b|-m vllm\.entrypoints\.(?:openai\.)?api_server\b|\bvllm/vllm-openai\b",
         "vllm/entrypoints/cli/serve.py, vllm/entrypoints/openai/api_server.py (the operator's command)",
         None,
         _launch_command,

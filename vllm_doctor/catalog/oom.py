@@ -144,6 +144,7 @@ def _torch_oom(m, rec) -> Optional[Dict[str, Any]]:
             data["gpu_total_gib"] = size_to_gib(g["total"])
         if g["free"]:
             data["gpu_free_gib"] = size_to_gib(g["free"])
+            _drop_impossible_free(data)
     if g and not g.partial:
         # The processes come next, up to "Of the allocated memory". A message cut before that
         # keeps the clauses printed whole (the list's start) and says so: "processes_cut".
@@ -158,7 +159,9 @@ def _torch_oom(m, rec) -> Optional[Dict[str, Any]]:
             seen.add(pid)
             procs.append((pid, size_to_gib(p["mem"])))
         data["processes"] = procs
-        if stop < 0:
+        if stop < 0 and "non-PyTorch memory" not in text[g.end() :]:
+            # (PyTorch prints "Including non-PyTorch memory, this process has ..." after every
+            # "Process N": a message cut after it has listed the others whole)
             data["processes_cut"] = True
         if procs or stop >= 0:  # whether torch listed any is not known from a list cut before its first
             data["processes_listed"] = bool(procs) or "in use" in text
@@ -183,7 +186,20 @@ def _torch_oom(m, rec) -> Optional[Dict[str, Any]]:
                 data[key] = size_to_gib(o[group])
     if "Error in model execution" in text:
         data["in_model_execution"] = True
+    if data.get("form") == "torch-old":
+        _drop_impossible_free(data)
     return data
+
+
+def _drop_impossible_free(data: Dict[str, Any]) -> None:
+    """A message whose free memory exceeds the device's total ("a total capacity of 23.55 GiB
+    of which 40.00 GiB is free": a damaged or hand-edited paste) cannot say what was free:
+    the free figure is dropped, never reasoned on, and ``inconsistent`` keeps both numbers
+    (GiB) so the verdict can say why it is missing."""
+    total, free = data.get("gpu_total_gib"), data.get("gpu_free_gib")
+    if total is not None and free is not None and free > total:
+        del data["gpu_free_gib"]
+        data["inconsistent"] = {"gpu_free_gib": free, "gpu_total_gib": total}
 
 
 def _alloc_warning(m, rec) -> Dict[str, Any]:

@@ -71,7 +71,8 @@ def _co_tenants(p: Dict[str, Any]) -> Optional[str]:
     if pids is None:
         return None
     if not pids:
-        return "none listed (vLLM's own process only)"
+        whose = "the failing process only" if p.get("raised_outside_vllm") else "vLLM's own process only"
+        return f"none listed ({whose})"
     held = p.get("co_tenant_gib") or {}
     return ", ".join(
         f"PID {pid}" + (f" ({size(held.get(str(pid)))})" if size(held.get(str(pid))) else "") for pid in pids

@@ -61,7 +61,7 @@ Sources:
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .. import thresholds
 from ..events import Phase
@@ -69,7 +69,7 @@ from ..memory import floor_tidy
 from ..run import Failure, Neighbour, Run
 from ..units import tidy
 from ..verdict import Finding
-from .oom import device_memory, oom_facts
+from .oom import device_memory, oom_facts, pid_list
 from .plan import Constraints, constraints
 from .rule import (
     Rule,
@@ -299,7 +299,7 @@ def _co_tenant_remedy(facts: Dict[str, Any]) -> Any:
     if not co:
         return None
     return remedy(
-        f"Free the GPU of process(es) {', '.join(map(str, co))}",
+        f"Free the GPU of process(es) {pid_list(co)}",
         None,
         f"they hold {facts.get('co_tenant_total_gib', 0):.2f} GiB of the device vLLM sized its memory on",
         "host",
@@ -377,9 +377,25 @@ def _physical_oom(run: Run, c: Constraints, facts: Dict[str, Any], variant: str)
 
 def _budget_failure_from_facts(run: Run) -> bool:
     """A KV budget of zero or less printed as a fact ("Available KV cache memory: -2.14 GiB",
-    "# GPU blocks: 0") is the failure itself, whether or not the error after it was logged."""
+    "# GPU blocks: 0") is the failure itself, whether or not the error after it was logged;
+    so is a V0 cache too small for one max-length sequence (:func:`v0_blocks_short`)."""
     A, blocks = run.facts.get("kv_available_gib"), run.facts.get("gpu_blocks")
-    return (A is not None and A <= 0) or blocks == 0
+    return (A is not None and A <= 0) or blocks == 0 or v0_blocks_short(run)
+
+
+def v0_blocks_short(run: Run) -> bool:
+    """V0 printed ``# GPU blocks: N`` and N x block_size (printed, else the CUDA default
+    :data:`DEFAULT_BLOCK_SIZE`) tokens are fewer than max_model_len: V0 then raises "The
+    model's max seq len (L) is larger than the maximum number of tokens that can be stored in
+    KV cache (N x block_size)" right after (vllm/worker/worker.py raise_if_cache_size_invalid,
+    0.2.x to 0.10), so the numbers are the failure even when the paste cut it (m10: 229 x 16 =
+    3664 < 4096). V0 only (the engine known, or the line's ``# CPU blocks``: V1 has no CPU swap
+    blocks): V1's check is on memory, judged from its own error."""
+    blocks, L = run.facts.get("gpu_blocks"), run.value("max_model_len")
+    v0 = run.engine == "v0" or run.facts.get("cpu_blocks") is not None
+    if not v0 or not blocks or not L or blocks < 0:
+        return False
+    return blocks * (run.value("block_size") or DEFAULT_BLOCK_SIZE) < L
 
 
 #: Process names of vllm-omni's stages (vllm_omni/engine/stage_engine_core_proc.py,
@@ -398,6 +414,40 @@ def _other_instance(run: Run) -> Optional[Neighbour]:
     return max(up, key=lambda n: (n.phase, n.index)) if up else None
 
 
+def together(c: Constraints, other: Neighbour) -> Tuple[Optional[float], str]:
+    """The gpu_memory_utilization that sizes this instance together with ``other`` (an earlier
+    instance on the same device that left it no KV memory), and how it was worked out.
+
+    Where all memory in use on the device counts against this instance's ``utilization x
+    total`` budget (vLLM V0's and vllm-ascend's profiling), the other instance holds its own
+    budget: this instance's utilization in force plus the other's (both printed, or set by a
+    launch command, even one pasted in prose). Without the other's utilization, its KV cache
+    as a share of the device (rounded up to a hundredth) is a floor of what it holds: its
+    weights and activations come on top, and the reason says so. None (and what is missing)
+    when this instance's utilization or the other's KV memory and the device's size are not
+    in the log. The plan (:meth:`Constraints.raise_to`) keeps the value above the value in
+    force and within what the device can give."""
+    now = c.in_force("gpu_memory_utilization")
+    U, U_other = now.value, other.gpu_memory_utilization
+    T = other.gpu_total_gib or c.gpu_total_gib
+    assumed = "assumed: the other instance keeps its share, and this one needs as much for itself as before"
+    if U is not None and U_other is not None:
+        return (
+            round(U + U_other, 2),
+            f"this instance's {now.why} plus the other's {U_other:g}, which it fills; {assumed}",
+        )
+    if U is not None and other.kv_available_gib and T:
+        floor = math.ceil(other.kv_available_gib / T * 100 - 1e-9) / 100
+        return (
+            round(U + floor, 2),
+            f"at least this instance's {now.why} plus {floor:.2f} for the other's {other.kv_available_gib:.2f} GiB "
+            f"KV cache of the {T:.2f} GiB device; the other's utilization is not in the log, and its weights and "
+            f"activations come on top of that floor; {assumed}",
+        )
+    missing = "this instance's utilization" if U is None else "the other's utilization or KV memory"
+    return None, f"its own share plus the other instance's ({missing} is not in the log)"
+
+
 def _co_tenant_instance(run: Run, c: Constraints, cap: Dict[str, Any], other: Neighbour, facts: Dict[str, Any]):
     """Title, remedies, what does not help and forbidden directions when a second instance
     finds no KV memory beside an earlier one that is up."""
@@ -414,13 +464,7 @@ def _co_tenant_instance(run: Run, c: Constraints, cap: Dict[str, Any], other: Ne
         co_tenant_instance_kv_available_gib=other.kv_available_gib,
         co_tenant_instance_gpu_memory_utilization=other.gpu_memory_utilization,
     )
-    U, U_other = cap.get("gpu_memory_utilization"), other.gpu_memory_utilization
-    target = U + U_other if U is not None and U_other is not None else None
-    share = (
-        f"this instance's {U:g} plus the other's {U_other:g}"
-        if target is not None
-        else "its own share plus the other instance's (the log does not print both utilizations)"
-    )
+    target, share = together(c, other)
     rem = [
         c.raise_to(
             "gpu_memory_utilization",
@@ -501,6 +545,17 @@ def co_tenant_findings(run: Run, rule: Rule) -> List[Finding]:
     return _check(run, failures, co_tenant=rule)
 
 
+#: The OOM facts a KV finding keeps (with the caveats :func:`vllm_doctor.rules.rule.finding` notes).
+_OOM_KEPT = (
+    "tried_to_allocate_gib",
+    "gpu_free_gib",
+    "co_tenant_pids",
+    "inconsistent_numbers",
+    "processes_cut",
+    "process_memory_unseen",
+)
+
+
 def _check(run: Run, failures: Sequence[Failure], co_tenant: Optional[Rule]) -> List[Finding]:
     from_facts = _budget_failure_from_facts(run)
     if not failures and not from_facts:
@@ -516,13 +571,22 @@ def _check(run: Run, failures: Sequence[Failure], co_tenant: Optional[Rule]) -> 
     plan = constraints(run)
     c = capacity(run, data, plan)
     facts = {k: v for k, v in c.items() if v is not None}
-    facts.update({k: v for k, v in data.items() if k in ("tried_to_allocate_gib", "gpu_free_gib", "co_tenant_pids")})
+    facts.update({k: v for k, v in data.items() if k in _OOM_KEPT})
     L, fit = c.get("max_model_len"), c.get("fitting_max_model_len")
     budget = (
         run.line_for("kv_available_gib") if run.facts.get("kv_available_gib", 1) <= 0 else run.line_for("gpu_blocks")
     )
+    short = from_facts and not failures and v0_blocks_short(run)
+    bs = run.value("block_size")
+    note = (
+        f"{run.facts['gpu_blocks']} blocks x {bs or DEFAULT_BLOCK_SIZE} tokens"
+        + ("" if bs else " (V0's default block size on CUDA)")
+        + f" < max_model_len {L}: V0 raises its KV cache error right after"
+        if short
+        else "the error"
+    )
     evidence = (
-        ([ev(budget, "the error")] if from_facts else [])
+        ([ev(budget, note)] if short or (from_facts and not v0_blocks_short(run)) else [])
         + failure_evidence(
             failures,
             "a traceback cut inside vLLM's KV capacity check, whose only raise is this error"
@@ -575,7 +639,8 @@ def _check(run: Run, failures: Sequence[Failure], co_tenant: Optional[Rule]) -> 
             "Changing max_num_seqs: one max-length request alone does not fit",
         ]
         forbids = [("gpu_memory_utilization", "lower", "it shrinks the KV cache further")]
-    return [finding(RULE, run, "startup", title, facts, evidence, rem, dont, forbids=forbids)]
+    confidence = "medium" if short and not bs else "high"  # (the block size assumed, not printed)
+    return [finding(RULE, run, "startup", title, facts, evidence, rem, dont, confidence=confidence, forbids=forbids)]
 
 
 RULE = Rule(

@@ -9,8 +9,9 @@ Why it happens:
     A burst of long requests; concurrency close to what the KV cache holds.
 
 Remedies, in order:
-    1. Watch the stats lines: if waiting grows while KV usage stays near 100 %, the cache is
-       too small for the load (see ``vllm-doctor explain preemption_storm``).
+    1. What the log showed (how full, how many waiting, how long), and what would make it a
+       capacity problem: the same for longer. Then give the KV cache more memory before
+       raising ``max_num_seqs`` (see ``vllm-doctor explain preemption_storm``).
 
 What does not help:
     Tuning anything now: one passing peak is not a capacity problem yet.
@@ -23,13 +24,60 @@ Sources:
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 from .. import thresholds
 from ..run import Failure, Run
 from ..verdict import Finding
-from .preemption_storm import episode_of, is_storm, warning_facts
+from .preemption_storm import V0_PREEMPTION_LOG_EVERY, Episode, episode_of, is_storm, warning_facts
 from .rule import Rule, ev, finding, remedy, stats_from
+
+#: Why the remedy carries no number (every server remedy without one says so).
+WHY = (
+    "a passing peak is not a capacity problem yet, one that lasts is (see vllm-doctor explain VD201); how much "
+    "more memory cannot be worked out from a passing peak"
+)
+
+
+def _remedy(run: Run, ep: Optional[Episode], warnings: int):
+    """What to do about pressure that was seen but did not last: say what the log showed
+    (the saturated interval's KV usage and waiting requests, or the preemption warnings), and
+    what makes it a capacity problem worth memory (the same for longer: a storm); never "watch
+    for" what the evidence already shows."""
+    more = (
+        "give the KV cache more memory (a higher gpu_memory_utilization where the GPU has room, fp8 KV cache) "
+        "before raising max_num_seqs"
+    )
+    if ep is not None:
+        waited = f" with up to {ep.max_waiting} waiting" if ep.max_waiting else ""
+        return remedy(
+            f"The KV cache was {ep.peak_kv_usage_pct:.1f}% full{waited} for {ep.intervals} stats interval"
+            f"{'s' if ep.intervals != 1 else ''} (from line {ep.first.lineno}), fewer than the "
+            f"{thresholds.MIN_SATURATED_INTERVALS} that make a sustained episode: if {stats_from(run)} show it "
+            f"for longer, {more}",
+            None,
+            WHY,
+        )
+    engines = run.preemption.by_process
+    if len(engines) > 1:
+        top = max(engines.values())
+        count = (
+            f"the highest cumulative count {top}, under the {V0_PREEMPTION_LOG_EVERY} between two warnings"
+            if top
+            else "their counts cut"
+        )
+        return remedy(
+            f"{len(engines)} engines each warned of preemption ({count}; each count is its own engine's scheduler, "
+            f"so none reached a storm): if any engine's warnings repeat, {more} for each engine",
+            None,
+            WHY,
+        )
+    return remedy(
+        f"V0 warned of preemption {warnings} time{'s' if warnings != 1 else ''}, fewer than a storm: if the warnings "
+        f"repeat, {more}",
+        None,
+        WHY,
+    )
 
 
 def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List[Finding]:
@@ -44,7 +92,7 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List
     if ep:
         facts["saturated_intervals"] = ep.intervals
     evidence = [ev(p.first, "preemption warning"), ev(ep.first if ep else None, "saturated interval")]
-    rem = [remedy(f"Watch {stats_from(run)}; if waiting grows with KV usage near 100%, add KV cache memory")]
+    rem = [_remedy(run, ep, p.warnings)]
     title = "Mild KV cache pressure (not sustained: not a storm)"
     return [finding(RULE, run, "runtime", title, facts, evidence, rem, confidence="low")]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .. import thresholds
-from ..memory import foreign_gib, split_processes
+from ..memory import foreign_gib, gib_text, split_processes
 from ..run import Failure, Run
 from ..units import tidy
 
@@ -29,11 +29,45 @@ OOM_FACT_KEYS = (
 
 
 def _split(f: Failure, run: Run):
+    """``(own, co_tenants)`` of ``f``'s process list (:func:`vllm_doctor.memory.split_processes`),
+    the co-tenants largest first. A list cut before its end (``processes_cut``) may have lost
+    its "this process" clause: no listed process is then guessed to be vLLM's own (breakit3
+    item 7: 10 000 listed, the clause past the record's cap)."""
     d = f.data
     reserved = None
     if "pytorch_allocated_gib" in d:
         reserved = d["pytorch_allocated_gib"] + d.get("reserved_unallocated_gib", 0.0)
-    return split_processes(d["processes"], run.vllm_pids, reserved)
+    procs = d["processes"]
+    if list_cut(d):
+        known = set(run.vllm_pids)
+        own, others = None, [(pid, g) for pid, g in procs if pid not in known]
+    else:
+        own, others = split_processes(procs, run.vllm_pids, reserved)
+    return own, sorted(others, key=lambda p: -p[1])
+
+
+def list_cut(d: Dict[str, Any]) -> bool:
+    """True when an OOM message (its data ``d``) is cut inside its process list: cut before
+    "Of the allocated memory" (``processes_cut``) with no "this process" clause read, which
+    PyTorch prints after every ``Process N`` (a message cut after it lists them all)."""
+    return bool(d.get("processes_cut")) and all(pid is not None for pid, _ in d.get("processes", ()))
+
+
+def pid_list(pids: Sequence[int]) -> str:
+    """PIDs for a title or a reason: the first :data:`~vllm_doctor.thresholds.PIDS_NAMED`
+    (the facts keep them all, largest first), then how many more."""
+    shown = ", ".join(map(str, pids[: thresholds.PIDS_NAMED]))
+    more = len(pids) - thresholds.PIDS_NAMED
+    return f"{shown} and {more} more" if more > 0 else shown
+
+
+def own_unseen(d: Dict[str, Any], own_gib: float) -> bool:
+    """True when the "this process has M memory in use" clause shows less than PyTorch itself
+    allocated in that process (``0 bytes`` beside "8.51 GiB is allocated by PyTorch"): NVML did
+    not see the process's memory (vLLM's CuMemAllocator maps it outside the caching
+    allocator's view, or a PID namespace hides it), so M is not what the process holds."""
+    alloc = d.get("pytorch_allocated_gib")
+    return alloc is not None and own_gib + thresholds.UNSEEN_MARGIN_GIB < alloc
 
 
 #: What the memory that ran out is called on each backend (the OOM message's ``backend``).
@@ -87,7 +121,7 @@ def unlisted_gib(f: Failure, run: Run) -> Optional[float]:
         return None
     if "processes" in d:
         own, others = _split(f, run)
-        if others or own is None or d.get("processes_cut"):
+        if others or own is None or list_cut(d):
             return None
         # NVML may see none of this process's memory across a PID namespace ("this process
         # has 0 bytes memory in use", x018): what PyTorch reserved is a floor
@@ -136,15 +170,25 @@ def oom_facts(failures: Sequence[Failure], run: Run) -> Dict[str, Any]:
         own, others = _split(source, run)
         facts["co_tenant_pids"] = [pid for pid, _ in others]
         if others:
-            facts["co_tenant_gib"] = {str(pid): tidy(g, 4) for pid, g in others}
-            facts["co_tenant_total_gib"] = tidy(foreign_gib(others), 4)
-        if own is not None:
-            facts["vllm_process_gib"] = tidy(own[1], 4)
+            facts["co_tenant_gib"] = {str(pid): tidy(g) for pid, g in others}
+            facts["co_tenant_total_gib"] = tidy(foreign_gib(others))
+        if own is not None and own[0] is None and own_unseen(d, own[1]):
+            facts["process_memory_unseen"] = True  # "this process has 0 bytes": not a fact to show
+        elif own is not None:
+            facts["vllm_process_gib"] = tidy(own[1])
             if own[0] is not None:
                 facts["vllm_pid"] = own[0]
+        if list_cut(d):
+            facts["processes_cut"] = True
+    if d.get("inconsistent"):
+        bad = d["inconsistent"]
+        facts["inconsistent_numbers"] = (
+            f"{gib_text(bad['gpu_free_gib'])} free of a {gib_text(bad['gpu_total_gib'])} total: the free figure is "
+            "dropped"
+        )
     unlisted = held_unlisted(source, run)
     if unlisted is not None:
-        facts["held_unlisted_gib"] = tidy(unlisted, 4)
+        facts["held_unlisted_gib"] = tidy(unlisted)
     ranks = sorted({line.rank for f in failures for line in f.lines if line.rank is not None})
     if ranks:
         facts["ranks"] = ranks

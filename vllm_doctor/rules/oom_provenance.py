@@ -37,6 +37,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Sequence
 
 from .. import thresholds
+from ..memory import gib_text
 from ..run import Failure, Run
 from ..verdict import Finding
 from .oom import device_memory, oom_facts
@@ -138,23 +139,25 @@ def _allocator_finding(rule: Rule, run: Run, failures: Sequence[Failure], phase:
     facts: Dict[str, Any] = oom_facts(failures, run)
     facts["not_a_shortage"] = True
     tried, free, total = facts.get("tried_to_allocate_gib"), facts.get("gpu_free_gib"), facts.get("gpu_total_gib")
-    of_total = f" of {total:.2f} GiB" if total else ""
     sleep = any("wake_up" in f.all_tags for f in failures) or "wake_up" in run.sibling_tags
     sleep = sleep or bool(run.value("enable_sleep_mode"))
     cumem = any(g.data.get("form") == "cumem" for g in run.failures)
     mapping = any("memory mapping failed" in x.text for f in failures for x in f.lines)  # expandable segments
+    of_total = f" of {gib_text(total)}" if total else ""
     title = (
-        f"Not a capacity OOM: {tried:.2f} GiB could not be allocated with {free:.2f} GiB{of_total} free "
+        f"Not a capacity OOM: {gib_text(tried)} could not be allocated with {gib_text(free)}{of_total} free "
         f"({device_memory(facts)}): an allocator or driver failure"
     )
+    segment = largest_segment_gib(tried)
     rem = [
         remedy(
             "Find the call that really failed: the allocator's or driver's own error printed before the OOM "
             "(sleep mode's CuMemAllocator prints 'CUDA Error: ... at csrc/cumem_allocator.cpp'), and look it up "
             "for your vLLM, PyTorch and driver versions",
             None,
-            f"the driver had {free:.2f} GiB free, at least {thresholds.ALLOCATOR_FAILURE_FREE_RATIO:g} times the "
-            f"largest segment ({largest_segment_gib(tried):.3f} GiB) PyTorch could have asked for",
+            f"the driver had {gib_text(free)} free, {free / segment:.0f} times the largest segment "
+            f"({gib_text(segment)}) PyTorch could have asked for; a shortage leaves less than "
+            f"{thresholds.ALLOCATOR_FAILURE_FREE_RATIO:g} times it",
         ),
         remedy(
             "Sleep mode (an RL trainer colocating vLLM, enable_sleep_mode) allocates through vLLM's CuMemAllocator: "
@@ -180,7 +183,7 @@ def _allocator_finding(rule: Rule, run: Run, failures: Sequence[Failure], phase:
             "host",
         ),
     ]
-    why = f"{free:.2f} GiB was free: memory was not short"
+    why = f"{gib_text(free)} was free: memory was not short"
     dont = [
         f"Lowering gpu_memory_utilization, max_num_seqs, max_num_batched_tokens, max_model_len or a trainer's "
         f"batch size: {why}",
@@ -189,6 +192,61 @@ def _allocator_finding(rule: Rule, run: Run, failures: Sequence[Failure], phase:
     forbids = [(s, "lower", why) for s in _MEMORY_SETTINGS] + [("gpu_memory_utilization", "raise", why)]
     evidence = failure_evidence(failures, "out of memory with memory free") + consequence_evidence(run, 2)
     return finding(rule, run, phase, title, facts, evidence, rem, dont, forbids=forbids)
+
+
+def fragmented(facts: Dict[str, Any]) -> bool:
+    """True when an OOM's reserved-but-unallocated memory (``reserved_unallocated_gib``) is
+    fragmentation worth fixing first: at least :data:`~vllm_doctor.thresholds.FRAGMENTATION_GIB`
+    and at least :data:`~vllm_doctor.thresholds.FRAGMENTATION_SHARE_OF_REQUEST` of the failed
+    allocation (PyTorch's own hint: "If reserved but unallocated memory is large try setting
+    PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")."""
+    frag, tried = facts.get("reserved_unallocated_gib"), facts.get("tried_to_allocate_gib")
+    if not isinstance(frag, (int, float)) or frag < thresholds.FRAGMENTATION_GIB:
+        return False
+    return tried is None or frag >= thresholds.FRAGMENTATION_SHARE_OF_REQUEST * tried
+
+
+def expandable_done(run: Run) -> bool:
+    """The log shows expandable segments already on: its mapping error ("memory mapping
+    failed"), or the setting in the operator's launch command or in a failure's lines (not
+    PyTorch's own "try setting" hint). The remedy is then done, never repeated."""
+    texts = [x.text for f in run.failures for x in f.lines]
+    command = run.markers.get("launch_command")
+    if command is not None:
+        texts.append(command.text)
+    return any(
+        "memory mapping failed" in t or ("expandable_segments:True" in t and "try setting" not in t) for t in texts
+    )
+
+
+def sleep_mode(run: Run, failures: Sequence[Failure] = ()) -> bool:
+    """The log shows vLLM's sleep mode (``enable_sleep_mode``, a wake-up, an allocation through
+    its CuMemAllocator): vLLM then refuses expandable segments at startup ("Expandable segments
+    are not compatible with memory pool", vllm/device_allocator/cumem.py CuMemAllocator.__init__,
+    v0.10.2 to v0.19.1), so that setting is no remedy there."""
+    if run.value("enable_sleep_mode") or "wake_up" in run.sibling_tags:
+        return True
+    return any("wake_up" in f.all_tags for f in failures) or any(g.data.get("form") == "cumem" for g in run.failures)
+
+
+def fragmentation_remedy(facts: Dict[str, Any], run: Run, failures: Sequence[Failure], who: str):
+    """The cheap, safe first fix when fragmentation could have served the request: PyTorch's
+    expandable segments (a restart with one environment variable; it changes no model or batch
+    setting). None when the OOM shows no such fragmentation (:func:`fragmented`), the log shows
+    the setting on (:func:`expandable_done`) or sleep mode (:func:`sleep_mode`: vLLM's allocator
+    refuses it). The action says the sleep-mode exception, which a log need not show."""
+    if not fragmented(facts) or expandable_done(run) or sleep_mode(run, failures):
+        return None
+    frag, tried = facts["reserved_unallocated_gib"], facts.get("tried_to_allocate_gib")
+    against = f", more than the {gib_text(tried)} that failed" if tried is not None and frag >= tried else ""
+    return remedy(
+        "Reduce fragmentation first: restart with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True in the "
+        "environment (not where vLLM runs with sleep mode: its allocator refuses that setting)",
+        None,
+        f"{gib_text(frag)} is reserved by PyTorch in {who} but unallocated{against}; PyTorch's own message "
+        "names this setting",
+        "host",
+    )
 
 
 def _outside_finding(rule: Rule, run: Run, failures: Sequence[Failure], phase: str) -> Finding:
@@ -202,6 +260,7 @@ def _outside_finding(rule: Rule, run: Run, failures: Sequence[Failure], phase: s
         "(a trainer or a script), none of them vLLM's"
     )
     rem = [
+        fragmentation_remedy(facts, run, failures, "the process that failed"),
         remedy(
             "Reduce the trainer's memory: a smaller micro batch, gradient checkpointing, ZeRO-3 or FSDP with "
             "parameter and optimizer offload",

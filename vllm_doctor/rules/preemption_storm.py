@@ -142,6 +142,12 @@ def warning_facts(run: Run) -> Dict[str, Any]:
     }
     if not p.max_cumulative:
         facts["preemption_count_cut"] = True
+    if len(p.by_process) > 1:
+        # several engines (an RL job's rollout workers): each count is its own scheduler's
+        facts["preempting_engines"] = len(p.by_process)
+        facts["preemptions_by_engine"] = dict(sorted(p.by_process.items(), key=lambda kv: -kv[1]))
+    if p.messages > p.warnings:
+        facts["preemption_messages"] = p.messages  # Ray's "[repeated Nx across cluster]" unfolded
     return facts
 
 

@@ -9,9 +9,13 @@ Why it happens:
     ``max_num_seqs`` / ``max_num_batched_tokens`` set low (or left at a small default) for
     the load; a burst of arrivals.
 
+    One interval is enough when as many requests ran as ``max_num_seqs`` allows (the value
+    in force): the cap is seen holding the rest back.
+
 Remedies, in order:
-    1. Raise ``--max-num-seqs`` / ``--max-num-batched-tokens`` (batch limits come last in the
-       tuning order, and memory is not the limit here), or add replicas.
+    1. Raise ``--max-num-seqs`` (twice the value in force) if latency allows, or
+       ``--max-num-batched-tokens`` when fewer ran than max_num_seqs allows (batch limits
+       come last in the tuning order, and memory is not the limit here), or add replicas.
 
 What does not help:
     More KV cache memory (``gpu_memory_utilization``, fp8 KV cache): it is not full.
@@ -41,12 +45,22 @@ class Backlog:
 
     intervals: int = 0
     first: Optional[Line] = None
+    max_running: int = 0  # the most requests running in such an interval
 
     def add(self, s: StatsSample) -> None:
         if s.kv_usage_pct is not None and s.waiting > 0 and s.kv_usage_pct < thresholds.BACKLOG_MAX_KV_PCT:
             self.intervals += 1
+            self.max_running = max(self.max_running, s.running)
             if self.first is None:
                 self.first = s.line
+
+
+def _at_cap(run: Run, b: Backlog) -> bool:
+    """Requests waited with KV room while as many ran as max_num_seqs allows (the value in
+    force, printed or the release's one default; a range of defaults proves nothing): the
+    batch cap is seen holding them back, one interval is enough."""
+    seqs = constraints(run).in_force("max_num_seqs")
+    return seqs.value is not None and b.max_running >= seqs.value > 0
 
 
 def _batch_limit(run: Run, ran: int) -> Remedy:
@@ -56,8 +70,15 @@ def _batch_limit(run: Run, ran: int) -> Remedy:
     seqs = c.in_force("max_num_seqs")
     action = "Raise the batch limit (batch limits come last in the tuning order; memory is not the limit here)"
     if seqs.low and ran >= seqs.low:
-        why = f"{ran} requests ran at once, as many as max_num_seqs allows ({seqs.why})"
-        return c.raise_to("max_num_seqs", 2 * (seqs.high or seqs.low), action, why)
+        kv = run.stats.peak_kv_usage_pct
+        room = f"; the KV cache was at most {kv:.1f}% full, so memory is not what holds the rest back" if kv else ""
+        why = f"{ran} requests ran at once, as many as max_num_seqs allows ({seqs.why}){room}"
+        return c.raise_to(
+            "max_num_seqs",
+            2 * (seqs.high or seqs.low),
+            action + ", if latency allows: a larger batch makes each step, and each token, slower",
+            why,
+        )
     tokens = c.in_force("max_num_batched_tokens")
     if not tokens.high:
         return remedy(action, None, f"max_num_batched_tokens is not in {read_from(run)} (V0 without chunked prefill)")
@@ -71,7 +92,7 @@ def _batch_limit(run: Run, ran: int) -> Remedy:
 def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List[Finding]:
     s = run.stats
     b = s.observers.get("queue_backlog")
-    if b is None or b.intervals < thresholds.BACKLOG_MIN_INTERVALS:
+    if b is None or not b.intervals or (b.intervals < thresholds.BACKLOG_MIN_INTERVALS and not _at_cap(run, b)):
         return []
     if (s.peak_kv_usage_pct or 0) >= thresholds.SATURATED_KV_PCT:
         return []  # the cache did fill up at some point: that is pressure, not a batch limit

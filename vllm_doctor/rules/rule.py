@@ -184,6 +184,7 @@ def finding(
     kept = [r for r in remedies if r is not None]
     for i, r in enumerate(kept, 1):
         r.order = i
+    notes = list(notes) + _oom_caveats(facts)
     return Finding(
         class_id=rule.name,
         code=rule.code,
@@ -197,9 +198,32 @@ def finding(
         evidence=evidence_list(evidence),
         remedies=kept,
         does_not_help=list(does_not_help),
-        notes=list(notes),
+        notes=notes,
         forbids=list(forbids),
     )
+
+
+def _oom_caveats(facts: Dict[str, Any]) -> List[str]:
+    """Notes for OOM figures the facts leave out on purpose (:func:`vllm_doctor.rules.oom.oom_facts`):
+    a free figure above the total, a "this process has 0 bytes" NVML did not see, a process
+    list cut before its end."""
+    out = []
+    if facts.get("inconsistent_numbers"):
+        out.append(f"The OOM message's numbers contradict each other ({facts['inconsistent_numbers']}).")
+    if facts.get("process_memory_unseen"):
+        alloc = facts.get("pytorch_allocated_gib")
+        out.append(
+            "The OOM message's 'this process has ... memory in use' is below what PyTorch allocated"
+            + (f" ({alloc:.2f} GiB)" if isinstance(alloc, (int, float)) else "")
+            + ": NVML did not see this process's memory (a PID namespace, or memory mapped outside PyTorch's view "
+            "such as vLLM's sleep-mode CuMemAllocator), so it is not shown as what the process held."
+        )
+    if facts.get("processes_cut"):
+        out.append(
+            "The OOM message is cut inside its list of processes: which process is vLLM's own, and what the others "
+            "hold, is not in the log."
+        )
+    return out
 
 
 def remedy(action: str, flag: Optional[str] = None, why: Optional[str] = None, side: str = "server") -> Remedy:

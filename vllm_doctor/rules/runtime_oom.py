@@ -43,11 +43,14 @@ from __future__ import annotations
 import math
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+import regex
+
 from .. import thresholds
 from ..memory import model_weights_estimate, utilization_floor
 from ..run import Failure, Run
 from ..verdict import Finding
-from .oom import device_memory, monitor, oom_facts
+from .oom import device_memory, monitor, oom_facts, pid_list
+from .oom_provenance import expandable_done, sleep_mode
 from .plan import Constraints, constraints
 from .rule import Rule, config_evidence, consequence_evidence, failure_evidence, finding, remedy
 
@@ -77,7 +80,7 @@ def _oversized(failures: Sequence[Failure], facts: Dict[str, Any]) -> Tuple[bool
 def _title(facts: Dict[str, Any], co: List[int], oversized: bool) -> str:
     if co:
         return (
-            f"Out of {device_memory(facts)} while serving: co-tenant process(es) {', '.join(map(str, co))} hold "
+            f"Out of {device_memory(facts)} while serving: co-tenant process(es) {pid_list(co)} hold "
             f"{facts.get('co_tenant_total_gib', 0):.2f} GiB of the GPU"
         )
     if facts.get("held_unlisted_gib"):
@@ -123,6 +126,45 @@ def _weights_floor(run: Run, G: Optional[float]) -> Optional[Tuple[float, str]]:
     return utilization_floor(G, weights_gib=per_gpu, overhead=thresholds.WEIGHTS_OVERHEAD)
 
 
+#: Model names of vision-language families vLLM serves (vllm/model_executor/models: Qwen2-VL /
+#: Qwen2.5-VL / Qwen3-VL, LLaVA and LLaVA-NeXT/OneVision, InternVL, MiniCPM-V, Pixtral, Llama
+#: 3.2 Vision, Phi-3/3.5/4 vision and multimodal, Idefics, Molmo, GLM-4V, DeepSeek-VL2, Kimi-VL,
+#: Gemma 3 [multimodal from 4B]): a token of the name, case-insensitive.
+MULTIMODAL_MODEL = regex.compile(
+    r"(?i)(?<![a-z0-9])(?:[a-z0-9.]*-?vl[0-9]*|llava[\w.-]*|internvl[\w.-]*|minicpm-[\w.]*v[\w.-]*|pixtral[\w.-]*"
+    r"|[\w.-]*-vision[\w.-]*|idefics[\w.-]*|molmo[\w.-]*|glm-4v[\w.-]*|phi-4-multimodal[\w.-]*)(?![a-z0-9])"
+)
+
+
+def multimodal_model(run: Run, failures: Sequence[Failure]) -> Optional[str]:
+    """The vision-language model the run serves, by its name (:data:`MULTIMODAL_MODEL`): the
+    ``model`` the log printed, else a name the failure's own lines give (a serving framework's
+    "model id: Qwen2.5-VL-32B", p26); None when no name is multimodal."""
+    texts = [str(run.value("model") or "")] + [x.text for f in failures for x in f.lines[:4]]
+    for t in texts:
+        m = MULTIMODAL_MODEL.search(t)
+        if m:
+            return m.group(0)
+    return None
+
+
+def _multimodal_remedy(run: Run, failures: Sequence[Failure]) -> Any:
+    """Bound what one request's images cost (a vision encoder's activations grow with the image
+    size, and each image is encoded whole): vLLM's ``--limit-mm-per-prompt`` caps the images per
+    prompt, the model's processor caps their size (``--mm-processor-kwargs``, e.g. Qwen2-VL's
+    ``max_pixels``). None for a model that is not multimodal by name."""
+    name = multimodal_model(run, failures)
+    if name is None:
+        return None
+    return remedy(
+        "Bound the images of one request: --limit-mm-per-prompt caps how many, the processor's size limit (for "
+        "Qwen2-VL and Qwen2.5-VL: --mm-processor-kwargs with max_pixels) caps how large",
+        None,
+        f"{name} is a vision-language model: each image's encoder activations come on top of the KV cache at "
+        "run time; the images that were sent are not in the log, so pick the limits from the workload",
+    )
+
+
 def _batch_remedy(c: Constraints, oversized: bool, input_kind: Optional[str]) -> Any:
     why = "activation memory grows with the tokens processed per step"
     if oversized:
@@ -142,8 +184,7 @@ def _waking(run: Run, failures: Sequence[Failure], facts: Dict[str, Any], co: Li
     whole (weights, KV cache), so per-request bounds do not help (hunt4 h03)."""
     rem = [
         remedy(
-            f"Move the co-tenant process(es) {', '.join(map(str, co))} off this GPU, or put them to sleep, before "
-            "waking this one",
+            f"Move the co-tenant process(es) {pid_list(co)} off this GPU, or put them to sleep, before waking this one",
             None,
             f"they hold {facts.get('co_tenant_total_gib', 0):.2f} GiB",
             "host",
@@ -210,11 +251,13 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List
     if why_u is None:  # m02: the message was cut before its numbers
         why_u = "how much to lower it cannot be worked out: the failed allocation and the GPU's size are not in the log"
     fragmented = bool(frag and frag >= thresholds.FRAGMENTATION_GIB)
+    # never repeated when on, never where vLLM's sleep-mode allocator refuses it
+    fragmented = fragmented and not expandable_done(run) and not sleep_mode(run, failures)
     if any("wake_up" in f.all_tags for f in failures) or "wake_up" in run.sibling_tags:
         return [_waking(run, failures, facts, co, c)]
     rem = [
         remedy(
-            f"Move the co-tenant process(es) {', '.join(map(str, co))} off this GPU (check with {monitor(facts)})",
+            f"Move the co-tenant process(es) {pid_list(co)} off this GPU (check with {monitor(facts)})",
             None,
             f"they hold {facts.get('co_tenant_total_gib', 0):.2f} GiB vLLM did not account for",
             "host",
@@ -235,6 +278,7 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List
             "Lower gpu_memory_utilization to leave headroom for activations",
             why_u,
         ),
+        _multimodal_remedy(run, failures),
         _batch_remedy(c, oversized, input_kind),
         remedy(
             "Reduce fragmentation: set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",

@@ -27,7 +27,10 @@ Remedies, in order:
        give each its own GPU.
     When another instance in the log left this one no KV cache memory:
     1. Size the instances together: this instance's ``--gpu-memory-utilization`` covers the
-       other's share too (the sum of both, when the log prints them).
+       other's share too: the sum of both when the log gives them (printed, or in a launch
+       command, even one pasted in prose); without the other's, this one's plus the other's
+       KV memory as a share of the device, a floor (its weights come on top). Never above
+       what the device can give.
     2. Or size this instance's KV cache directly (``--kv-cache-memory-bytes``, vLLM 0.10.2+).
     3. Or give each instance (each stage) its own GPU, or start them one after another.
 
@@ -52,12 +55,12 @@ from .. import thresholds
 from ..defaults import gpu_memory_utilization
 from ..events import Phase
 from ..frames import phase_of
-from ..memory import model_weights_estimate, utilization_floor
+from ..memory import gib_text, model_weights_estimate, utilization_floor
 from ..run import Failure, Run
 from ..units import tidy
 from ..verdict import Finding
 from .kv_cache_capacity import co_tenant_findings
-from .oom import device_memory, monitor, oom_facts
+from .oom import device_memory, monitor, oom_facts, pid_list
 from .plan import constraints
 from .rule import Rule, consequence_evidence, failure_evidence, finding, merged_data, remedy
 
@@ -102,7 +105,8 @@ def _crowded_oom(failures, run: Run, facts: Dict[str, Any]) -> str:
     unlisted = facts.get("held_unlisted_gib")
     if held is None and unlisted is not None:
         held = unlisted
-    if T and held is not None and held < T:
+    if T and held is not None and held < T and not facts.get("processes_cut"):
+        # (a list cut before its end gives a floor of what others hold, never what is free)
         facts["held_by_others_gib"] = tidy(held, 2)
         fit = math.floor((T - held) / T * 100 * thresholds.FREE_SHARE_TAKEN) / 100
         if fit >= thresholds.SIGNIFICANT_FOREIGN_SHARE:
@@ -113,7 +117,7 @@ def _crowded_oom(failures, run: Run, facts: Dict[str, Any]) -> str:
             "outside this process (the message lists no other process)"
         )
     return (
-        f"Startup OOM with co-tenant process(es) {', '.join(map(str, facts.get('co_tenant_pids', [])))} "
+        f"Startup OOM with co-tenant process(es) {pid_list(facts.get('co_tenant_pids', []))} "
         f"holding {facts.get('co_tenant_total_gib', 0):.2f} GiB of the GPU"
     )
 
@@ -165,7 +169,7 @@ def _other_engine(run: Run, facts: Dict[str, Any]):
         f"If process {pid} is another vLLM engine (a second model on this GPU), restart it with a lower "
         "gpu_memory_utilization so both fit: lower the first engine's, not this one's",
         None,
-        f"it holds {held:.2f} GiB, {held / T:.2f} of the GPU; a vLLM engine claims {default:g} of the whole GPU by "
+        f"it holds {gib_text(held)}, {held / T:.2f} of the GPU; a vLLM engine claims {default:g} of the whole GPU by "
         "default, whatever else runs there",
         "host",
     )
@@ -192,7 +196,7 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List
     fit = facts.get("gpu_memory_utilization_that_fits")
     pids = facts.get("co_tenant_pids")
     if pids:
-        held_why = f"PIDs {', '.join(map(str, pids))}"
+        held_why = f"PIDs {pid_list(pids)}"
     elif facts.get("held_unlisted_gib") is not None:
         held_why = (
             f"{facts['held_by_others_gib']:.2f} GiB is held by processes the message does not list: "
@@ -221,6 +225,8 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List
             if fit and facts.get("held_by_others_gib") and facts.get("gpu_total_gib")
             else f"{facts.get('gpu_free_gib')} GiB free of {facts.get('gpu_total_gib')} GiB"
             if "gpu_free_gib" in facts and fit
+            else f"the message's process list is cut: what the others hold is not in the log; check {monitor(facts)}"
+            if facts.get("processes_cut")
             else "the free memory at startup is not in the log: check nvidia-smi",
         ),
         remedy("Several engines on one GPU: split their utilizations so they sum below 1, or give each its own GPU"),
