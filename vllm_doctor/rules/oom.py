@@ -109,6 +109,35 @@ def held_unlisted(f: Failure, run: Run) -> Optional[float]:
     return held
 
 
+#: Co-tenant processes a title, a remedy or a view names at most (the largest holders
+#: first, then ``+N more``): an OOM message on a shared GPU can list thousands (breakit3 7),
+#: and an instruction that names them all is never read. A display bound, not a judgement.
+MAX_NAMED_PROCESSES = 5
+
+
+def largest_pids(facts: Dict[str, Any], limit: int = MAX_NAMED_PROCESSES) -> Tuple[List[Any], int]:
+    """The ``co_tenant_pids`` of ``facts`` to name, at most ``limit`` (in the message's order
+    when they all fit, else the largest holders of ``co_tenant_gib`` first), and how many
+    more there are."""
+    pids = list(facts.get("co_tenant_pids") or [])
+    if len(pids) <= limit:
+        return pids, 0
+    held = facts.get("co_tenant_gib") or {}
+
+    def gib(pid: Any) -> float:
+        value = held.get(str(pid))
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+
+    return sorted(pids, key=lambda pid: -gib(pid))[:limit], len(pids) - limit
+
+
+def named_pids(facts: Dict[str, Any]) -> str:
+    """``1001, 1002`` (every co-tenant PID when they fit :data:`MAX_NAMED_PROCESSES`), else
+    the largest holders and ``+N more`` (``4242, 77, 1001, 1002, 1003 +9995 more``)."""
+    shown, more = largest_pids(facts)
+    return ", ".join(map(str, shown)) + (f" +{more} more" if more else "")
+
+
 def oom_facts(failures: Sequence[Failure], run: Run) -> Dict[str, Any]:
     """Numbers of the first OOM message with numbers, and who holds the GPU.
 
@@ -136,15 +165,15 @@ def oom_facts(failures: Sequence[Failure], run: Run) -> Dict[str, Any]:
         own, others = _split(source, run)
         facts["co_tenant_pids"] = [pid for pid, _ in others]
         if others:
-            facts["co_tenant_gib"] = {str(pid): tidy(g, 4) for pid, g in others}
-            facts["co_tenant_total_gib"] = tidy(foreign_gib(others), 4)
+            facts["co_tenant_gib"] = {str(pid): tidy(g) for pid, g in others}
+            facts["co_tenant_total_gib"] = tidy(foreign_gib(others))
         if own is not None:
-            facts["vllm_process_gib"] = tidy(own[1], 4)
+            facts["vllm_process_gib"] = tidy(own[1])
             if own[0] is not None:
                 facts["vllm_pid"] = own[0]
     unlisted = held_unlisted(source, run)
     if unlisted is not None:
-        facts["held_unlisted_gib"] = tidy(unlisted, 4)
+        facts["held_unlisted_gib"] = tidy(unlisted)
     ranks = sorted({line.rank for f in failures for line in f.lines if line.rank is not None})
     if ranks:
         facts["ranks"] = ranks
