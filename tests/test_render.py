@@ -128,8 +128,8 @@ def test_a_long_output_ends_with_a_one_line_recap_and_a_short_one_does_not():
     )
     # a flag is never cut (a cut flag is another command), nor the class: the severity gives
     # way, then the line is longer than the width (the view wraps it; test_render_operator)
-    assert recap(long, 50) == "VD101 kv_cache_capacity · do this first: --max-model-len 23552"
-    assert recap(long, 40) == "VD101 kv_cache_capacity · do this first: --max-model-len 23552"
+    assert recap(long, 62) == "VD101 kv_cache_capacity · do this first: --max-model-len 23552"
+    assert recap(long, 40) == "VD101 kv_cache_capacity (critical) · do this first: --max-model-len 23552"
     both = verdict_of("k029-ilab-podman-traceback-attention-heads-32-not-divisible-by-tp-3.log")
     assert recap(both, 60).endswith("do this first: --tensor-parallel-size 1 --pipeline-parallel-size 3")
     # a remedy in words is kept whole too (a cut action is another instruction)
@@ -137,7 +137,7 @@ def test_a_long_output_ends_with_a_one_line_recap_and_a_short_one_does_not():
     r = words_first.primary.remedies[0]
     assert not r.flag
     line = recap(words_first, 40)
-    assert line == f"VD102 startup_memory_contention · do this first: {r.action}"
+    assert line == f"VD102 startup_memory_contention (critical) · do this first: {r.action}"
 
 
 def test_the_follow_summary_never_cuts_a_flag():

@@ -55,6 +55,8 @@ def test_the_recap_and_do_this_first_keep_the_whole_action_at_80_columns(prefix)
     block = _words(" ".join(lines[at:]))
     # one shape: code and class always, then the first thing to do, whole
     assert block.startswith(f"recap: {v.primary_code} {v.primary_class}")
+    if len(lines) - at > 1:  # wrapped: the whole shape, severity included
+        assert block.startswith(f"recap: {v.primary_code} {v.primary_class} ({v.severity}) \u00b7 do this first: ")
     assert f"do this first: {_words(r.flag or r.action)}" in block
     assert "\u2026" not in block
     head = next(i for i, x in enumerate(lines) if x.startswith("do this first:"))
@@ -69,11 +71,11 @@ def test_what_gives_way_in_the_recap_first_is_the_source_then_the_severity():
         "VD101 kv_cache_capacity (critical) · do this first: --max-model-len 23552 · s001-llama31-8b-3090-kv-29k.log"
     )
     assert recap(v, len(full) - 1) == "VD101 kv_cache_capacity (critical) · do this first: --max-model-len 23552"
-    assert recap(v, 60) == "VD101 kv_cache_capacity · do this first: --max-model-len 23552"
-    # narrower still: nothing else is cut (the caller wraps), the flag never split
-    assert recap(v, 30) == "VD101 kv_cache_capacity · do this first: --max-model-len 23552"
+    assert recap(v, 62) == "VD101 kv_cache_capacity · do this first: --max-model-len 23552"
+    # narrower still: nothing is cut and the severity stays (the caller wraps), the flag whole
+    assert recap(v, 30) == "VD101 kv_cache_capacity (critical) · do this first: --max-model-len 23552"
     out = render(v, "text", width=50, height=10).splitlines()
-    assert out[-2:] == ["recap: VD101 kv_cache_capacity \u00b7", "  do this first: --max-model-len 23552"]
+    assert out[-2:] == ["recap: VD101 kv_cache_capacity (critical) \u00b7", "  do this first: --max-model-len 23552"]
 
 
 # -- P7: the ticket ---------------------------------------------------------------------

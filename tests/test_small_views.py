@@ -51,11 +51,13 @@ def test_with_several_sources_the_recap_names_the_source():
         src.stream.close()
     v = build_verdict(results)
     line = recap(v, 73)  # 80 columns less "recap: ": the source stays, shortened; the view wraps
-    assert (
-        line.startswith("VD101 kv_cache_capacity · ") and line.endswith("29k.log") and "--max-model-len 23552" in line
-    )
+    assert line.startswith("VD101 kv_cache_capacity (critical) · ") and line.endswith("29k.log")
+    assert "--max-model-len 23552" in line
     out = render(v, "text", width=80, height=24).splitlines()
-    assert out[-2:] == ["recap: VD101 kv_cache_capacity \u00b7", f"  do this first: {line.split('first: ')[1]}"]
+    assert out[-2:] == [
+        "recap: VD101 kv_cache_capacity (critical) \u00b7",
+        f"  do this first: {line.split('first: ')[1]}",
+    ]
     one = diagnose(str(fixture_path("s001-llama31-8b-3090-kv-29k.log")))
     assert "s001" not in recap(one, 73)  # one source: the flag and the class come first
 

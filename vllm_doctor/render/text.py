@@ -506,8 +506,8 @@ def recap(verdict, width: int = 0) -> str:
     same shape: ``CODE class (severity) · do this first: ACTION · source``. What gives way,
     in order: the source, then the severity (with several sources the source is never
     dropped, only shortened after the severity went: it says which of them the line is
-    about). The code, the class
-    and the first thing to do are never cut (a cut flag is another command, a cut action
+    about); when even the shortest does not fit, the severity stays (dropping it would not
+    save the line). The code, the class and the first thing to do are never cut (a cut flag is another command, a cut action
     another instruction): when they do not fit ``width`` the line returned is longer, and
     the text view wraps it at words over the lines it needs."""
     p = verdict.primary
@@ -522,14 +522,18 @@ def recap(verdict, width: int = 0) -> str:
         [f"{head} ({verdict.severity})", todo],
         [head, todo],
     ]
+    # what is returned when nothing fits (the view wraps it): dropping the severity would
+    # not save the line then, so it stays
+    wrapped = [f"{head} ({verdict.severity})", todo]
     if len(verdict.sources) > 1 and source:  # which of the sources: never dropped
         brief = short_source(p.source, 20)
         tries = [tries[0], [head, todo, source], [head, todo, brief]]
+        wrapped.append(brief)
     for parts in tries:
         line = " \u00b7 ".join(x for x in parts if x)
         if not width or len(line) <= width:
             return line
-    return line
+    return " \u00b7 ".join(x for x in wrapped if x)
 
 
 def _recap(v: _View, verdict) -> None:
