@@ -394,7 +394,7 @@ def _metrics_inputs(specs: List[str], urls: Tuple[str, ...], interval: float, co
     live = [u for u in todo if is_url(u)]
     if bar and live:
         every = f"every {interval:g} s, " if count > 1 else ""
-        _say(
+        streams.write_stderr(
             f"scraping {', '.join(map(_shown_url, live))} {every}{count} time{'s' if count != 1 else ''}: "
             "Ctrl-C for the verdict so far"
         )

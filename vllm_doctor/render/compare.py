@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import List, Tuple
 
-from ..rules.rule import MAX_EVIDENCE_CHARS
+from ..limits import MAX_EVIDENCE_CHARS
 from .inert import clean_output, map_strings, one_line
 
 FORMATS = ("text", "markdown", "json")

@@ -92,9 +92,9 @@ def _gpu_label(p: Dict[str, Any]) -> str:
 
 def listed_processes(p: Dict[str, Any]) -> Tuple[List[Any], int]:
     """The co-tenant PIDs of the facts ``p`` a view names, the largest holders first past
-    :data:`~vllm_doctor.rules.oom.MAX_NAMED_PROCESSES`, and how many more there are (the
+    :data:`~vllm_doctor.limits.MAX_NAMED_PROCESSES`, and how many more there are (the
     titles and remedies name the same ones)."""
-    from ..rules.oom import largest_pids
+    from ..limits import largest_pids
 
     return largest_pids(p)
 

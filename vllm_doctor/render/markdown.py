@@ -54,7 +54,7 @@ def full_lines_summary() -> str:
     """What the collapsed block of log lines holds, said as it is: each line as the verdict
     keeps it, whole up to :data:`~vllm_doctor.rules.rule.MAX_EVIDENCE_CHARS` characters
     (a longer one keeps its head and the message, ``...`` marking the cut)."""
-    from ..rules.rule import MAX_EVIDENCE_CHARS
+    from ..limits import MAX_EVIDENCE_CHARS
 
     return f"The log lines (whole up to {MAX_EVIDENCE_CHARS} characters; a longer line keeps its head and its message)"
 

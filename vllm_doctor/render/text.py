@@ -29,7 +29,7 @@ import io
 import os
 from typing import List, Optional, Tuple
 
-from ..rules.rule import MAX_EVIDENCE_CHARS
+from ..limits import MAX_EVIDENCE_CHARS
 from .evidence import anchors_for, clip, evidence_rows, finding_time, is_context
 from .facts import concurrency, context_rows, fact_pool, fact_rows
 from .names import CLIP, short_source, why_parts

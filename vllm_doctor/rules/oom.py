@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .. import thresholds
+from ..limits import MAX_NAMED_PROCESSES, largest_pids  # noqa: F401 - named here too
 from ..memory import foreign_gib, split_processes
 from ..run import Failure, Run
 from ..units import tidy
@@ -107,28 +108,6 @@ def held_unlisted(f: Failure, run: Run) -> Optional[float]:
     if held is None or not total or held < thresholds.UNLISTED_FOREIGN_SHARE * total:
         return None
     return held
-
-
-#: Co-tenant processes a title, a remedy or a view names at most (the largest holders
-#: first, then ``+N more``): an OOM message on a shared GPU can list thousands (breakit3 7),
-#: and an instruction that names them all is never read. A display bound, not a judgement.
-MAX_NAMED_PROCESSES = 5
-
-
-def largest_pids(facts: Dict[str, Any], limit: int = MAX_NAMED_PROCESSES) -> Tuple[List[Any], int]:
-    """The ``co_tenant_pids`` of ``facts`` to name, at most ``limit`` (in the message's order
-    when they all fit, else the largest holders of ``co_tenant_gib`` first), and how many
-    more there are."""
-    pids = list(facts.get("co_tenant_pids") or [])
-    if len(pids) <= limit:
-        return pids, 0
-    held = facts.get("co_tenant_gib") or {}
-
-    def gib(pid: Any) -> float:
-        value = held.get(str(pid))
-        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
-
-    return sorted(pids, key=lambda pid: -gib(pid))[:limit], len(pids) - limit
 
 
 def named_pids(facts: Dict[str, Any]) -> str:
