@@ -117,7 +117,7 @@ def test_binary_and_invalid_utf8_do_not_crash():
 
 def test_markdown_has_verdict_evidence_and_numbered_remedies():
     out = run("diagnose", "-f", "markdown", str(fixture_path("s001-llama31-8b-3090-kv-29k.log"))).output
-    assert out.startswith("## KV cache too small for max_model_len 29000 on GPU (23.58 GiB)\n")
+    assert out.startswith("## KV cache too small for max_model_len 29000 on a 23.58 GiB GPU\n")
     assert "**VD101 kv_cache_capacity** (critical, high confidence, startup): KV cache too small" in out
     assert "\ns001-llama31-8b-3090-kv-29k.log:5  The model's max seq len (29000)" in out
     assert "1. `--max-model-len 23552`: Lower max_model_len" in out

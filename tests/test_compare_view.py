@@ -40,7 +40,9 @@ def test_a_long_log_line_is_clipped_and_quoted_once(restart):
     assert quoted.lstrip().startswith("new :14 ValueError")
     assert f"{CLIP} \u2190 the error" in out  # clipped, marked, the note kept
     assert "(8.42 GiB)" in out  # the clause with the number the difference reads is kept
-    assert out.rstrip().endswith(f"{CLIP} = text left out of a long line (--format json or markdown has it whole)")
+    assert " ".join(out.split()).endswith(
+        f"{CLIP} = text left out of a long line (--format json or markdown has it, whole up to 600 characters)"
+    )
     # The full line is in the ticket.
     md = render_compare(restart, "markdown")
     assert "See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details." in md

@@ -34,7 +34,10 @@ def test_a_source_name_wider_than_the_line_keeps_its_colon(tmp_path):
     out = render(diagnose(str(log)), "text", width=80)
     assert not any(line.lstrip().startswith(":") for line in out.splitlines())
     assert max(len(x) for x in out.splitlines()) <= 80
-    assert re.search(r"^x+\u2026x+\.log: 13 lines|^x+\u2026x+\.log:\n  13 lines", out, re.M)
+    # the name whole (broken at separators only, never shortened: it is to be copied), then ':'
+    block = out[out.index(str(log)[:40]) :] if str(log)[:40] in out else ""
+    assert re.search(r"^x+\.log:\n  13 lines", out, re.M) and "\u2026" not in block.split("13 lines")[0]
+    assert "".join(x.strip() for x in block.split(":\n")[0].splitlines()) == str(log)
 
 
 def test_with_several_sources_the_recap_names_the_source():
@@ -47,8 +50,14 @@ def test_with_several_sources_the_recap_names_the_source():
         results += diagnose_input(src)
         src.stream.close()
     v = build_verdict(results)
-    line = recap(v, 73)  # 80 columns less "recap: "
-    assert len(line) <= 73 and line.endswith("kv-29k.log") and "--max-model-len 23552" in line
+    line = recap(v, 73)  # 80 columns less "recap: ": the source stays, shortened; the view wraps
+    assert line.startswith("VD101 kv_cache_capacity (critical) · ") and line.endswith("29k.log")
+    assert "--max-model-len 23552" in line
+    out = render(v, "text", width=80, height=24).splitlines()
+    assert out[-2:] == [
+        "recap: VD101 kv_cache_capacity (critical) \u00b7",
+        f"  do this first: {line.split('first: ')[1]}",
+    ]
     one = diagnose(str(fixture_path("s001-llama31-8b-3090-kv-29k.log")))
     assert "s001" not in recap(one, 73)  # one source: the flag and the class come first
 

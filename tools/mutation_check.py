@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-TESTS = ["tests/rules", "tests/test_corpus.py", "tests/test_compare.py"]
+TESTS = ["tests/rules", "tests/test_corpus.py", "tests/test_compare.py", "tests/test_render_operator.py"]
 
 
 def constants():

@@ -38,7 +38,8 @@ Exit codes:
   1  a problem was diagnosed
   2  usage error, an input could not be read (completely), or an output
      could not be written (standard output or error closed or full)
-  3  nothing in the input is recognisable as vLLM output
+  3  nothing in the input is recognisable as vLLM output, or it is a
+     document that only quotes vLLM messages (a README, a chat)
   130  interrupted (Ctrl-C) before there was anything to judge; Ctrl-C
        while --metrics scrapes, after the first scrape, gives the verdict
        of the scrapes taken, with its code (as -F does)"""
@@ -326,8 +327,10 @@ def diagnose(
         # The text view says it in its sources block; JSON and Markdown on standard output
         # are for a program or a ticket, so the operator reads it here, once.
         from .formats import TRIED
+        from .quoted import NOT_A_LOG
 
-        streams.write_stderr(f"vllm-doctor: nothing recognisable as vLLM output (formats tried: {TRIED})")
+        quoted = [n for s in verdict.sources for n in s.notes if n.startswith(NOT_A_LOG)]
+        _say(f"vllm-doctor: {quoted[0] if quoted else f'nothing recognisable as vLLM output (formats tried: {TRIED})'}")
     for s in verdict.sources:
         if s.internal_errors:
             _error(
@@ -404,7 +407,7 @@ def _metrics_inputs(specs: List[str], urls: Tuple[str, ...], interval: float, co
             except ScrapingInterrupted as exc:
                 series.extend(exc.series)
                 shown.stop()
-                streams.write_stderr(
+                _say(
                     f"vllm-doctor: interrupted after {exc.scrapes} scrape{'s' if exc.scrapes != 1 else ''}: "
                     "the verdict covers the scrapes taken"
                 )
@@ -424,13 +427,44 @@ _ERRORS = _ErrorRedaction()
 
 
 def _error(text: str, level: str = "error") -> bool:
-    """``vllm-doctor: LEVEL: TEXT`` on standard error, one inert line, secrets redacted."""
+    """``vllm-doctor: LEVEL: TEXT`` on standard error, inert, secrets redacted: one line
+    for a script or a log (standard error not a terminal), and on a terminal wrapped at
+    words to its width (a path or URL longer than the line is never split; continuation
+    lines indented two spaces), as the text view is."""
     text = str(text)
     if _ERRORS.redact:
         from .redact import redact_secrets
 
         text = redact_secrets(text)
-    return streams.write_stderr(f"vllm-doctor: {level}: {text}")
+    return _say(f"vllm-doctor: {level}: {text}")
+
+
+def _say(line: str) -> bool:
+    """``line`` on standard error: as it is for a script or a log, wrapped at words to the
+    terminal's width when standard error is one (see :func:`_error`)."""
+    width = _stderr_width()
+    if not width or len(line) <= width:
+        return streams.write_stderr(line)
+    import textwrap
+
+    ok = True
+    for part in textwrap.wrap(
+        streams.message(line), width, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False
+    ):
+        ok = streams.write_stderr(part) and ok
+    return ok
+
+
+def _stderr_width() -> int:
+    """Columns of the terminal standard error is (``COLUMNS`` when set), 0 when it is none."""
+    try:
+        if sys.stderr is None or not sys.stderr.isatty():
+            return 0
+    except (OSError, ValueError):
+        return 0
+    from .render.text import MIN_WIDTH, terminal_size
+
+    return max(terminal_size(True)[0], MIN_WIDTH)
 
 
 def _shown_url(url: str) -> str:

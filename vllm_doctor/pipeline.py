@@ -20,6 +20,7 @@ from ._version import __version__
 from .catalog import Catalog
 from .envelopes import _PROC, MAX_RECORD_CHARS, Envelopes, source_key, unwrap
 from .frames import code_tags, looks_like_code
+from .quoted import quoted_document
 from .reassemble import MAX_JOINED, WRAP_MIN_WIDTH, Reassembler, _open_oom, shell_continued
 from .rules import BY_NAME, diagnose_run, healthy, new_observers
 from .rules.rule import read_from
@@ -198,14 +199,20 @@ class _SourceReader:
             summary.lines = lines  # physical lines of the whole input (shared by its sub-sources)
             summary.format = fmt
             summary.recognised = tracker.recognised
-            summary.vllm_output = tracker.vllm_seen
+            # a page quoting vLLM, not its log (plain text only: a log store's envelopes
+            # spread one record over many lines, and are a log whatever they hold)
+            plain = fmt == "plain" and not summary.wrappers_seen
+            quoted = quoted_document(tracker, lines) if plain else None
+            summary.vllm_output = tracker.vllm_seen and quoted is None
+            if quoted is not None:
+                summary.notes.append(quoted)
             summary.runs = len(tracker.runs) + tracker.dropped_runs
             summary.dropped_runs = tracker.dropped_runs
             summary.wrappers = sorted(summary.wrappers_seen)
             del summary.wrappers_seen
             summary.timeouts = self.catalog.timeouts
             result = SourceResult(tracker, summary)
-            for run in tracker.runs:
+            for run in tracker.runs if quoted is None else ():
                 result.findings.extend(self.judge(run, summary))
             results.append(result)
         return results

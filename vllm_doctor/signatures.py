@@ -313,6 +313,8 @@ class Learner:
         if not self._plain_ok or not self._common or n < UNANCHORED_MIN_LINES:
             return None
         k = len(self._common)
+        if k >= MAX_TOKENS:
+            return None  # the lines agree past all the tokens compared: repeated text, no wrapper ends there
         if sum(1 for t in self._ntokens if t > k) < n // 2 + 1:
             return None  # most lines must go on after the common tokens
         raw = self._common_raw

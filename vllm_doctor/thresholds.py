@@ -126,9 +126,6 @@ ALLOCATOR_FAILURE_FREE_RATIO = 8.0
 #: CuMemAllocator, a PID namespace; p21 prints 0 bytes beside 8.51 GiB allocated): both are
 #: printed to two decimals, in MiB or GiB, so their rounding differs by up to 0.01 GiB.
 UNSEEN_MARGIN_GIB = 0.01
-#: PIDs a title or a remedy's reason names before "and N more" (the facts keep every one,
-#: largest first): an OOM can list thousands (breakit3 item 7), a line must stay readable.
-PIDS_NAMED = 5
 
 # -- Co-tenants (VD102, VD200) ----------------------------------------------------------------
 #: A co-tenant holding at least this share of the GPU is worth blaming at startup.
@@ -196,3 +193,12 @@ COMPARE_MIN_STATS_INTERVALS = 3
 #: in fixtures/logs r032 / r022), so only a large, long move is worth a line.
 COMPARE_TIMING_PCT = 50.0
 COMPARE_TIMING_MIN_S = 10.0
+
+# -- Input that quotes vLLM rather than being its log (vllm_doctor/quoted.py) -----------------
+#: Physical lines from which an input without any vLLM record or process prefix may be a
+#: document quoting vLLM (a README, a chat, a wiki page) rather than a log: every log pasted
+#: by hand without a prefix in the corpus and the hold-out has 29 lines or fewer.
+QUOTED_DOC_MIN_LINES = 80
+#: Share of such an input's lines vLLM's own messages must reach for it to be read as a log
+#: (this project's README: 1.2%; a traceback pasted alone is well above: every frame counts).
+QUOTED_DOC_MAX_SHARE = 0.05

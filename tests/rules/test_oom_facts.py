@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 from vllm_doctor import diagnose, thresholds
-from vllm_doctor.rules.oom import own_unseen, pid_list
+from vllm_doctor.rules.oom import named_pids, own_unseen
 
 HEAD = "(EngineCore_DP0 pid=77) ERROR 05-01 10:00:09 [core.py:700] torch.OutOfMemoryError: CUDA out of memory. "
 
@@ -117,12 +117,12 @@ def test_free_equal_to_total_is_kept():
     assert not any("contradict" in n for n in f.notes)
 
 
-@pytest.mark.parametrize(
-    "n,text", [(5, "1, 2, 3, 4, 5"), (6, "1, 2, 3, 4, 5 and 1 more"), (9, "1, 2, 3, 4, 5 and 4 more")]
-)
-def test_pid_list_names_the_first_five(n, text):
-    # PIDS_NAMED 5: at half (2) six PIDs would read "1, 2 and 4 more"; at 7 or more, "1, ..., 6".
-    assert pid_list(list(range(1, n + 1))) == text
+@pytest.mark.parametrize("n,text", [(5, "1, 2, 3, 4, 5"), (6, "6, 5, 4, 3, 2 +1 more"), (9, "9, 8, 7, 6, 5 +4 more")])
+def test_named_pids_names_the_five_largest(n, text):
+    # limits.MAX_NAMED_PROCESSES 5, the largest holders first once they do not all fit (PID p
+    # holds p MiB here): at half (2) six PIDs would read "6, 5 +4 more"; at 7, all six.
+    facts = {"co_tenant_pids": list(range(1, n + 1)), "co_tenant_gib": {str(p): p / 1024 for p in range(1, n + 1)}}
+    assert named_pids(facts) == text
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import List, Tuple
 
+from ..limits import MAX_EVIDENCE_CHARS
 from .inert import clean_output, map_strings, one_line
 
 FORMATS = ("text", "markdown", "json")
@@ -199,7 +200,11 @@ def _text(c, color: bool, width: int) -> str:
         v.hang(Text(n, style="italic"), indent=6, prefix=Text("note:", style="dim"))
     if clipped:
         v.hang(
-            Text(f"{CLIP} = text left out of a long line (--format json or markdown has it whole)", style="dim"),
+            Text(
+                f"{CLIP} = text left out of a long line (--format json or markdown has it,"
+                f" whole up to {MAX_EVIDENCE_CHARS} characters)",
+                style="dim",
+            ),
             indent=2,
         )
     return v.render() + "\n"

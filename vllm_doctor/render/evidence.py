@@ -76,7 +76,9 @@ def anchors_for(note: Optional[str], facts: Optional[Dict[str, Any]] = None, tex
             out.append(value)
         return [a for a in out if a]
     # Co-tenant processes first: on a crowded GPU the process list is what matters most.
-    out += [f"Process {pid} " for pid in (facts or {}).get("co_tenant_pids") or []]
+    from .facts import listed_processes
+
+    out += [f"Process {pid} " for pid in listed_processes(facts or {})[0]]
     for key in ANCHOR_FACTS:
         value = (facts or {}).get(key)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -238,21 +240,34 @@ def evidence_rows(finding) -> List[EvidenceRow]:
 # -- time -------------------------------------------------------------------------------
 
 
-def incident_times(finding) -> Tuple[Optional[str], Optional[str]]:
+def incident_times(finding, verdict=None) -> Tuple[Optional[str], Optional[str]]:
     """First and last log time (``MM-DD HH:MM:SS``) of the lines that show the incident itself
-    (not the settings it quotes); ``(None, None)`` when none of them carries a time."""
-    times = sorted(e.time for e in finding.evidence if e.time and not is_context(e.note))
+    (not the settings it quotes); ``(None, None)`` when none of them carries a time. Given
+    the ``verdict``, only the lines of the finding's own run count (its source, within the
+    run's lines): a line quoted from another run (the healthy instance beside the one that
+    failed, the run before a restart) says when that one did something, not when this
+    failed. Without such a line (or a verdict), every incident line counts."""
+    lines = [e for e in finding.evidence if e.time and not is_context(e.note)]
+    run = None
+    for r in getattr(verdict, "runs", None) or []:
+        if r.source == finding.source and r.index == finding.run:
+            run = r
+    if run is not None:
+        own = [e for e in lines if e.source == run.source and run.start_line <= e.line <= (run.end_line or e.line)]
+        lines = own or lines
+    times = sorted(e.time for e in lines)
     if not times:
         return None, None
     return times[0], times[-1]
 
 
-def finding_time(finding) -> Optional[str]:
-    """When ``finding`` happened in the log's own time: the first incident line's time."""
-    return incident_times(finding)[0]
+def finding_time(finding, verdict=None) -> Optional[str]:
+    """When ``finding`` happened in the log's own time: the first incident line's time (of
+    its own run, given the ``verdict``: :func:`incident_times`)."""
+    return incident_times(finding, verdict)[0]
 
 
 def verdict_times(verdict) -> Tuple[Optional[str], Optional[str]]:
     """First and last incident time of the headline's own finding (see
     :func:`incident_times`); ``(None, None)`` without one."""
-    return incident_times(verdict.primary) if verdict.primary is not None else (None, None)
+    return incident_times(verdict.primary, verdict) if verdict.primary is not None else (None, None)

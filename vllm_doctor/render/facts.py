@@ -9,7 +9,9 @@ them (vocabulary: ``fixtures/logs/README.md``).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
+
+import regex
 
 from .names import where
 
@@ -62,8 +64,39 @@ def _gpu(p: Dict[str, Any]) -> Optional[str]:
     )
 
 
+#: What an accelerator is called, by the words a log of it prints (first match wins; a log
+#: with none of them is a GPU's). Ascend: torch_npu and vllm-ascend (``NPU function error``,
+#: ``npu:0``, ``Starting to capture ACL graphs``, vllm_ascend/worker/model_runner_v1.py);
+#: Intel: torch's ``xpu`` device and IPEX; TPU: torch_xla / libtpu / tpu-inference.
+DEVICE_WORDS: Tuple[Tuple[str, Any], ...] = (
+    ("NPU", regex.compile(r"\bNPU\b|\bnpu:[0-9]|torch_npu|vllm[_-]ascend|\bAscend\b|\bACL graphs?\b|\baclnn")),
+    ("XPU", regex.compile(r"\bXPU\b|\bxpu:[0-9]|intel_extension_for_pytorch|\bIPEX\b")),
+    ("TPU", regex.compile(r"\bTPU\b|libtpu|torch_xla|tpu_inference")),
+)
+
+
+def device_word(texts: Iterable[str]) -> str:
+    """``GPU``, or ``NPU`` / ``XPU`` / ``TPU`` when one of ``texts`` (the evidence lines the
+    verdict quotes) uses that device's own words (:data:`DEVICE_WORDS`)."""
+    texts = list(texts)
+    for word, pattern in DEVICE_WORDS:
+        if any(pattern.search(t) for t in texts):
+            return word
+    return "GPU"
+
+
 def _gpu_label(p: Dict[str, Any]) -> str:
-    return f"GPU {p['gpu_index']}" if isinstance(p.get("gpu_index"), int) else "GPU"
+    word = p.get("device_word") or "GPU"
+    return f"{word} {p['gpu_index']}" if isinstance(p.get("gpu_index"), int) else word
+
+
+def listed_processes(p: Dict[str, Any]) -> Tuple[List[Any], int]:
+    """The co-tenant PIDs of the facts ``p`` a view names, the largest holders first past
+    :data:`~vllm_doctor.limits.MAX_NAMED_PROCESSES`, and how many more there are (the
+    titles and remedies name the same ones)."""
+    from ..limits import largest_pids
+
+    return largest_pids(p)
 
 
 def _co_tenants(p: Dict[str, Any]) -> Optional[str]:
@@ -74,9 +107,14 @@ def _co_tenants(p: Dict[str, Any]) -> Optional[str]:
         whose = "the failing process only" if p.get("raised_outside_vllm") else "vLLM's own process only"
         return f"none listed ({whose})"
     held = p.get("co_tenant_gib") or {}
-    return ", ".join(
-        f"PID {pid}" + (f" ({size(held.get(str(pid)))})" if size(held.get(str(pid))) else "") for pid in pids
+    shown, more = listed_processes(p)
+    text = ", ".join(
+        f"PID {pid}" + (f" ({size(held.get(str(pid)))})" if size(held.get(str(pid))) else "") for pid in shown
     )
+    if more:
+        rest = size(p.get("co_tenant_total_gib"))
+        text += f", +{more} more" + (f" ({rest} held by all {len(pids)} together)" if rest else "")
+    return text
 
 
 def concurrency(value: float) -> str:
@@ -208,6 +246,9 @@ def fact_pool(verdict, finding) -> Dict[str, Any]:
         pool.update(run.config)
     if finding is not None:
         pool.update(finding.facts)
+    # the device's own word, from the lines quoted about that source (an NPU's log says NPU)
+    quoted = [f for f in getattr(verdict, "findings", None) or [] if finding is None or f.source == finding.source]
+    pool["device_word"] = device_word(e.text for f in quoted or [finding] if f is not None for e in f.evidence)
     return {k: v for k, v in pool.items() if v is not None}
 
 

@@ -5,7 +5,9 @@ verdict line (code, class, severity, confidence, source) and its one-line title;
 first**; a summary table in words and units (source, host or pod, first and last incident
 time from the log, vLLM version, model, GPU, the key facts); the stats of a runtime episode
 as sparklines; the evidence clipped to the clauses that matter in a fenced block of
-``source:line`` rows (the full lines in a collapsed block below it when any was clipped);
+``source:line`` rows of at most :data:`TICKET_EVIDENCE_CHARS` characters (the lines in a
+collapsed block below it when any was clipped, each as the verdict keeps it: whole up to
+600 characters, see :func:`full_lines_summary`);
 numbered remedies with their flags; what does not help; the other findings; the notes on
 the input (what was not read: sources[].notes, unreadable inputs); a footer with the tool's
 name and version. Sources are named as given on the command line, an absolute
@@ -41,8 +43,22 @@ from .names import display_source, why_parts
 from .series import episode, episode_span, point_unit, series_rows
 from .titles import symptom_title
 
-#: Characters of an evidence line in the ticket's fenced block (the full line is below it).
-TICKET_EVIDENCE_CHARS = 240
+#: Characters of an evidence row in the ticket's fenced block (``source:line``, time, text,
+#: note; the line as the verdict keeps it is in the collapsed block below)...
+TICKET_EVIDENCE_CHARS = 300
+#: ... of which the line's own text keeps at least this many, however long the source's name.
+TICKET_EVIDENCE_MIN = 120
+
+
+def full_lines_summary() -> str:
+    """What the collapsed block of log lines holds, said as it is: each line as the verdict
+    keeps it, whole up to :data:`~vllm_doctor.rules.rule.MAX_EVIDENCE_CHARS` characters
+    (a longer one keeps its head and the message, ``...`` marking the cut)."""
+    from ..limits import MAX_EVIDENCE_CHARS
+
+    return f"The log lines (whole up to {MAX_EVIDENCE_CHARS} characters; a longer line keeps its head and its message)"
+
+
 #: Width of the ticket's sparklines.
 TICKET_SPARK_WIDTH = 60
 #: The distribution's name, as the footer and ``--version`` give it.
@@ -136,7 +152,8 @@ def _summary_table(verdict) -> List[str]:
             rows.append(["Last incident", _time(last)])
     elif len(verdict.sources) == 1:
         rows.append(["Source", code(display_source(verdict.sources[0].name), in_table=True)])
-    rows += [[prose(k), _cell(val)] for k, val in context_rows(verdict, p) + fact_rows(verdict, p)]
+    if p is not None or verdict.primary_class != "unknown":  # nothing judged: no facts
+        rows += [[prose(k), _cell(val)] for k, val in context_rows(verdict, p) + fact_rows(verdict, p)]
     if not rows:
         return []
     return ["| Summary | |", "|---|---|"] + [f"| {k} | {v} |" for k, v in rows] + [""]
@@ -165,13 +182,15 @@ def _evidence(f) -> List[str]:
             note = "; ".join(
                 x for x in (note, f"also line{'s' if len(r.also) > 1 else ''} {', '.join(map(str, r.also))}") if x
             )
-        text, cut = clip(r.text, TICKET_EVIDENCE_CHARS, anchors_for(r.note, f.facts, r.text))
+        tail = f"   <- {note}" if note else ""
+        budget = max(TICKET_EVIDENCE_CHARS - len(where) - len(when) - 2 - len(tail), TICKET_EVIDENCE_MIN)
+        text, cut = clip(r.text, budget, anchors_for(r.note, f.facts, r.text))
         clipped |= cut
-        shown.append(f"{where}{when}  {text}" + (f"   <- {note}" if note else ""))
+        shown.append(f"{where}{when}  {text}{tail}")
         full.append(f"{where}  {r.text}")
     out = ["Evidence:", ""] + _fence(shown) + [""]
     if clipped:
-        out += ["<details><summary>The full log lines</summary>", ""] + _fence(full) + ["", "</details>", ""]
+        out += [f"<details><summary>{full_lines_summary()}</summary>", ""] + _fence(full) + ["", "</details>", ""]
     return out
 
 
@@ -197,7 +216,7 @@ def _remedies(f, numbered_title: str = "Remedies, in order:") -> List[str]:
 
 
 def _finding(verdict, f) -> List[str]:
-    first, _ = incident_times(f)
+    first, _ = incident_times(f, verdict)
     when = f" at {_time(first)}" if first else ""
     out = [
         f"### {prose(f.code)} {prose(f.class_id)} ({prose(f.severity)}, {prose(f.phase)}{when}): {prose(f.title)}",
@@ -233,7 +252,13 @@ def render_markdown(verdict) -> str:
             first = (f"{code(r.flag)}: " if r.flag else "") + prose(r.action)
             out += [f"**Do this first:** {first}", ""]
     else:
-        out += [f"**{prose(verdict.primary_code)} {prose(verdict.primary_class)}** · {prose(verdict.title)}", ""]
+        from .text import headline_meta
+
+        out += [
+            f"**{prose(verdict.primary_code)} {prose(verdict.primary_class)}** ({prose(headline_meta(verdict))}): "
+            f"{prose(verdict.title)}",
+            "",
+        ]
     out += _summary_table(verdict)
     if len(verdict.sources) > 1:
         out += ["| Source | Verdict | Format | Runs |", "|---|---|---|---|"]
@@ -284,7 +309,7 @@ def render_follow_summary(verdict, lines: int = 0) -> str:
     if shown:
         out += ["| Time | Code | Class | Source | Do this first |", "|---|---|---|---|---|"]
         for f in shown:
-            t, _ = incident_times(f)
+            t, _ = incident_times(f, verdict)
             r = f.remedies[0] if f.remedies else None
             first = (code(r.flag, in_table=True) if r.flag else prose(r.action)) if r else ""
             out.append(

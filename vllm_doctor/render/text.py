@@ -5,13 +5,16 @@ Layout, for an operator reading an 80x24 terminal at 3 a.m.:
 1. the verdict: code, class, severity and confidence, the one-line title, the source
    (at most two lines: a title that would need more is shortened here and printed whole
    under its finding);
-2. ``do this first``: the first remedy's flag and value (or its action when it has no flag);
-   a healthy server says what it runs with instead (KV cache tokens, concurrency, model);
+2. ``do this first``: the first remedy's flag and value (or its action when it has no flag),
+   whole; a healthy server says what it runs with instead (KV cache tokens, concurrency,
+   model);
 3. the key facts, in words and units (``GPU 0  23.56 GiB total, 21.75 MiB free``);
 4. each finding, primary first: its file named once, the stats of a runtime episode as
    sparklines, evidence in line order (each line clipped to the clauses that matter, marked
    ``…``; the full line is in JSON and Markdown), remedies in order, what does not help;
-5. one line per source, and a one-line recap when the output is longer than the screen.
+5. one line per source, and a recap when the output is longer than the screen: one line
+   (``CODE class (severity) · do this first: ACTION · source``; the source, then the
+   severity give way), wrapped at words when the first thing to do is longer than that.
 
 Everything is wrapped to the width given (the terminal's, also in a pipe; 100 columns with no
 terminal at all, see :func:`terminal_size`) with
@@ -26,6 +29,7 @@ import io
 import os
 from typing import List, Optional, Tuple
 
+from ..limits import MAX_EVIDENCE_CHARS
 from .evidence import anchors_for, clip, evidence_rows, finding_time, is_context
 from .facts import concurrency, context_rows, fact_pool, fact_rows
 from .names import CLIP, short_source, why_parts
@@ -206,13 +210,30 @@ def _rstrip_styled(line: str) -> str:
     return stripped
 
 
+#: What the headline says in place of severity and confidence when no finding was judged
+#: (nothing recognisable as vLLM output: VD901 without a finding, exit 3).
+NOTHING_JUDGED = "nothing judged: no vLLM output"
+
+
+def headline_meta(verdict) -> str:
+    """The headline's parenthesis, in one shape for every verdict: ``critical, medium
+    confidence`` for a finding (VD901 ``unknown`` included), ``ok`` for a healthy server,
+    :data:`NOTHING_JUDGED` for an input with no vLLM output (never ``unknown`` twice)."""
+    p = verdict.primary
+    if p is not None:
+        return f"{verdict.severity}, {p.confidence} confidence"
+    if verdict.primary_class == "unknown":
+        return NOTHING_JUDGED
+    return verdict.severity
+
+
 def _headline(v: _View, verdict) -> bool:
     """Line 1: the verdict. Returns True when its title had to be shortened."""
     from rich.text import Text
 
     p = verdict.primary
     style = _STYLE.get(verdict.severity, "bold")
-    meta = verdict.severity if p is None else f"{verdict.severity}, {p.confidence} confidence"
+    meta = headline_meta(verdict)
     source = p.source if p is not None else (verdict.sources[0].name if len(verdict.sources) == 1 else "")
     # "... found in the log. · x.log": the source follows the title, not a new sentence.
     title = verdict.title.rstrip(".") if source and not verdict.title.endswith("...") else verdict.title
@@ -255,7 +276,9 @@ def _do_first(v: _View, verdict) -> None:
 
     p = verdict.primary
     if p is not None and p.remedies:
-        v.hang(_remedy_text(p.remedies[0]), indent=2, prefix=Text("do this first:", style="bold"), max_lines=HEAD_LINES)
+        # the action whole, over the lines it needs (its reason is under the finding): a cut
+        # action is another instruction
+        v.hang(_remedy_text(p.remedies[0]), indent=2, prefix=Text("do this first:", style="bold"))
         return
     if p is not None:
         v.hang(Text("no remedy: the log does not show the cause (see the evidence below)"), indent=2)
@@ -375,20 +398,61 @@ def _remedies(v: _View, f) -> None:
         v.hang(Text(n, style="italic"), indent=8, prefix=Text("note:", style="dim"), lead=2)
 
 
+def break_path(name: str, width: int) -> List[str]:
+    """``name`` (a path, maybe with its sub-source: ``x.log [pod/p/c]``) in lines of at most
+    ``width`` characters, broken after a path separator (``/``) or a space, else, in a file name longer than the line, after a ``-``, ``_`` or
+    ``.`` inside it, and only past that at any character: joined again, the lines are the
+    name, and a line never ends in the middle of a word of it."""
+    import regex
+
+    width = max(width, 10)
+    pieces: List[str] = []
+    for part in regex.findall(r"[^/ ]*[/ ]+|[^/ ]+$", name) or [name]:
+        if len(part) <= width:
+            pieces.append(part)
+            continue
+        for word in regex.findall(r"[^-_.]*[-_.]+|[^-_.]+$", part):
+            pieces += [word[i : i + width] for i in range(0, len(word), width)]
+    lines = [""]
+    for piece in pieces:
+        if lines[-1] and len(lines[-1]) + len(piece) > width:
+            lines.append("")
+        lines[-1] += piece
+    return lines
+
+
+def _name_lines(v: _View, name: str, indent: int, style: str = "", tail: str = "") -> None:
+    """``name`` on lines of its own at ``indent``, broken only where :func:`break_path`
+    breaks it (a file name copied from the screen stays whole), ``tail`` after it."""
+    from rich.text import Text
+
+    lines = break_path(name + tail, v.width - indent)
+    for line in lines:
+        v.add_line(Text(" " * indent + line, style=style))
+
+
 def _finding(v: _View, verdict, f, primary: bool, full_title: bool, sparks_done: set) -> bool:
     """One finding section; True when an evidence line was clipped."""
     from rich.text import Text
 
     v.blank()
-    when = finding_time(f)
+    when = finding_time(f, verdict)
     head = Text.assemble((f"{f.code} {f.class_id}", _STYLE.get(f.severity, "bold")))
     if not primary:
         head.append(f" ({f.severity}, {f.phase}, {f.confidence} confidence)", style="dim")
     if when:
         head.append(f" \u00b7 {when}", style="dim")
     runs = sum(1 for r in verdict.runs if r.source == f.source)
-    head.append(f" \u00b7 {f.source}" + (f" run {f.run}" if runs > 1 else ""))
-    v.hang(head, indent=2)
+    run = f" run {f.run}" if runs > 1 else ""
+    # The file is named whole: on the header's line when it fits there, else on lines of its
+    # own, broken at path separators only (never in the middle of a name to be copied).
+    if head.cell_len + 3 + len(f.source) + len(run) <= v.width:
+        head.append(f" \u00b7 {f.source}{run}")
+        v.hang(head, indent=2)
+    else:
+        head.append(" \u00b7")
+        v.hang(head, indent=2)
+        _name_lines(v, f.source, 2, tail=run)
     if not primary or full_title:
         v.hang(Text(f.title), indent=2, lead=2)
     key = (f.source, f.run)
@@ -414,14 +478,21 @@ def _sources(v: _View, verdict, clipped: bool) -> None:
             lines = f"part of {s.input} ({lines})"
         wrappers = f", wrappers: {', '.join(s.wrappers)}" if s.wrappers else ""
         verdict_of = f", verdict {s.primary_class}" if many else ""
-        # A name wider than the line would be folded by the terminal, its ':' starting a line.
-        name = s.name if len(s.name) + 1 <= v.width - 2 else short_source(s.name, v.width - 4)
-        v.hang(Text(f"{name}: {lines}, {s.recognised} recognised{runs}{verdict_of}{wrappers}", style="dim"), indent=2)
+        about = f"{lines}, {s.recognised} recognised{runs}{verdict_of}{wrappers}"
+        if len(s.name) + 2 + len(about.split(" ")[0]) <= v.width:
+            v.hang(Text(f"{s.name}: {about}", style="dim"), indent=2)
+        else:  # the name whole on lines of its own (broken at separators only), then the rest
+            _name_lines(v, s.name, 0, style="dim", tail=":")
+            v.hang(Text(about, style="dim"), indent=2, lead=2)
         for note in s.notes:
             v.hang(Text(f"note: {note}", style="dim"), indent=4)
     if clipped:
         v.hang(
-            Text(f"{CLIP} = text left out of a long line (--format json or markdown has it whole)", style="dim"),
+            Text(
+                f"{CLIP} = text left out of a long line (--format json or markdown has it,"
+                f" whole up to {MAX_EVIDENCE_CHARS} characters)",
+                style="dim",
+            ),
             indent=2,
         )
 
@@ -431,11 +502,14 @@ _FLAG_STARTS = ("--", "LLM(")
 
 
 def recap(verdict, width: int = 0) -> str:
-    """The verdict in one line of at most ``width`` characters (0: no limit): code, class,
-    severity, the first thing to do, the source; the source, then the severity, then the
-    class give way first (with several sources, the source is kept longest: it says which of
-    them the line is about), then a remedy in words is clipped. A flag is never clipped (a cut
-    flag is another command): the line is then longer than ``width``."""
+    """The verdict in one line of at most ``width`` characters (0: no limit), always in the
+    same shape: ``CODE class (severity) · do this first: ACTION · source``. What gives way,
+    in order: the source, then the severity (with several sources the source is never
+    dropped, only shortened after the severity went: it says which of them the line is
+    about); when even the shortest does not fit, the severity stays (dropping it would not
+    save the line). The code, the class and the first thing to do are never cut (a cut flag is another command, a cut action
+    another instruction): when they do not fit ``width`` the line returned is longer, and
+    the text view wraps it at words over the lines it needs."""
     p = verdict.primary
     head = f"{verdict.primary_code} {verdict.primary_class}"
     todo = ""
@@ -447,19 +521,39 @@ def recap(verdict, width: int = 0) -> str:
         [f"{head} ({verdict.severity})", todo, source],
         [f"{head} ({verdict.severity})", todo],
         [head, todo],
-        [verdict.primary_code, todo],
     ]
-    if len(verdict.sources) > 1 and source:  # which of the sources: kept before the severity and class
+    # what is returned when nothing fits (the view wraps it): dropping the severity would
+    # not save the line then, so it stays
+    wrapped = [f"{head} ({verdict.severity})", todo]
+    if len(verdict.sources) > 1 and source:  # which of the sources: never dropped
         brief = short_source(p.source, 20)
-        tries[1:1] = [[head, todo, source], [verdict.primary_code, todo, source], [verdict.primary_code, todo, brief]]
+        tries = [tries[0], [head, todo, source], [head, todo, brief]]
+        wrapped.append(brief)
     for parts in tries:
         line = " \u00b7 ".join(x for x in parts if x)
         if not width or len(line) <= width:
             return line
-    if p is not None and p.remedies and p.remedies[0].flag:
-        return line
-    cut = line.rfind(" ", 0, width - 1)
-    return line[: cut if cut > width // 2 else width - 2].rstrip() + " " + CLIP
+    return " \u00b7 ".join(x for x in wrapped if x)
+
+
+def _recap(v: _View, verdict) -> None:
+    """The recap at the end of a long view: :func:`recap` on one line when it fits; else its
+    action in words wrapped at words under it, and a flag (never split: ``--max-model-len``
+    and its value on two lines are no command to copy) on a line of its own."""
+    from rich.text import Text
+
+    style = _STYLE.get(verdict.severity, "bold")
+    line = recap(verdict, v.width - len("recap: "))
+    if len("recap: ") + len(line) <= v.width:
+        v.add_line(Text.assemble(("recap: ", "dim"), (line, style)))
+        return
+    p = verdict.primary
+    head, sep, rest = line.partition(" \u00b7 do this first: ")
+    if sep and p is not None and p.remedies and p.remedies[0].flag:
+        v.add_line(Text.assemble(("recap: ", "dim"), (head + " \u00b7", style)))
+        v.hang(Text("do this first: " + rest, style=style), indent=4, lead=2)
+        return
+    v.hang(Text(line, style=style), indent=2, prefix=Text("recap:", style="dim"))
 
 
 def render_text(verdict, color: bool = False, width: int = 0, height: int = 0) -> str:
@@ -473,7 +567,9 @@ def render_text(verdict, color: bool = False, width: int = 0, height: int = 0) -
     if shortened and p is None:  # no finding below to print it whole under
         v.hang(Text(verdict.title), indent=2, lead=2)
     _do_first(v, verdict)
-    rows = fact_rows(verdict, p) + context_rows(verdict, p)
+    # nothing judged (no vLLM output): no facts either (a document's quoted numbers are none)
+    judged = p is not None or verdict.primary_class != "unknown"
+    rows = fact_rows(verdict, p) + context_rows(verdict, p) if judged else []
     if rows:
         v.blank()
         _facts(v, rows)
@@ -489,9 +585,7 @@ def render_text(verdict, color: bool = False, width: int = 0, height: int = 0) -
     _sources(v, verdict, clipped)
     if len(v.lines) > (height or PIPE_HEIGHT):
         v.blank()
-        line = Text("recap: ", style="dim")
-        line.append(recap(verdict, v.width - line.cell_len), style=_STYLE.get(verdict.severity, "bold"))
-        v.hang(line, indent=0, max_lines=1)
+        _recap(v, verdict)
     return v.render()
 
 
@@ -558,7 +652,7 @@ def render_follow_summary(verdict, color: bool = False, width: int = 0, lines: i
             r = f.remedies[0] if f.remedies else None
             rows.append(
                 [
-                    finding_time(f) or "-",
+                    finding_time(f, verdict) or "-",
                     f.code,
                     f.class_id,
                     short_source(f.source, 28),

@@ -65,6 +65,15 @@ def not_checked(verdict):
     return shown
 
 
+def _lead(title: str) -> str:
+    """The opening of a finding's title, what a ticket's title says of a failure the classes
+    do not name (``Out of GPU memory outside vLLM``): its first clause (up to ``: ``), or
+    its first two when the first is a bare ``Startup failed`` of two words or fewer."""
+    parts = title.rstrip(".").split(": ")
+    lead = parts[0] if len(parts[0].split()) > 2 or len(parts) == 1 else ": ".join(parts[:2])
+    return lead[:1].upper() + lead[1:]
+
+
 def symptom_title(verdict) -> str:
     """The ticket's title: what happened, on which GPU, where and when, e.g. ``Runtime OOM on
     GPU 0 (79.33 GiB) at 02-10 18:06:30`` (parts the log does not give are left out)."""
@@ -75,10 +84,15 @@ def symptom_title(verdict) -> str:
         return SYMPTOM.get(verdict.primary_class, verdict.title)
     pool = fact_pool(verdict, p)
     title = SYMPTOM.get(p.class_id, p.class_id.replace("_", " ").capitalize())
+    word = pool.get("device_word") or "GPU"
+    if word != "GPU":  # the device the log names (an Ascend log says NPU)
+        title = title.replace("GPU", word)
     if p.class_id == "kv_cache_capacity" and pool.get("max_model_len"):
         title += f" {pool['max_model_len']}"
     if p.class_id == "other" and pool.get("exception"):
         title += f": {pool['exception']}"
+    elif p.class_id == "other" and p.title:
+        title = _lead(p.title)
     total = size(pool.get("gpu_total_gib"))
     if total and p.class_id in (
         "weight_load_oom",
@@ -88,7 +102,10 @@ def symptom_title(verdict) -> str:
         "runtime_oom",
         "kv_cache_capacity",
     ):
-        title += f" on {_gpu_label(pool)} ({total})"
+        # "on GPU 0 (79.33 GiB)"; without the index, "on a 60.96 GiB NPU" (never a blank)
+        title += (
+            f" on {_gpu_label(pool)} ({total})" if isinstance(pool.get("gpu_index"), int) else f" on a {total} {word}"
+        )
     host = [v.split(" (", 1)[0] for k, v in where(p.source) if k in ("Host", "Pod")]
     if host:
         title += f" on {host[0]}"

@@ -69,7 +69,7 @@ from ..memory import floor_tidy
 from ..run import Failure, Neighbour, Run
 from ..units import tidy
 from ..verdict import Finding
-from .oom import device_memory, oom_facts, pid_list
+from .oom import device_memory, named_pids, oom_facts
 from .plan import Constraints, constraints
 from .rule import (
     Rule,
@@ -299,7 +299,7 @@ def _co_tenant_remedy(facts: Dict[str, Any]) -> Any:
     if not co:
         return None
     return remedy(
-        f"Free the GPU of process(es) {pid_list(co)}",
+        f"Free the GPU of process(es) {named_pids(facts)}",
         None,
         f"they hold {facts.get('co_tenant_total_gib', 0):.2f} GiB of the device vLLM sized its memory on",
         "host",

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .. import thresholds
+from ..limits import MAX_NAMED_PROCESSES, largest_pids  # noqa: F401 - named here too
 from ..memory import foreign_gib, gib_text, split_processes
 from ..run import Failure, Run
 from ..units import tidy
@@ -51,14 +52,6 @@ def list_cut(d: Dict[str, Any]) -> bool:
     "Of the allocated memory" (``processes_cut``) with no "this process" clause read, which
     PyTorch prints after every ``Process N`` (a message cut after it lists them all)."""
     return bool(d.get("processes_cut")) and all(pid is not None for pid, _ in d.get("processes", ()))
-
-
-def pid_list(pids: Sequence[int]) -> str:
-    """PIDs for a title or a reason: the first :data:`~vllm_doctor.thresholds.PIDS_NAMED`
-    (the facts keep them all, largest first), then how many more."""
-    shown = ", ".join(map(str, pids[: thresholds.PIDS_NAMED]))
-    more = len(pids) - thresholds.PIDS_NAMED
-    return f"{shown} and {more} more" if more > 0 else shown
 
 
 def own_unseen(d: Dict[str, Any], own_gib: float) -> bool:
@@ -141,6 +134,13 @@ def held_unlisted(f: Failure, run: Run) -> Optional[float]:
     if held is None or not total or held < thresholds.UNLISTED_FOREIGN_SHARE * total:
         return None
     return held
+
+
+def named_pids(facts: Dict[str, Any]) -> str:
+    """``1001, 1002`` (every co-tenant PID when they fit :data:`MAX_NAMED_PROCESSES`), else
+    the largest holders and ``+N more`` (``4242, 77, 1001, 1002, 1003 +9995 more``)."""
+    shown, more = largest_pids(facts)
+    return ", ".join(map(str, shown)) + (f" +{more} more" if more else "")
 
 
 def oom_facts(failures: Sequence[Failure], run: Run) -> Dict[str, Any]:

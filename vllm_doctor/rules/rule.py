@@ -16,13 +16,12 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
+from ..limits import MAX_EVIDENCE_CHARS
 from ..run import Failure, Line, Run
 from ..verdict import Evidence, Finding, Remedy
 
 #: Evidence lines one finding quotes at most.
 MAX_FINDING_EVIDENCE = 10
-#: Characters of a line an evidence entry keeps (the renderers clip further for a terminal).
-MAX_EVIDENCE_CHARS = 600
 #: Of those, characters kept around a message that sits past the head of a longer line (a
 #: controller's JSON body quoting vLLM's error), before and after where it starts.
 MESSAGE_WINDOW = (120, 280)

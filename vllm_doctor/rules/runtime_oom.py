@@ -49,7 +49,7 @@ from .. import thresholds
 from ..memory import model_weights_estimate, utilization_floor
 from ..run import Failure, Run
 from ..verdict import Finding
-from .oom import device_memory, monitor, oom_facts, pid_list
+from .oom import device_memory, monitor, named_pids, oom_facts
 from .oom_provenance import expandable_done, sleep_mode
 from .plan import Constraints, constraints
 from .rule import Rule, config_evidence, consequence_evidence, failure_evidence, finding, remedy
@@ -80,7 +80,7 @@ def _oversized(failures: Sequence[Failure], facts: Dict[str, Any]) -> Tuple[bool
 def _title(facts: Dict[str, Any], co: List[int], oversized: bool) -> str:
     if co:
         return (
-            f"Out of {device_memory(facts)} while serving: co-tenant process(es) {pid_list(co)} hold "
+            f"Out of {device_memory(facts)} while serving: co-tenant process(es) {named_pids(facts)} hold "
             f"{facts.get('co_tenant_total_gib', 0):.2f} GiB of the GPU"
         )
     if facts.get("held_unlisted_gib"):
@@ -184,7 +184,8 @@ def _waking(run: Run, failures: Sequence[Failure], facts: Dict[str, Any], co: Li
     whole (weights, KV cache), so per-request bounds do not help (hunt4 h03)."""
     rem = [
         remedy(
-            f"Move the co-tenant process(es) {pid_list(co)} off this GPU, or put them to sleep, before waking this one",
+            f"Move the co-tenant process(es) {named_pids(facts)} off this GPU, or put them to sleep, before "
+            "waking this one",
             None,
             f"they hold {facts.get('co_tenant_total_gib', 0):.2f} GiB",
             "host",
@@ -257,7 +258,7 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List
         return [_waking(run, failures, facts, co, c)]
     rem = [
         remedy(
-            f"Move the co-tenant process(es) {pid_list(co)} off this GPU (check with {monitor(facts)})",
+            f"Move the co-tenant process(es) {named_pids(facts)} off this GPU (check with {monitor(facts)})",
             None,
             f"they hold {facts.get('co_tenant_total_gib', 0):.2f} GiB vLLM did not account for",
             "host",

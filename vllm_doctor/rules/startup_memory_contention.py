@@ -60,7 +60,7 @@ from ..run import Failure, Run
 from ..units import tidy
 from ..verdict import Finding
 from .kv_cache_capacity import co_tenant_findings
-from .oom import device_memory, monitor, oom_facts, pid_list
+from .oom import device_memory, monitor, named_pids, oom_facts
 from .plan import constraints
 from .rule import Rule, consequence_evidence, failure_evidence, finding, merged_data, remedy
 
@@ -117,7 +117,7 @@ def _crowded_oom(failures, run: Run, facts: Dict[str, Any]) -> str:
             "outside this process (the message lists no other process)"
         )
     return (
-        f"Startup OOM with co-tenant process(es) {pid_list(facts.get('co_tenant_pids', []))} "
+        f"Startup OOM with co-tenant process(es) {named_pids(facts)} "
         f"holding {facts.get('co_tenant_total_gib', 0):.2f} GiB of the GPU"
     )
 
@@ -196,7 +196,7 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List
     fit = facts.get("gpu_memory_utilization_that_fits")
     pids = facts.get("co_tenant_pids")
     if pids:
-        held_why = f"PIDs {pid_list(pids)}"
+        held_why = f"PIDs {named_pids(facts)}"
     elif facts.get("held_unlisted_gib") is not None:
         held_why = (
             f"{facts['held_by_others_gib']:.2f} GiB is held by processes the message does not list: "

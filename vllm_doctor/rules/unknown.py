@@ -5,7 +5,9 @@ What it means:
     above", "Engine core proc EngineCore_DP0 died unexpectedly", a traceback cut before its
     exception line) but not why: the root cause was printed by another process (the
     EngineCore or a worker) or outside the excerpt. Or the input holds nothing recognisable
-    as vLLM output at all (exit code 3).
+    as vLLM output at all, or is a document that only quotes vLLM's messages (a README, a
+    chat, a wiki page: long, no line with vLLM's record prefix, few of them vLLM's), and no
+    finding is made (exit code 3; the headline reads "nothing judged: no vLLM output").
 
 Why it happens:
     Only the API server's tail was copied; the engine process was killed from outside (host

@@ -42,7 +42,7 @@ from ..events import Phase
 from ..memory import FP32_DTYPES, model_weights_estimate
 from ..run import Failure, Run
 from ..verdict import Finding, Remedy
-from .oom import device_memory, oom_facts, pid_list
+from .oom import device_memory, named_pids, oom_facts
 from .plan import Constraints, constraints
 from .rule import Rule, config_evidence, consequence_evidence, ev, failure_evidence, finding, remedy
 
@@ -230,7 +230,7 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List
         if fp32
         else None,
         remedy(
-            f"Free the GPU of process(es) {pid_list(co)}: the weights may then fit",
+            f"Free the GPU of process(es) {named_pids(facts)}: the weights may then fit",
             None,
             f"they hold {facts.get('co_tenant_total_gib', 0):.2f} GiB of the GPU vLLM was loading into",
             "host",
