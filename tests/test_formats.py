@@ -446,6 +446,12 @@ KNOWN_WRONG_HARD_WRAP = {
     # m03 (round 5): an Ascend KV-tensor OOM at 80 columns reads as a runtime OOM: the wrapped
     # allocate-KV frame no longer places it in KV sizing.
     ("m03-ascend-v013-qwen3-next-80b-tp-allocate-kv-tensors-npu-oom-2p57gib.log", 80),
+    # q16 (remedies2): the bare log now reads its one saturated stats line as a storm; wrapped at
+    # 80 columns the record's header itself is cut ("INF" / "O 10-27 ..."), so no stats line is
+    # read and the copy says healthy, as it did before (the same join failure as q16's wrapper
+    # pairs in KNOWN_WRONG_WRAPPED). Listed, not new wrongness: the pair agreed only while both
+    # were wrong.
+    ("q16-2023-prose-hang-stats-hard-wrapped-pending-20-kv-98p7pct.log", 80),
 }
 
 
