@@ -12,12 +12,6 @@ CASES = load_manifest()
 #: Real logs read wrong today, each one a kind of input still to generalise to (issue 10).
 #: Strict: a log that starts passing fails here until it is taken off the list.
 KNOWN_WRONG_CLASS: set = {
-    # One V0 SWAP preemption warning cut before its count (1 to 50 preemptions: V0 warns on the
-    # 1st, 51st ...) and two stats intervals at 74-86 % KV, 98 pending: read as KV pressure
-    # (VD301), below what the rule calls a storm (two warnings or three saturated intervals);
-    # the label wants a storm. Kept: moving the storm thresholds for one 3-line excerpt would
-    # turn every passing peak into a storm.
-    "h022-v0-063-swap-preemption-pending-98-after-quoted-reply.log",
     # A 4-line excerpt: one OOM listing two co-tenants, no step, frame or startup line. The
     # label (from the report's prose: "during continuous request sending") wants runtime; the
     # log alone has the shape of x014 (a startup OOM beside other stages), and an unplaced OOM
@@ -31,30 +25,16 @@ KNOWN_WRONG_CLASS: set = {
     # The same convention: startup ends after KV sizing and torch.compile, nothing follows
     # (the report is of a hang there); the label wants unknown (or engine_stall).
     "n14-docker-v1-tp4-startup-torch-compile-kv-233936-tokens-then-silent.log",
-    # One stats line (99 % KV, 115 pending): VD301's "passing peak". A storm needs three
-    # saturated intervals in a row (thresholds.MIN_SATURATED_INTERVALS), never one line.
-    "k030-v0-2024-stats-max-iteration-time-fields-pending-115-kv-99pct.log",
     # -- hunt5 and hunt6 (blind, scored once at 65389b1: 22/26 and 18/25); left after their fixes --
     # An OOM body without a torch head in a PR's prose: the step (capture) is only in the prose.
     "m07-pr-indented-hard-wrapped-capture-oom-136mib-22p36gib-5090-laptop.log",
     # -- hunt7 (blind, scored once at 9a8decf: 21/25); each is a kind being fixed --
-    # A 256 GiB HIP allocation on a 16 GiB card: no memory setting can fit it (bound the
-    # multimodal input); read as KV capacity from the second, text-only launch's numbers.
-    "q04-rocm-rx7800xt-v0111-vl-hip-oom-256gib-then-text-only-startup.log",
-    # One stats line wrapped in prose, 2 running, 20 pending, KV 98.7 %, then a hang.
-    "q16-2023-prose-hang-stats-hard-wrapped-pending-20-kv-98p7pct.log",
     # vLLM's own LoRA validation ("LoRA rank 64 is greater than max_lora_rank 16.") unknown.
     "q17-2024-bare-lora-rank-64-greater-than-max-lora-rank-16.log",
     # Newlines collapsed: many process-prefixed records on one line, ending in the draft-model
     # NotImplementedError.
     "q20-v0130-wsl2-newlines-collapsed-apiserver-draft-model-spec-decode-not-supported.log",
     # -- hunt8 (blind, scored once at 9a8decf: 14/19); each is a kind being fixed --
-    # An OOM inside the KV cache's allocation (after profiling) with no process list: memory
-    # was taken after profiling, contention first; read as capacity.
-    "u02-qwen-jupyter-v0-cache-engine-allocate-kv-oom-642mib-two-processes-cut.log",
-    # An allocation larger than the whole GPU (408 GiB on 79 GiB) is a runaway tensor, not a
-    # capacity problem; read as a runtime OOM (and a negative utilization was advised).
-    "u06-kimi-vl-worker-failed-oom-408gib-on-79gib-hard-wrapped.log",
     # A launch command and one bare OOM with vLLM holding utilization x total: the KV cache was
     # allocated, so startup was over; read as KV capacity at startup.
     "u07-qwen25-vl-32b-tp4-4090-runtime-oom-after-10-images-nohup-prose-zh.log",

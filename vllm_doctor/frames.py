@@ -260,6 +260,7 @@ TAG_FUNCS = {
         "get_multimodal_embeddings",
         "_execute_mm_encoder",
         "embed_multimodal",
+        "maybe_jit_embed_multimodal_func",  # tpu-inference's jitted encoder call (hunt7 q07; remedies2)
     },
 }
 _FUNC_TAG = {f: tag for tag, funcs in TAG_FUNCS.items() for f in funcs}

@@ -24,6 +24,14 @@ MIN_SATURATED_INTERVALS = 3
 V0_STORM_WARNINGS = 2
 #: Stats intervals with a non-zero V1 ``Preemptions:`` field that make a storm.
 V1_STORM_PREEMPTION_INTERVALS = 2
+#: KV cache usage (%) at which the LAST interval of a log, with a queue of QUEUE_OVER_RUNNING x
+#: the running batch, is a capacity signal on its own (preemption_storm.saturated_at_the_end):
+#: at 95 % the scheduler cannot admit one more request's blocks, and nothing after it shows the
+#: peak passed. q16 98.7 %, k030 99.0 % (two labellers and the hunt call both saturated).
+FULL_KV_LAST_INTERVAL_PCT = 95.0
+#: Requests waiting per running request from which that last interval's queue is demand the KV
+#: cache cannot hold, not a burst being admitted: 3 x (k030: 115 waiting, 35 running; q16: 20, 2).
+QUEUE_OVER_RUNNING = 3.0
 
 #: How much a "give the KV cache more memory" remedy raises gpu_memory_utilization (about
 #: 2.4 GiB of KV cache on an 80 GiB GPU; capped at MAX_ADVISED_UTILIZATION).
@@ -102,6 +110,11 @@ OVERSIZED_ALLOCATION_SHARE = 0.04
 OVERSIZED_ALLOCATION_GIB = 1.0
 #: Headroom (GiB) a lowered gpu_memory_utilization leaves at least, below what vLLM held.
 MIN_HEADROOM_GIB = 1.0
+#: A co-tenant holding at most this (GiB) is a bare CUDA context (another vLLM process, an
+#: orphan: 250-500 MiB with lazy module loading), not what ran the GPU out: where the frames show
+#: a request's input drove the OOM it is a note, not a remedy (q25: two processes of 248 MiB
+#: beside a 1.71 GiB prompt-logprobs allocation).
+CUDA_CONTEXT_MAX_GIB = 0.5
 #: Reserved-but-unallocated memory (GiB) from which fragmentation is worth a remedy
 #: (PyTorch's own hint in the OOM message).
 FRAGMENTATION_GIB = 0.5
@@ -126,6 +139,14 @@ ALLOCATOR_FAILURE_FREE_RATIO = 8.0
 #: CuMemAllocator, a PID namespace; p21 prints 0 bytes beside 8.51 GiB allocated): both are
 #: printed to two decimals, in MiB or GiB, so their rounding differs by up to 0.01 GiB.
 UNSEEN_MARGIN_GIB = 0.01
+
+#: An OOM request larger than this share of the device's total memory can never fit, whatever
+#: the settings: one tensor larger than the whole GPU is a runaway (an unbounded input, an
+#: attention path without flash attention: rules/impossible_allocation.py). 1.0 is the whole
+#: device; u06 asked 408.29 of 79.33 GiB (5.1x), q04 256 of 15.98 GiB (16x), while the largest
+#: real capacity OOM requests in the corpus stay well under the device (a KV cache allocation of
+#: most of it).
+IMPOSSIBLE_ALLOCATION_SHARE = 1.0
 
 # -- Co-tenants (VD102, VD200) ----------------------------------------------------------------
 #: A co-tenant holding at least this share of the GPU is worth blaming at startup.

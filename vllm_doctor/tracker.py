@@ -181,6 +181,17 @@ def shows_service(ev: Event) -> bool:
     return ev.kind in ("stats", "preemption")
 
 
+def multiproc_executor(rec: Record, events: List[Event]) -> bool:
+    """The record is V1's multiprocess executor's (its record header names
+    ``multiproc_executor.py``, or a traceback frame of it): vLLM starts it only for a world of
+    more than one GPU (vllm/config/parallel.py: ``world_size > 1`` -> "mp", one GPU -> "uni")."""
+    if rec.file is not None and rec.file.startswith("multiproc_executor.py"):
+        return True
+    return any(
+        e.kind == "tb_frame" and e.data.get("path", "").endswith("v1/executor/multiproc_executor.py") for e in events
+    )
+
+
 @dataclass
 class _Stream:
     """The traceback a process is printing: its frames (function, path, tags) and first lines."""
@@ -637,6 +648,8 @@ class SourceTracker:
             run.vllm_pids.add(rec.pids[0])
         if is_worker_process(rec.proc) and len(run.worker_procs) < MAX_PIDS:
             run.worker_procs.add((rec.proc, rec.rank))
+        if "multiproc_executor" not in run.markers and multiproc_executor(rec, events):
+            run.markers["multiproc_executor"] = Line.of(rec)  # remedies2: more than one GPU (plan.tp_at_least)
         if run.trainer is None:
             trainer = trainer_of(rec.proc) or next(
                 (trainer_of(path=e.data.get("path", "")) for e in events if e.kind == "tb_frame"), None

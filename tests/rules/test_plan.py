@@ -5,12 +5,13 @@ no "lower" at or above the value in force, no "raise" at or below it, no flag se
 value in force, no flag set twice to different values in one run, nothing a finding of the
 run forbids, no TP at or below the one in force, no "quantize" for a quantized checkpoint,
 and every remedy about a setting either carries the flag and its value or says which number
-the log lacks. And the plan's safety net never had to correct a rule's direction on these
+the log lacks; no fraction setting outside (0, 1] printed anywhere in a remedy. And the plan's safety net never had to correct a rule's direction on these
 logs: the rules build their numbers right.
 """
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +23,7 @@ from test_cases import lines_of
 
 from vllm_doctor.pipeline import _SourceReader
 from vllm_doctor.rules import diagnose_run
-from vllm_doctor.rules.plan import constraints
+from vllm_doctor.rules.plan import FRACTIONS, constraints
 from vllm_doctor.rules.weight_load_oom import quantized
 
 SETTINGS = (
@@ -91,7 +92,28 @@ def inputs():
         yield pytest.param(p.id, lines_of(case), id=p.id)
 
 
+#: A number printed as a fraction setting's value in a remedy's text ("--gpu-memory-utilization
+#: 0.85", "gpu_memory_utilization 0.85", "-4.25 would be too little": any negative decimal that
+#: is not a memory figure, as vLLM prints a negative KV budget: "-1.05 GiB").
+_FRACTION_TEXT = re.compile(r"(?:gpu[-_]memory[-_]utilization|utilization)\s+(?:to\s+)?(-?\d+(?:\.\d+)?)\b")
+_NEGATIVE = re.compile(r"(?<![\w.)-])-\d+\.\d+(?!\d|\s*(?:GiB|MiB|GB|%))")  # a memory figure may be negative
+
+
+def check_fractions(findings):
+    """No remedy prints a fraction setting outside (0, 1] (hunt8 u06: "-4.25 would be too little"):
+    not as its value, not in its action or why."""
+    for f in findings:
+        for r in f.remedies:
+            if r.setting in FRACTIONS and r.value is not None:
+                assert 0 < r.value <= 1, (f.code, r.flag)
+            for text in (r.flag or "", r.action, r.why or ""):
+                assert not _NEGATIVE.search(text), (f.code, text)
+                for m in _FRACTION_TEXT.finditer(text):
+                    assert 0 < float(m.group(1)) <= 1, (f.code, text)
+
+
 def check_run(run, findings, changes):
+    check_fractions(findings)
     c = constraints(run)
     planned = {}
     forbidden = {(s, d): f.code for f in findings for s, d, _ in f.forbids}

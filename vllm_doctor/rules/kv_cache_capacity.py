@@ -69,6 +69,7 @@ from ..memory import floor_tidy
 from ..run import Failure, Neighbour, Run
 from ..units import tidy
 from ..verdict import Finding
+from . import contention
 from .oom import device_memory, named_pids, oom_facts
 from .plan import Constraints, constraints
 from .rule import (
@@ -623,7 +624,7 @@ def _check(run: Run, failures: Sequence[Failure], co_tenant: Optional[Rule]) -> 
         ]
     elif c.get("kv_budget_exhausted"):
         title = "KV cache budget exhausted: weights and activations already fill gpu_memory_utilization"
-        rem = _exhausted_remedies(run, plan, c)
+        rem = contention.ask_first(run, _exhausted_remedies(run, plan, c))  # remedies2: q06
         dont = [
             "Lowering max_model_len: the budget is negative or zero, no length fits",
             "Lowering gpu_memory_utilization: it shrinks the budget further",

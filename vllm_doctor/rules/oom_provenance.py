@@ -40,6 +40,7 @@ from .. import thresholds
 from ..memory import gib_text
 from ..run import Failure, Run
 from ..verdict import Finding
+from . import impossible_allocation
 from .oom import device_memory, oom_facts
 from .rule import Rule, consequence_evidence, failure_evidence, finding, remedy
 
@@ -120,10 +121,13 @@ def retried(f: Failure, run: Run) -> bool:
 
 
 def provenance(f: Failure, run: Run) -> Optional[str]:
-    """``retried``, ``allocator`` (no shortage: an allocator or driver failure), ``outside``
+    """``retried``, ``impossible`` (one request larger than the whole device:
+    rules/impossible_allocation.py), ``allocator`` (no shortage: an allocator or driver failure), ``outside``
     (raised outside vLLM), or None (vLLM's own OOM, to be judged by the memory rules)."""
     if retried(f, run):
         return "retried"
+    if impossible_allocation.impossible(f):  # larger than the device: no shortage to judge
+        return "impossible"
     if raised_outside(f, run):
         return "outside"
     if not_a_shortage(f.data, f.lines[0].text if f.lines else ""):
@@ -287,11 +291,14 @@ def _outside_finding(rule: Rule, run: Run, failures: Sequence[Failure], phase: s
 
 def findings(rule: Rule, run: Run, failures: Sequence[Failure], phase: str) -> List[Finding]:
     """The findings (class ``rule``, VD900 other) for OOM failures that :func:`provenance` calls
-    ``allocator`` or ``outside``; [] when there are none."""
+    ``impossible``, ``allocator`` or ``outside``; [] when there are none."""
     out: List[Finding] = []
     kinds = [(f, provenance(f, run)) for f in failures]
     allocator = [f for f, p in kinds if p == "allocator"]
     outside = [f for f, p in kinds if p == "outside"]
+    impossible = [f for f, p in kinds if p == "impossible"]
+    if impossible:
+        out.append(impossible_allocation.check(rule, run, impossible, phase))
     if outside:
         out.append(_outside_finding(rule, run, outside, phase))
     if allocator:

@@ -64,7 +64,7 @@ from ..events import Phase
 from ..run import Failure, Run
 from ..tracker import MEMORY_KINDS
 from ..verdict import Finding
-from . import oom_provenance
+from . import oom_provenance, request_input, unified_memory
 from .plan import constraints
 from .rule import Rule, consequence_evidence, failure_evidence, finding, merged_data, remedy
 
@@ -118,18 +118,10 @@ def _killed_by_signal(run: Run, failures: Sequence[Failure], phase: str) -> Find
         ),
     ]
     why = "a SIGKILL comes from outside the GPU"
-    return _finding(
-        run,
-        failures,
-        phase,
-        title,
-        facts,
-        "the kill",
-        rem,
-        [f"GPU memory settings (gpu_memory_utilization, max_model_len, max_num_seqs): {why}"],
-        confidence="medium",
-        forbids=[("gpu_memory_utilization", "lower", why)],
-    )
+    dont = [f"GPU memory settings (gpu_memory_utilization, max_model_len, max_num_seqs): {why}"]
+    # remedies2: after KV sizing, on unified memory the GPU settings are the host's RAM
+    rem, dont, forbids = unified_memory.amend(run, rem, dont, [("gpu_memory_utilization", "lower", why)])
+    return _finding(run, failures, phase, title, facts, "the kill", rem, dont, confidence="medium", forbids=forbids)
 
 
 def _finding(
@@ -204,6 +196,7 @@ def _host_memory(run: Run, failures: Sequence[Failure], phase: str) -> Finding:
     ]
     dont = ["GPU memory settings (gpu_memory_utilization, max_model_len): the GPU is not what ran out"]
     forbids = [("gpu_memory_utilization", "lower", "the GPU is not what ran out")]
+    rem, dont, forbids = unified_memory.amend(run, rem, dont, forbids)  # remedies2
     return _finding(run, failures, phase, title, facts, "host memory", rem, dont, forbids=forbids)
 
 
@@ -330,6 +323,12 @@ def _compile_limit(run: Run, failures: Sequence[Failure], phase: str) -> Finding
             printed_only=True,
         ),
     ]
+    dont = []
+    if request_input.request_path(run.failures) == "multimodal_input":
+        # remedies2: the frames are the multimodal encoder's (q07: one image's 37,888 patches):
+        # the image's size sets the compiled shapes, max_model_len does not (rules/request_input.py)
+        rem = [request_input.bound_remedy("multimodal_input", run), rem[0], rem[2]]
+        dont.append("Lowering max_model_len: one image's patches, not the sequence length, set the encoder's shapes")
     why = f"it sizes the device memory (HBM), not the core's {space}"
     title = f"{phase.capitalize()} failure: XLA ran out of {space} (on-chip scratch memory) compiling the model"
     return _finding(
@@ -340,8 +339,9 @@ def _compile_limit(run: Run, failures: Sequence[Failure], phase: str) -> Finding
         facts,
         "the error",
         rem,
-        [f"gpu_memory_utilization: {why}"],
-        forbids=[("gpu_memory_utilization", "lower", why), ("gpu_memory_utilization", "raise", why)],
+        [f"gpu_memory_utilization: {why}", *dont],
+        forbids=[("gpu_memory_utilization", "lower", why), ("gpu_memory_utilization", "raise", why)]
+        + [("max_model_len", "lower", "one image's patches set the encoder's shapes")] * bool(dont),
     )
 
 

@@ -35,6 +35,13 @@ from .rule import not_printed, read_from
 #: The tensor-parallel rank in a V1 worker's name (``Worker_TP1``, ``Worker_PP0_TP3_EP3``).
 _TP_NAME = regex.compile(r"_TP(?P<tp>[0-9]{1,4})(?![0-9])")
 
+#: A device list set before the launch command (``CUDA_VISIBLE_DEVICES=0,1,2,3 vllm serve``;
+#: ROCm's HIP_VISIBLE_DEVICES, Ascend's ASCEND_RT_VISIBLE_DEVICES).
+_VISIBLE = regex.compile(
+    r"(?<![\w])(?P<var>CUDA_VISIBLE_DEVICES|HIP_VISIBLE_DEVICES|ROCR_VISIBLE_DEVICES|ASCEND_RT_VISIBLE_DEVICES)"
+    r"=[\"']?(?P<ids>[0-9]{1,3}(?:,[0-9]{1,3}){0,63})(?![\w,])"
+)
+
 #: Settings whose values are fractions (two decimals), the rest are counts.
 FRACTIONS = {"gpu_memory_utilization"}
 
@@ -57,6 +64,12 @@ class InForce:
     @property
     def value(self) -> Optional[float]:
         return self.low if self.low == self.high else None
+
+
+def fraction_in_range(value: Any) -> bool:
+    """A fraction setting's value a remedy may print: in (0, 1] (gpu_memory_utilization is a
+    share of the whole device: vllm/config/cache.py checks it is in (0, 1])."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= 1
 
 
 def fmt(setting: str, value: Any) -> str:
@@ -184,7 +197,9 @@ class Constraints:
         vllm/v1/executor/multiproc_executor.py setup_proc_title_and_log_prefix), so n + 1 and
         at least 2; a ``VllmWorker`` printing ``rank=N`` (world size N + 1); V0's
         ``VllmWorkerProcess`` (started for ranks 1 to world_size - 1, the driver being rank 0:
-        vllm/executor/multiproc_gpu_executor.py), so a world of at least 2. A world size is
+        vllm/executor/multiproc_gpu_executor.py), so a world of at least 2; V1's multiprocess
+        executor (a record or frame of ``v1/executor/multiproc_executor.py``: vllm/config/parallel.py
+        picks it for ``world_size > 1``, "uni" for one GPU), a world of at least 2. A world size is
         divided by pipeline_parallel_size, rounding up."""
         pp = self.run.value("pipeline_parallel_size") or 1
         best, why = 0, ""
@@ -204,6 +219,9 @@ class Constraints:
             n = min(n, thresholds.MAX_PROVEN_RANKS)
             if n > best:
                 best, why = n, because
+        if "multiproc_executor" in self.run.markers and -(-2 // pp) > best:
+            best = -(-2 // pp)
+            why = "vLLM's multiprocess executor ran, which it starts only for more than one GPU"
         return best, why
 
     def _world_tp(self) -> int:
@@ -235,9 +253,16 @@ class Constraints:
         return f"--{setting.replace('_', '-')} {fmt(setting, value)}"
 
     def set_to(self, setting: str, value: Any, action: str, why: Optional[str], direction: str = "set") -> Remedy:
-        """A remedy setting ``setting`` to ``value`` (``direction``: lower / raise / set)."""
+        """A remedy setting ``setting`` to ``value`` (``direction``: lower / raise / set). A
+        fraction setting outside (0, 1] (:func:`fraction_in_range`) is never printed: the remedy
+        keeps its action and says no value serves."""
         if not isinstance(value, (str, bool)):
             value = round(float(value), 2) if setting in FRACTIONS else int(value)
+        if setting in FRACTIONS and not fraction_in_range(value):
+            reason = (
+                f"no {setting} in (0, 1] does it: the arithmetic gives {'less than 0' if value <= 0 else 'more than 1'}"
+            )
+            return self.unset(setting, direction, action, f"{why}; {reason}" if why else reason)
         return Remedy(
             order=0,
             action=action,
@@ -299,13 +324,43 @@ class Constraints:
             return self.unset(setting, "lower", action, f"{why}; {reason}" if why else reason)
         return self.set_to(setting, target, action, self._with_in_force(why, now), "lower")
 
+    def visible_devices(self) -> Optional[Tuple[int, str]]:
+        """How many devices the launch command lets vLLM see (``CUDA_VISIBLE_DEVICES=0,1`` and
+        the like before the command), with why; None when it sets none."""
+        line = self.run.markers.get("launch_command")
+        m = _VISIBLE.search(line.text) if line is not None else None
+        if m is None:
+            return None
+        ids = [x for x in m["ids"].split(",") if x.strip()]
+        return len(ids), f"{m['var']}={m['ids']} on line {line.lineno} shows {len(ids)}"
+
+    def _tp_unsafe(self, target: int, now: InForce) -> Optional[str]:
+        """Why a tensor_parallel_size target cannot be printed, or None: above the devices the
+        launch command makes visible; or the value in force is not printed and the log proves
+        only that it is above 1 (a lower bound: any number may be at or below what ran, u04's
+        "2" on an 8-GPU run)."""
+        visible = self.visible_devices()
+        if visible is not None and target > visible[0]:
+            return f"{target} GPUs are more than vLLM can see ({visible[1]})"
+        if not now.known and (now.low or 1) > 1:
+            return (
+                f"more than now: the log shows more than one GPU in use ({now.why}) but tensor_parallel_size is "
+                "not printed, so no number is sure to be above it"
+            )
+        return None
+
     def raise_to(self, setting: str, target: Optional[float], action: str, why: Optional[str]) -> Remedy:
         """A remedy raising ``setting`` to ``target``, kept above the value in force and, for
-        gpu_memory_utilization, at or below :meth:`utilization_ceiling`."""
+        gpu_memory_utilization, at or below :meth:`utilization_ceiling`; a tensor_parallel_size
+        only where :meth:`_tp_unsafe` allows a number."""
         now = self.in_force(setting)
         if target is None:
             return self.unset(setting, "raise", action, why)
         target = round(target, 2) if setting in FRACTIONS else int(target)
+        if setting == "tensor_parallel_size":
+            unsafe = self._tp_unsafe(int(target), now)
+            if unsafe:
+                return self.unset(setting, "raise", action, f"{why}; {unsafe}" if why else unsafe)
         if setting == "gpu_memory_utilization":
             ceiling, because = self.utilization_ceiling()
             if target > ceiling + 1e-9:

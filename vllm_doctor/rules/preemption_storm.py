@@ -6,7 +6,9 @@ What it means:
     prints a warning for the 1st, 51st, 101st ... preemption
     (``total_num_cumulative_preemption=N``); V1 prints none, so saturation is judged from
     the stats lines: KV cache usage >= 85 % *with* requests waiting (or swapped, or a
-    ``Preemptions:`` count), for at least 3 consecutive intervals - never from one line.
+    ``Preemptions:`` count), for at least 3 consecutive intervals; or in the log's LAST
+    interval, KV usage at 95 % or more (85 % with a V0 preemption after it) with 3 times the
+    running requests waiting: nothing after it shows the peak passed (a hang, a cut paste).
 
 Why it happens:
     More concurrent demand (``max_num_seqs`` x sequence length) than the KV cache holds:
@@ -151,12 +153,38 @@ def warning_facts(run: Run) -> Dict[str, Any]:
     return facts
 
 
+def saturated_at_the_end(run: Run) -> Optional[StatsSample]:
+    """remedies2: the run's last stats interval, when it shows the KV cache full with a queue
+    several times the running batch and nothing after it shows the queue drained (it is the
+    last interval the log has), else None. One such interval is no "passing peak": a peak
+    passes only where a later interval shows it passed. Full means KV usage at or above
+    :data:`~vllm_doctor.thresholds.FULL_KV_LAST_INTERVAL_PCT`, or at or above SATURATED_KV_PCT
+    with a V0 preemption warning at or after it (V0 preempts only when no block is left:
+    vllm/core/scheduler.py _preempt). The queue counts from
+    :data:`~vllm_doctor.thresholds.QUEUE_OVER_RUNNING` times the running requests (at least
+    one). Not for an offline ``LLM()`` batch, whose queue holds every prompt by design.
+    Fixtures q16 (2 running, 20 pending, 98.7 %, then a hang), k030 (35, 115, 99 %), h022
+    (2, 98, 86.1 % and a SWAP preemption)."""
+    if "offline_batch" in run.markers or not run.stats.recent:
+        return None
+    s = run.stats.recent[-1]
+    kv = s.kv_usage_pct
+    if kv is None or s.waiting < thresholds.QUEUE_OVER_RUNNING * max(1, s.running):
+        return None
+    preempted = run.preemption.last is not None and run.preemption.last.lineno >= s.line.lineno
+    if kv >= thresholds.FULL_KV_LAST_INTERVAL_PCT or (preempted and kv >= thresholds.SATURATED_KV_PCT):
+        return s
+    return None
+
+
 def is_storm(run: Run) -> bool:
-    """A sustained capacity problem: V0's cumulative count, a saturation episode, or V1
-    preemption counts in several intervals."""
+    """A sustained capacity problem: V0's cumulative count, a saturation episode, V1
+    preemption counts in several intervals, or a log that ends saturated with a queue
+    (:func:`saturated_at_the_end`)."""
     ep = episode_of(run)
     return (
-        v0_storm(run)
+        saturated_at_the_end(run) is not None
+        or v0_storm(run)
         or (ep is not None and ep.intervals >= thresholds.MIN_SATURATED_INTERVALS)
         or run.stats.intervals_with_preemptions >= thresholds.V1_STORM_PREEMPTION_INTERVALS
     )
@@ -174,6 +202,9 @@ def _facts(run: Run, ep: Optional[Episode]) -> Dict[str, Any]:
         facts.update(peak_kv_usage_pct=s.peak_kv_usage_pct, max_waiting=s.max_waiting, max_running=s.max_running)
         if s.max_swapped is not None:
             facts["max_swapped"] = s.max_swapped
+    end = saturated_at_the_end(run)
+    if end is not None:
+        facts["saturated_at_the_end"] = True
     if ep:
         facts["saturated_intervals"] = ep.intervals
         secs = seconds_between(ep.first, ep.last)
@@ -195,7 +226,15 @@ def _facts(run: Run, ep: Optional[Episode]) -> Dict[str, Any]:
 def _title(run: Run, ep: Optional[Episode], facts: Dict[str, Any]) -> str:
     p, s = run.preemption, run.stats
     bits = []
-    if p.warnings:
+    end = saturated_at_the_end(run)
+    if end is not None and not (ep is not None and ep.intervals >= thresholds.MIN_SATURATED_INTERVALS):
+        bits.append(
+            f"the last interval the log shows has {end.waiting} waiting against {end.running} running at "
+            f"{end.kv_usage_pct:.1f}% KV cache, and nothing after it shows the queue drained"
+        )
+    if p.warnings and not p.max_cumulative:  # the warning was cut before its count
+        bits.append(f"a preemption warning ({facts['preemption_mode']}) cut before its count")
+    elif p.warnings:
         bits.append(f"{p.max_cumulative} cumulative preemptions ({facts['preemption_mode']})")
     if s.preemptions_total:
         bits.append(f"{s.preemptions_total} preemptions in {s.intervals_with_preemptions} intervals")

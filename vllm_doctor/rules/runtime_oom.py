@@ -14,6 +14,10 @@ Why it happens:
       or video, a long LoRA request.
 
 Remedies, in order:
+    0. When the frames show one request's input drove the allocation (prompt logprobs'
+       ``_get_prompt_logprobs_dict``, a multimodal encoder): bound that request first, then the
+       per-step budget, then co-tenants; processes of a bare CUDA context's size (at most
+       ``CUDA_CONTEXT_MAX_GIB``) are a note (rules/request_input.py).
     1. Move the co-tenant processes off this GPU (``nvidia-smi``; the PIDs are in the OOM
        message).
     2. Lower ``--gpu-memory-utilization`` to leave headroom (or to what is really free).
@@ -25,6 +29,10 @@ Remedies, in order:
     the memory is wanted back whole, not for a request): free what another process took
     meanwhile, wake in stages (``/wake_up?tags=weights`` then ``?tags=kv_cache``), or lower
     this instance's or the neighbour's ``gpu_memory_utilization`` so both fit.
+
+    A lowered utilization is never printed outside (0, 1]: when no value leaves the headroom,
+    the remedy says so (an allocation larger than the whole device is not judged here at all:
+    rules/impossible_allocation.py).
 
 What does not help:
     Lowering ``max_model_len`` or raising ``gpu_memory_utilization`` (more KV cache leaves
@@ -51,7 +59,8 @@ from ..run import Failure, Run
 from ..verdict import Finding
 from .oom import device_memory, monitor, named_pids, oom_facts
 from .oom_provenance import expandable_done, sleep_mode
-from .plan import Constraints, constraints
+from .plan import Constraints, constraints, fraction_in_range
+from .request_input import KINDS, bound_remedy, request_path
 from .rule import Rule, config_evidence, consequence_evidence, failure_evidence, finding, remedy
 
 
@@ -77,7 +86,19 @@ def _oversized(failures: Sequence[Failure], facts: Dict[str, Any]) -> Tuple[bool
     return oversized, input_kind
 
 
-def _title(facts: Dict[str, Any], co: List[int], oversized: bool) -> str:
+def _cuda_contexts(facts: Dict[str, Any]) -> bool:
+    """Every co-tenant the message lists holds at most
+    :data:`~vllm_doctor.thresholds.CUDA_CONTEXT_MAX_GIB`: the size of a bare CUDA context."""
+    held = list((facts.get("co_tenant_gib") or {}).values())
+    return bool(held) and all(g <= thresholds.CUDA_CONTEXT_MAX_GIB for g in held)
+
+
+def _title(facts: Dict[str, Any], co: List[int], oversized: bool, path: Optional[str] = None) -> str:
+    if path and not co:
+        return (
+            f"Out of {device_memory(facts)} while serving: one request's {KINDS[path]} asked for "
+            f"{facts.get('tried_to_allocate_gib') or 0:.2f} GiB"
+        )
     if co:
         return (
             f"Out of {device_memory(facts)} while serving: co-tenant process(es) {named_pids(facts)} hold "
@@ -245,8 +266,10 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List
         why_u = f"{why_u}: {target_u:.2f} x {G:.2f} GiB cannot hold {floor[1]}"
     if advised:
         facts["gpu_memory_utilization_suggested"] = target_u
-    elif target_u is not None:
+    elif target_u is not None and fraction_in_range(target_u):
         why_u = f"{why_u}: {target_u:.2f} would be too little to serve; the GPU is too small for this load"
+    elif target_u is not None:  # never print a fraction outside (0, 1] (u06 printed -4.25)
+        why_u = f"{why_u}: no value above 0 leaves that much, too little to serve; the GPU is too small for this load"
     if why_u is None and tried is not None and free is not None and G:
         why_u = f"the failed allocation was {tried:.2f} GiB with {free:.3f} GiB free of {G:.2f} GiB"
     if why_u is None:  # m02: the message was cut before its numbers
@@ -256,7 +279,9 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List
     fragmented = fragmented and not expandable_done(run) and not sleep_mode(run, failures)
     if any("wake_up" in f.all_tags for f in failures) or "wake_up" in run.sibling_tags:
         return [_waking(run, failures, facts, co, c)]
-    rem = [
+    path = request_path(failures)
+    contexts = bool(path and co and _cuda_contexts(facts))
+    co_rem = (
         remedy(
             f"Move the co-tenant process(es) {named_pids(facts)} off this GPU (check with {monitor(facts)})",
             None,
@@ -272,7 +297,10 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List
             "host",
         )
         if facts.get("held_unlisted_gib")
-        else None,
+        else None
+    )
+    rem = [
+        co_rem,
         c.lower(
             "gpu_memory_utilization",
             target_u if advised else None,
@@ -290,6 +318,12 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List
         if fragmented
         else None,
     ]
+    if path:
+        # The frames show one request's input drove the allocation: bound it first, then the
+        # per-step budget, then what else holds the GPU (q25; rules/request_input.py).
+        facts["request_path"] = KINDS[path]
+        rest = [r for r in rem if r is not co_rem]
+        rem = [bound_remedy(path, run), rest[1], None if contexts else co_rem, rest[0], *rest[2:]]
     evidence = (
         failure_evidence(failures, "out of memory")
         + config_evidence(run, ("gpu_memory_utilization", "max_num_batched_tokens"))
@@ -305,8 +339,14 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List
             f"Process {facts['vllm_pid']} in the message is vLLM itself (seen across a container PID namespace), "
             "not a co-tenant."
         )
+    if contexts:
+        sizes = ", ".join(f"{g:.2f}" for g in (facts.get("co_tenant_gib") or {}).values())
+        notes.append(
+            f"Process(es) {', '.join(map(str, co))} hold {sizes} GiB each: the size of a bare CUDA context (another "
+            "vLLM process, an orphan of an earlier run), not what ran this GPU out; free them once the request is bounded."
+        )
     forbids = [("gpu_memory_utilization", "raise", "a larger KV cache leaves less headroom")]
-    title = _title(facts, co, oversized)
+    title = _title(facts, [] if contexts else co, oversized, path)
     return [finding(RULE, run, "runtime", title, facts, evidence, rem, dont, notes, forbids=forbids)]
 
 

@@ -14,13 +14,19 @@ What it means:
     blocks"). vLLM sizes the KV cache as utilization x total minus everything in use, the
     other instance included, so this instance's utilization must cover both shares.
 
+    Memory already in use shows it too, without a process list (rules/contention.py): V0
+    0.6.4's profiling line printing more in use than ``(1 - U) x total`` beside "No available
+    memory for the cache blocks"; an OOM inside the KV cache's own allocation, which profiling
+    had just sized to what was free.
+
 Why it happens:
     A second vLLM or another stage of the same pipeline, a notebook, a training job, the
     desktop, a leftover process; several engines whose utilizations add up to more than 1.
 
 Remedies, in order:
     When a process holds the memory:
-    1. Free the GPU: stop or move the co-tenant processes (``nvidia-smi``).
+    1. Free the GPU: stop or move the co-tenant processes (``nvidia-smi``); when they share it
+       on purpose (a second instance, kvcached), size this one to what is free instead.
     2. Or lower ``--gpu-memory-utilization`` to what is free now (the largest value that
        fits is computed from the log: free / total, rounded down).
     3. For several engines on one GPU: split the utilizations so they sum below 1, or
@@ -59,10 +65,11 @@ from ..memory import gib_text, model_weights_estimate, utilization_floor
 from ..run import Failure, Run
 from ..units import tidy
 from ..verdict import Finding
+from . import contention
 from .kv_cache_capacity import co_tenant_findings
 from .oom import device_memory, monitor, named_pids, oom_facts
 from .plan import constraints
-from .rule import Rule, consequence_evidence, failure_evidence, finding, merged_data, remedy
+from .rule import Rule, consequence_evidence, ev, failure_evidence, finding, merged_data, remedy
 
 _FREE_CHECK_KEYS = ("device", "gpu_free_gib", "gpu_total_gib", "gpu_memory_utilization", "requested_gib")
 _PROFILING_KEYS = ("initial_free_gib", "current_free_gib", "initial_used_gib", "current_used_gib")
@@ -175,6 +182,91 @@ def _other_engine(run: Run, facts: Dict[str, Any]):
     )
 
 
+def _held_at_startup(run: Run, failures: Sequence[Failure], held) -> Finding:
+    """No cache blocks while the card already held more than this budget leaves for others when
+    profiling began (rules/contention.py held_at_startup; V0 0.6.4's profiling line, q05)."""
+    others, why = held
+    T, used = run.value("gpu_total_gib"), run.facts.get("initial_usage_gib")
+    facts: Dict[str, Any] = {"gpu_total_gib": T, "initial_usage_gib": used}
+    if contention.own_weights(run) is not None:  # else what is in use includes this instance's weights
+        facts["held_by_others_gib"] = tidy(others, 2)
+    U = run.value("gpu_memory_utilization")
+    if U is not None:
+        facts["gpu_memory_utilization"] = U
+    title = f"No KV cache memory: {used:.2f} of {T:.2f} GiB of the GPU was already in use when this instance began profiling"
+    rem = [
+        remedy(
+            "Find what else holds this GPU (nvidia-smi): another vLLM instance, a notebook, a leftover process; "
+            "stop or move it",
+            None,
+            why,
+            "host",
+        ),
+        remedy(
+            "Or size the instances together: on V0 up to 0.6.4 gpu_memory_utilization is a share of the whole card "
+            "with every other process's memory counted against it, so this instance's value must cover the others' "
+            "memory as well as its own; or upgrade (from 0.6.6 the budget counts only this instance's memory)",
+            None,
+            "how much the others hold at this instance's start is not in the log beyond the total in use",
+        ),
+        remedy("Or give each instance its own GPU, or start them one after another"),
+        remedy(
+            "If nothing else runs on it, this instance's own weights fill the card: more tensor parallelism or a "
+            "quantized model (vllm-doctor explain kv_cache_capacity)"
+        ),
+    ]
+    dont = [
+        "Tensor parallelism or quantization before checking for another process: the memory in use may not be "
+        "this instance's weights",
+        "Lowering max_model_len: no cache block is left for any length",
+    ]
+    forbids = [("gpu_memory_utilization", "lower", "the budget must cover the others' memory too on this release")]
+    evidence = (
+        failure_evidence(failures, "the error")
+        + [ev(run.line_for("initial_usage_gib"), "memory in use when profiling began")]
+        + consequence_evidence(run, 1)
+    )
+    return finding(RULE, run, "startup", title, facts, evidence, rem, dont, forbids=forbids)
+
+
+def _kv_alloc(run: Run, failures: Sequence[Failure]) -> Finding:
+    """Out of memory inside the KV cache's own allocation, no process listed (u02): profiling sized
+    the cache to what was free, so memory was taken between the two."""
+    facts: Dict[str, Any] = oom_facts(failures, run)
+    facts["kv_alloc_after_profiling"] = True
+    tried = facts.get("tried_to_allocate_gib")
+    asked = f" ({tried:.2f} GiB asked for)" if tried else ""
+    title = (
+        f"Out of {device_memory(facts)} allocating the KV cache that profiling had just sized{asked}: memory "
+        "was taken in between"
+    )
+    c = constraints(run)
+    rem = [
+        remedy(
+            f"Find what took the memory after profiling ({monitor(facts)}): another process starting on this GPU, or "
+            "in a notebook an earlier LLM() still alive in the same kernel (restart the kernel, or del it and "
+            "free the cache before creating a new one)",
+            None,
+            "the profiling run sized the KV cache to the memory free just before this allocation",
+            "host",
+        ),
+        c.lower(
+            "gpu_memory_utilization",
+            None,
+            "Or lower gpu_memory_utilization to leave room for what else runs on the GPU",
+            "what the other process holds is not in the log",
+        ),
+        remedy("Several engines on one GPU: split their utilizations so they sum below 1, or give each its own GPU"),
+    ]
+    dont = [
+        "Raising gpu_memory_utilization: the KV cache would ask for even more",
+        "Lowering max_model_len: the cache takes the whole budget whatever the length",
+    ]
+    forbids = [("gpu_memory_utilization", "raise", "the KV cache would ask for even more")]
+    evidence = failure_evidence(failures, "out of memory allocating the KV cache") + consequence_evidence(run, 1)
+    return finding(RULE, run, "startup", title, facts, evidence, rem, dont, confidence="medium", forbids=forbids)
+
+
 def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List[Finding]:
     if not failures:
         # No KV memory beside another instance or vllm-omni stage (judged in kv_cache_capacity).
@@ -183,6 +275,11 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List
     facts: Dict[str, Any] = {}
     notes: List[str] = []
     kinds = set().union(*(f.kinds for f in failures))
+    held = contention.held_at_startup(run, failures)
+    if held is not None:
+        return [_held_at_startup(run, failures, held)]
+    if failures and all(contention.kv_alloc_after_profiling(f) for f in failures):
+        return [_kv_alloc(run, failures)]
     if "free_memory" in kinds:
         title = _free_check(data, facts)
     elif "profiling_error" in kinds:
@@ -209,7 +306,8 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List
     c = constraints(run)
     rem = [
         remedy(
-            f"Free the GPU: stop or move the other processes using it ({monitor(facts)} shows them)",
+            f"Free the GPU: stop or move the other processes using it ({monitor(facts)} shows them); if they "
+            "share it on purpose (a second instance, kvcached), size this one to what is free instead (next step)",
             None,
             held_why,
             "host",

@@ -20,6 +20,7 @@ from ..memory import model_weights_estimate
 from ..processes import is_engine_process
 from ..run import Failure, Run
 from ..tracker import MEMORY_KINDS
+from . import contention
 from .oom import co_tenants_of, held_unlisted
 from .oom_provenance import provenance
 
@@ -256,6 +257,9 @@ def _crowded(f: Failure, run: Run) -> bool:
 
 def route(f: Failure, run: Run) -> Route:
     """The rule that explains failure ``f`` of ``run`` (see the module docstring)."""
+    if f.kind == "kv_error" and contention.held_at_startup(run, [f]) is not None:
+        # remedies2: the card held more than this budget leaves for others when profiling began
+        return Route("startup_memory_contention", "startup", "medium")
     if f.kind in SELF_EVIDENT:
         name, phase = SELF_EVIDENT[f.kind]
         return Route(name, phase, "high")
@@ -276,6 +280,9 @@ def route(f: Failure, run: Run) -> Route:
             return Route(None, label, "medium")
         if origin is not None:
             return Route("other", label, "high" if origin == "allocator" else "medium")
+        if startup and contention.kv_alloc_after_profiling(f):
+            # remedies2: profiling sized the cache to what was free; memory was taken since
+            return Route("startup_memory_contention", "startup", "medium")
         r = _memory(f, run, phase, startup)
         if startup and run.phase <= Phase.CONFIG and not _decided_by_frames(f, run):
             p = placement(f, run)
