@@ -43,11 +43,6 @@ KNOWN_WRONG_CLASS: set = {
     "q04-rocm-rx7800xt-v0111-vl-hip-oom-256gib-then-text-only-startup.log",
     # One stats line wrapped in prose, 2 running, 20 pending, KV 98.7 %, then a hang.
     "q16-2023-prose-hang-stats-hard-wrapped-pending-20-kv-98p7pct.log",
-    # vLLM's own LoRA validation ("LoRA rank 64 is greater than max_lora_rank 16.") unknown.
-    "q17-2024-bare-lora-rank-64-greater-than-max-lora-rank-16.log",
-    # Newlines collapsed: many process-prefixed records on one line, ending in the draft-model
-    # NotImplementedError.
-    "q20-v0130-wsl2-newlines-collapsed-apiserver-draft-model-spec-decode-not-supported.log",
     # -- hunt8 (blind, scored once at 9a8decf: 14/19); each is a kind being fixed --
     # An OOM inside the KV cache's allocation (after profiling) with no process list: memory
     # was taken after profiling, contention first; read as capacity.
