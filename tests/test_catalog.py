@@ -3016,6 +3016,25 @@ VALIDATION = [
         max_lora_rank=48,
         allowed_ranks=[8, 16, 32, 64, 128, 256],
     ),
+    # the CPU swap space (config/cache.py CacheConfig, 0.5.5-0.17)
+    case(
+        "swap_space_above_host",
+        "config_error",
+        "ValueError: Too large swap space. 64.00 GiB out of the 62.50 GiB total CPU memory is allocated for the swap "
+        "space.",
+        variant="swap_space_above_host",
+        swap_total_gib=64.0,
+        host_total_gib=62.5,
+    ),
+    case(
+        "swap_space_above_host",
+        "config_error",
+        "(APIServer pid=1)   Value error, Too large swap space. 32.00 GiB out of the 31.25 GiB total CPU memory is "
+        "allocated for the swap space. [type=value_error]",
+        variant="swap_space_above_host",
+        swap_total_gib=32.0,
+        host_total_gib=31.25,
+    ),
     # 0.11-0.14 config/speculative.py (q20: in the middle of a collapsed physical line)
     case(
         "draft_model_spec_decode_unsupported",

@@ -432,7 +432,16 @@ PATTERNS = [
     Pattern(
         "cann_memory_allocation_failure",
         "oom",
-        ("Memory_Allocation_Failure", "EL0004", "rtMalloc fail", "rtMalloc execute failed", "207018"),
+        # no anchor of digits alone: a pre-filter literal's digits must never cover a masked
+        # time-stamp digit run (repeats.masks_safe)
+        (
+            "Memory_Allocation_Failure",
+            "EL0004",
+            "rtMalloc fail",
+            "rtMalloc execute failed",
+            "error code is 207018",
+            "ACL_ERROR_RT_MEMORY_ALLOCATION",
+        ),
         r"Memory_Allocation_Failure\(EL0004\)|EL0004: Failed to allocate memory|Call rtMalloc fail"
         r"|rtMalloc execute failed|error code is 207018|ACL_ERROR_RT_MEMORY_ALLOCATION",
         "Ascend CANN runtime (through torch_npu / vllm-ascend, vllm-omni): 'Memory_Allocation_Failure(EL0004): "

@@ -20,6 +20,11 @@ Two families, told apart by what fixes them:
   - ``max_lora_rank (R) must be one of (8, 16, 32, 64, 128, 256).`` (LoRAConfig 0.5.5-0.10;
     later releases type it as a ``Literal`` and pydantic refuses it in its own words).
 
+  And the CPU swap space: ``Too large swap space. X GiB out of the Y GiB total CPU memory is
+  allocated for the swap space.`` (CacheConfig.verify_with_parallel_config, 0.5.5-0.17: X is
+  ``swap_space`` x ``tensor_parallel_size``, refused above :data:`SWAP_SPACE_HOST_SHARE` of Y;
+  the "Possibly too large swap space." warning above 0.4 is no failure).
+
 * An **unsupported combination** (``unsupported`` events, class ``other``): a feature the release
   refuses with the rest of the configuration; the fix is to drop the flag, or use what the
   message offers instead (:data:`UNSUPPORTED` names, per variant, what is refused, the flag to
@@ -59,6 +64,12 @@ LORA_RANKS_NEW: Tuple[int, ...] = (1, 8, 16, 32, 64, 128, 256, 320, 512)
 LORA_EXTRA_VOCAB_SIZES: Tuple[int, ...] = (0, 256, 512)
 
 
+#: The share of the host's RAM vLLM lets the CPU swap space take in all (vllm/config/cache.py
+#: CacheConfig.verify_with_parallel_config, every release that checks it: ``cpu_memory_usage > 0.7
+#: * total_cpu_memory`` raises). vLLM's constant, not a judgement of this tool.
+SWAP_SPACE_HOST_SHARE = 0.7
+
+
 def smallest_allowed(value: int, allowed: Tuple[int, ...]) -> Optional[int]:
     """The smallest of ``allowed`` at or above ``value``; None when ``value`` is above them all."""
     return next((a for a in sorted(allowed) if a >= value), None)
@@ -76,6 +87,16 @@ def _limit(variant: str, keys: Dict[str, str]):
         return data
 
     return build
+
+
+def _swap_space(m, rec) -> Dict[str, Any]:
+    """The swap space asked for in all (``swap_space`` x TP) and the host's RAM, in GiB."""
+    data: Dict[str, Any] = {"variant": "swap_space_above_host"}
+    if m["swap"]:
+        data["swap_total_gib"] = float(m["swap"])
+    if m["total"]:
+        data["host_total_gib"] = float(m["total"])
+    return data
 
 
 def _allowed_ranks(m, rec) -> Dict[str, Any]:
@@ -180,6 +201,16 @@ PATTERNS = [
         "vllm/config.py LoRAConfig.__post_init__ (0.5.5-0.9); vllm/config/__init__.py (0.10)",
         None,
         _allowed_ranks,
+    ),
+    Pattern(
+        "swap_space_above_host",
+        "config_error",
+        ("Too large swap space",),
+        r"Too large swap space\.\s*(?P<swap>\d+(?:\.\d+)?) GiB out of the\s*(?P<total>\d+(?:\.\d+)?) GiB total CPU "
+        r"memory",
+        "vllm/config.py CacheConfig.verify_with_parallel_config (0.5.5-0.9); vllm/config/cache.py (0.10-0.17)",
+        None,
+        _swap_space,
     ),
     Pattern(
         "draft_model_spec_decode_unsupported",

@@ -13,6 +13,10 @@ What it means:
     one Mamba cache block per decode sequence: "max_num_seqs (1024) exceeds available Mamba
     cache blocks (939)" (v0.20+) stops the start once the KV cache is sized, before capture.
 
+    The CPU swap space is here too: ``--swap-space`` (GiB per GPU) x ``tensor_parallel_size``
+    above 70 % of the host's RAM ("Too large swap space. 64.00 GiB out of the 62.50 GiB total CPU
+    memory is allocated for the swap space.").
+
     LoRA limits are here too: an adapter whose rank is above ``--max-lora-rank`` ("LoRA rank
     64 is greater than max_lora_rank 16."), an added vocabulary above
     ``--lora-extra-vocab-size``, more adapters in one batch than ``--max-loras`` GPU slots,
@@ -35,12 +39,15 @@ Remedies, in order:
        "PIECEWISE"}'``), which the check does not apply to, at some decode speed. A higher
        ``gpu_memory_utilization`` adds blocks only in proportion to the KV cache memory, and
        often too few (the reports of a BF16 hybrid model on one 96 GB GPU).
-    4. For a LoRA limit: the flag set to the number the error prints (``--max-lora-rank 64``,
+    4. For the CPU swap space ("Too large swap space", V0 and V1 up to 0.17): ``--swap-space``
+       (GiB per GPU) low enough that it times ``tensor_parallel_size`` stays within 70 % of the
+       host's RAM (vLLM's own check).
+    5. For a LoRA limit: the flag set to the number the error prints (``--max-lora-rank 64``,
        rounded up to a rank the release accepts; ``--max-loras``, ``--max-cpu-loras``,
        ``--lora-extra-vocab-size`` likewise). LoRA slots are preallocated on the GPU per
        ``max_loras`` x ``max_lora_rank``: a larger limit takes a little memory from the KV
        cache.
-    5. For the head count: keep every GPU with the largest tensor-parallel size that divides
+    6. For the head count: keep every GPU with the largest tensor-parallel size that divides
        both the heads and the GPU count, times a pipeline-parallel size (``--tensor-parallel-
        size 1 --pipeline-parallel-size 3`` for 32 heads on 3 GPUs), or use fewer GPUs with
        the largest divisor of the heads below the size in force.
@@ -62,7 +69,13 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ..catalog.validation import LORA_EXTRA_VOCAB_SIZES, LORA_RANKS_NEW, LORA_RANKS_OLD, smallest_allowed
+from ..catalog.validation import (
+    LORA_EXTRA_VOCAB_SIZES,
+    LORA_RANKS_NEW,
+    LORA_RANKS_OLD,
+    SWAP_SPACE_HOST_SHARE,
+    smallest_allowed,
+)
 from ..events import Phase
 from ..run import Failure, Run
 from ..verdict import Finding, Remedy
@@ -86,6 +99,8 @@ _KEYS = (
     "requested_loras",
     "max_loras",
     "max_cpu_loras",
+    "swap_total_gib",
+    "host_total_gib",
     "variant",
 )
 
@@ -334,6 +349,38 @@ def _rank_not_allowed(c: Constraints, d: Dict[str, Any]) -> Tuple[str, list]:
     ]
 
 
+def _swap_space(c: Constraints, d: Dict[str, Any]) -> Tuple[str, list]:
+    """The CPU swap space (per GPU, x tensor_parallel_size) above vLLM's share of the host's RAM:
+    the per-GPU size that fits, from the size in force or the tensor-parallel size, else no
+    number."""
+    swap, total = d.get("swap_total_gib"), d.get("host_total_gib")
+    title = f"The CPU swap space ({swap} GiB in all) is above {SWAP_SPACE_HOST_SHARE:.0%} of the host's {total} GiB RAM"
+    if not (isinstance(swap, float) and isinstance(total, float) and swap > 0):
+        return title, [c.lower("swap_space", None, "Lower --swap-space (GiB per GPU)", "the sizes are not in the log")]
+    room = SWAP_SPACE_HOST_SHARE * total
+    now, tp = c.in_force("swap_space"), c.run.value("tensor_parallel_size")
+    if now.known and now.low:
+        per_gpu = int(now.low * room / swap)
+        because = f"{now.low:g} GiB per GPU gives {swap:g} GiB in all; {room:.1f} GiB fits"
+    elif isinstance(tp, int) and tp > 0:
+        per_gpu = int(room / tp)
+        because = f"{room:.1f} GiB fits in all, over tensor_parallel_size {tp}"
+    else:
+        return title, [
+            c.lower(
+                "swap_space",
+                None,
+                "Lower --swap-space (GiB per GPU) so that it times tensor_parallel_size fits",
+                f"{room:.1f} GiB fits in all; the swap space per GPU in force is not in the log",
+            )
+        ]
+    return title, [
+        c.lower("swap_space", per_gpu, "Lower --swap-space (GiB per GPU) to fit the host's RAM", because)
+        if per_gpu >= 1
+        else c.set_to("swap_space", 0, "Set --swap-space 0: no CPU swap space fits", because, "lower")
+    ]
+
+
 _VARIANTS = {
     "max_model_len_above_derived": _above_derived,
     "batched_tokens_below_max_model_len": _below_max_model_len,
@@ -345,6 +392,7 @@ _VARIANTS = {
     "loras_above_slots": _loras_above_slots,
     "max_cpu_loras_below_max_loras": _cpu_loras,
     "max_lora_rank_not_allowed": _rank_not_allowed,
+    "swap_space_above_host": _swap_space,
 }
 #: Limits checked where an adapter is loaded: a request naming it (or --lora-modules at startup).
 LORA_LOAD_VARIANTS = frozenset({"lora_rank_above_max", "lora_vocab_above_extra", "loras_above_slots"})
@@ -395,6 +443,8 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List
     dont = ["Memory settings: this is a configuration contradiction"]
     if variant in LORA_VARIANTS:
         dont = ["Memory settings: the adapter is refused by a LoRA limit, not for lack of memory"]
+    elif variant == "swap_space_above_host":
+        dont = ["GPU memory settings (gpu_memory_utilization, max_model_len): the swap space is host RAM"]
     elif variant != "tp_not_divisor_of_heads":
         dont.append("VLLM_ALLOW_LONG_MAX_MODEL_LEN=1: positions past the model's limit give NaNs or CUDA errors")
     where = _phase(variant, failures, run)

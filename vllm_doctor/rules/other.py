@@ -618,7 +618,7 @@ def _neuron_compile(run: Run, failures: Sequence[Failure], phase: str) -> Findin
         ),
     ]
     title = f"{phase.capitalize()} failure: the Neuron compiler (neuronx-cc) failed compiling the model"
-    why = "gpu_memory_utilization is not used by the Neuron loader"
+    why = "the Neuron loader does not use it"
     return _finding(
         run,
         failures,
