@@ -5,6 +5,8 @@ Wordings come from ``shared/vllm-messages.md`` (sections 1-13) and from the real
 (floats), token counts and other counts are ints.
 """
 
+from pathlib import Path
+
 import pytest
 from conftest import FIXTURES
 
@@ -312,6 +314,26 @@ CONFIG = [
 ]
 
 STARTUP = [
+    # the attention backend vLLM chose (vllm/platforms/rocm.py, cuda.py): 0.13, V1 0.8-0.10, 0.33
+    case(
+        "attention_backend_selected",
+        "config",
+        "(EngineCore_DP0 pid=7) INFO 01-02 03:04:05 [rocm.py:229] Using AITER MLA backend.",
+        attention_backend="AITER MLA",
+    ),
+    case(
+        "attention_backend_selected",
+        "config",
+        "(VllmWorker pid=96) INFO 08-25 10:46:48 [cuda.py:285] Using Triton backend on V1 engine.",
+        attention_backend="Triton",
+    ),
+    case(
+        "attention_backend_selected",
+        "config",
+        "(EngineCore pid=5) INFO 03-04 05:06:07 [rocm.py:904] Using AttentionBackendEnum.ROCM_AITER_FA backend out "
+        "of potential backends: ['ROCM_AITER_FA', 'TRITON_ATTN'].",
+        attention_backend="ROCM_AITER_FA",
+    ),
     case(
         "loading_shards",
         "facts",
@@ -1188,6 +1210,56 @@ KV_CACHE = [
 ]
 
 OOM = [
+    # Accelerator runtimes' allocation failures (hunt7 q08, q28, q23's family): memory, device named
+    case(
+        "cann_memory_allocation_failure",
+        "oom",
+        "[Stage-0] ERROR 01-16 10:20:16 [gpu_worker.py:226] [PID: 5393] 2026-01-16-10:20:15.729.456 "
+        "Memory_Allocation_Failure(EL0004): Failed to allocate memory.",
+        form="cann",
+        backend="NPU",
+    ),
+    case(
+        "cann_memory_allocation_failure",
+        "oom",
+        "Call rtMalloc fail, purpose: page caching, type = 2, size:402718720, device_id:0[FUNC:Alloc]"
+        "[FILE:device_allocator.cc][LINE:72]",
+        form="cann",
+        backend="NPU",
+        tried_to_allocate_gib=402718720 / 2**30,
+    ),
+    case(
+        "cann_memory_allocation_failure",
+        "oom",
+        "RuntimeError: NPU function error: aclrtMalloc, error code is 207018",
+        form="cann",
+        backend="NPU",
+    ),
+    case(
+        "cann_memory_allocation_failure",
+        "oom",
+        "EL0004: Failed to allocate memory.",  # the code alone, as CANN's newer error list prints it
+        form="cann",
+        backend="NPU",
+    ),
+    case(
+        "neuron_runtime_allocation_failure",
+        "oom",
+        'ERROR 02-11 14:20:32 engine.py:389] RuntimeError: nrt_tensor_allocate status=4 message="Allocation Failure"',
+        form="neuron-runtime",
+        backend="NEURON",
+        call="nrt_tensor_allocate",
+        status=4,
+    ),
+    case(
+        "neuron_runtime_allocation_failure",
+        "oom",
+        "RuntimeError: nrt_tensor_allocate status=4 message=Allocation Failure",  # quotes lost in a paste
+        form="neuron-runtime",
+        backend="NEURON",
+        call="nrt_tensor_allocate",
+        status=4,
+    ),
     case(
         "torch_oom",
         "oom",
@@ -1660,6 +1732,29 @@ OOM = [
 ]
 
 HOST = [
+    # LMCache inside vLLM's worker prefixes (hunt8 u10): the CPU buffer each worker pins, the engine made
+    case(
+        "lmcache_configuration",
+        "facts",
+        "(VllmWorker rank=0 pid=247) [2025-06-07 20:33:02,562] LMCache INFO: LMCache Configuration: {'chunk_size': "
+        "256, 'local_cpu': True, 'max_local_cpu_size': '300.0 GB', 'local_disk': None, 'max_local_disk_size': "
+        "'0.0 GB', 'remote_url': None}",
+        lmcache_local_cpu_gb=300.0,
+    ),
+    case(
+        "lmcache_configuration",
+        "facts",
+        "[2025-01-02 03:04:05,678] LMCache INFO: LMCache Configuration: {'chunk_size': 256, 'max_local_cpu_size': 5.0, "
+        "'local_disk': None} (config.py:579:lmcache.v1.config)",
+        lmcache_local_cpu_gb=5.0,
+    ),
+    case(
+        "lmcache_engine_created",
+        "facts",
+        "(VllmWorker rank=3 pid=250) [2025-06-07 20:33:02,562] LMCache INFO: Creating LMCacheEngine instance "
+        "vllm-instance (cache_engine.py:783:lmcache.v1.cache_engine)",
+        lmcache_engine="vllm-instance",
+    ),
     case("ray_memory_monitor_kill", "host_oom", _RAY_KILL.split("\n")[0], killer="ray"),
     case(
         "ray_memory_monitor_kill",
@@ -2373,6 +2468,85 @@ ERRORS = [
         marker="utility_method_failed",
         method="wake_up",
     ),
+    # the engine core's own logger.exception before the failure message (0.7.3-0.33; hunt8 u15)
+    case(
+        "utility_method_failed",
+        "engine_dead",
+        "(VLLMWorker pid=29988, ip=192.0.2.103) ERROR 10-10 19:15:47 [core.py:459] Invocation of collective_rpc "
+        "method failed",
+        marker="utility_method_failed",
+        method="collective_rpc",
+    ),
+    case(
+        "utility_method_failed",
+        "engine_dead",
+        "(EngineCore_DP0 pid=7) ERROR 01-02 03:04:05 [core.py:1849] Invocation of wake_up method failed",
+        marker="utility_method_failed",
+        method="wake_up",
+    ),
+    # Intel's Unified Runtime out of a device resource (fixtures n29): not said to be memory
+    case(
+        "level_zero_out_of_resources",
+        "cuda_error",
+        "(EngineCore_DP0 pid=568) ERROR 04-16 12:49:28 [core.py:936] RuntimeError: level_zero backend failed with "
+        "error: 40 (UR_RESULT_ERROR_OUT_OF_RESOURCES)",
+        exception="XPU runtime error",
+        message="level_zero backend failed with error: 40 (UR_RESULT_ERROR_OUT_OF_RESOURCES)",
+    ),
+    case(
+        "level_zero_out_of_resources",
+        "cuda_error",
+        "RuntimeError: UR_RESULT_ERROR_OUT_OF_RESOURCES",
+        exception="XPU runtime error",
+        message="UR_RESULT_ERROR_OUT_OF_RESOURCES",
+    ),
+    # ROCm's HSA runtime fault (hunt7 q27): a GPU kernel fault named by its status
+    case(
+        "rocm_hsa_error",
+        "cuda_error",
+        "HSA_STATUS_ERROR_EXCEPTION: An HSAIL operation resulted in a hardware exception. code: 0x1016",
+        exception="ROCm HSA error",
+        message="HSA_STATUS_ERROR_EXCEPTION: An HSAIL operation resulted in a hardware exception.",
+        status_name="HSA_STATUS_ERROR_EXCEPTION",
+        hsa_code="0x1016",
+    ),
+    case(
+        "rocm_hsa_error",
+        "cuda_error",
+        "HSA_STATUS_ERROR_EXCEPTION:",  # the description on the next line (q27's paste)
+        exception="ROCm HSA error",
+        message="HSA_STATUS_ERROR_EXCEPTION",
+        status_name="HSA_STATUS_ERROR_EXCEPTION",
+    ),
+    case(
+        "rocm_hsa_error",
+        "cuda_error",
+        ":0:rocdevice.cpp            :2984: 1234567890 us: [pid:42 tid:0x7f] Callback: Queue 0x7f00 aborting with "
+        "error : HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION: The agent attempted to access memory beyond the largest "
+        "legal address. code: 0x29",
+        exception="ROCm HSA error",
+        message="HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION: The agent attempted to access memory beyond the largest "
+        "legal address.",
+        status_name="HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION",
+        hsa_code="0x29",
+    ),
+    # AWS Neuron's compiler wrapper (hunt7 q09, under SkyPilot's task prefix)
+    case(
+        "neuron_cc_failed",
+        "cuda_error",
+        "(task, pid=34615) 2024-06-21 09:33:40.000866:  38168  ERROR ||NEURON_CC_WRAPPER||: Failed compilation with "
+        "['neuronx-cc', 'compile', '--target=trn1', '--framework=XLA', '/tmp/user/model.hlo_module.pb']",
+        exception="Neuron compiler error",
+        message="neuronx-cc failed compiling the model",
+        target="trn1",
+    ),
+    case(
+        "neuron_cc_failed",
+        "cuda_error",
+        "ERROR ||NEURON_CC_WRAPPER||: Failed compilation with ['neuronx-cc', 'compile', '--fram",  # cut
+        exception="Neuron compiler error",
+        message="neuronx-cc failed compiling the model",
+    ),
     case(
         "dump_input",
         "engine_dead",
@@ -2764,8 +2938,187 @@ STALLS = [
     ),
 ]
 
+# vLLM's own validation errors (catalog/validation.py), as each release words them: a limit with
+# its numbers, or a combination the release refuses with the flag to drop.
+VALIDATION = [
+    # 0.5.5-0.8 lora/worker_manager.py (q17: the bare line)
+    case(
+        "lora_rank_above_max",
+        "config_error",
+        "ValueError: LoRA rank 64 is greater than max_lora_rank 16.",
+        variant="lora_rank_above_max",
+        lora_rank=64,
+        max_lora_rank=16,
+    ),
+    # 0.9-0.33 lora/peft_helper.py validate_legal, through the API server's load_lora_adapter
+    case(
+        "lora_rank_above_max",
+        "config_error",
+        "(APIServer pid=12) ERROR 05-06 07:08:09 [serving_models.py:200] ValueError: LoRA rank 128 is greater than "
+        "max_lora_rank 64. Adapter bias is not supported.",
+        variant="lora_rank_above_max",
+        lora_rank=128,
+        max_lora_rank=64,
+    ),
+    case(
+        "lora_rank_above_max",
+        "config_error",
+        "ERROR 03-04 05:06:07 engine.py:135] LoRA rank 32 is greater than max_lora_rank 8.",
+        variant="lora_rank_above_max",
+        lora_rank=32,
+        max_lora_rank=8,
+    ),
+    case(
+        "lora_rank_above_max",
+        "config_error",
+        "ValueError: LoRA rank 64 is greater than max_lora_rank",  # cut before the limit
+        variant="lora_rank_above_max",
+        lora_rank=64,
+    ),
+    case(
+        "lora_vocab_above_extra",
+        "config_error",
+        "ValueError: LoRA added vocab size 300 is greater than lora_extra_vocab_size 256.",
+        variant="lora_vocab_above_extra",
+        lora_added_vocab=300,
+        lora_extra_vocab_size=256,
+    ),
+    case(
+        "loras_above_slots",
+        "config_error",
+        "RuntimeError: Number of requested LoRAs (5) is greater than the number of GPU LoRA slots (4).",
+        variant="loras_above_slots",
+        requested_loras=5,
+        max_loras=4,
+    ),
+    case(
+        "max_cpu_loras_below_max_loras",
+        "config_error",
+        "ValueError: max_cpu_loras (2) must be >= max_loras (4)",  # 0.5.5-0.9: no full stop
+        variant="max_cpu_loras_below_max_loras",
+        max_cpu_loras=2,
+        max_loras=4,
+    ),
+    case(
+        "max_cpu_loras_below_max_loras",
+        "config_error",
+        "(APIServer pid=1)   Value error, max_cpu_loras (1) must be >= max_loras (8). [type=value_error, "
+        "input_value=ArgsKwargs((), {}), input_type=ArgsKwargs]",  # 0.10+ config/lora.py under pydantic
+        variant="max_cpu_loras_below_max_loras",
+        max_cpu_loras=1,
+        max_loras=8,
+    ),
+    case(
+        "max_lora_rank_not_allowed",
+        "config_error",
+        "ValueError: max_lora_rank (48) must be one of (8, 16, 32, 64, 128, 256).",
+        variant="max_lora_rank_not_allowed",
+        max_lora_rank=48,
+        allowed_ranks=[8, 16, 32, 64, 128, 256],
+    ),
+    # the CPU swap space (config/cache.py CacheConfig, 0.5.5-0.17)
+    case(
+        "swap_space_above_host",
+        "config_error",
+        "ValueError: Too large swap space. 64.00 GiB out of the 62.50 GiB total CPU memory is allocated for the swap "
+        "space.",
+        variant="swap_space_above_host",
+        swap_total_gib=64.0,
+        host_total_gib=62.5,
+    ),
+    case(
+        "swap_space_above_host",
+        "config_error",
+        "(APIServer pid=1)   Value error, Too large swap space. 32.00 GiB out of the 31.25 GiB total CPU memory is "
+        "allocated for the swap space. [type=value_error]",
+        variant="swap_space_above_host",
+        swap_total_gib=32.0,
+        host_total_gib=31.25,
+    ),
+    # 0.11-0.14 config/speculative.py (q20: in the middle of a collapsed physical line)
+    case(
+        "draft_model_spec_decode_unsupported",
+        "unsupported",
+        "(APIServer pid=135812)     raise NotImplementedError( (APIServer pid=135812) NotImplementedError: "
+        "Speculative decoding with draft model is not supported yet. Please consider using other speculative "
+        "decoding methods such as ngram, medusa, eagle, or mtp.",
+        variant="draft_model_spec_decode",
+        exception="NotImplementedError",
+        message="Speculative decoding with draft model is not supported yet. Please consider using other speculative "
+        "decoding methods such as ngram, medusa, eagle, or mtp.",
+    ),
+    # 0.10.2 config/__init__.py: "... or deepseek_mtp."
+    case(
+        "draft_model_spec_decode_unsupported",
+        "unsupported",
+        "NotImplementedError: Speculative decoding with draft model is not supported yet. Please consider using other "
+        "speculative decoding methods such as ngram, medusa, eagle, or deepseek_mtp.",
+        variant="draft_model_spec_decode",
+        exception="NotImplementedError",
+        message="Speculative decoding with draft model is not supported yet. Please consider using other "
+        "speculative decoding methods such as ngram, medusa, eagle, or deepseek_mtp.",
+    ),
+    case(
+        "draft_model_spec_decode_unsupported",
+        "unsupported",
+        "NotImplementedError: Speculative decoding with draft model is not supported yet. Please cons",  # cut
+        variant="draft_model_spec_decode",
+        exception="NotImplementedError",
+        message="Speculative decoding with draft model is not supported yet. Please cons",
+    ),
+    case(
+        "pipeline_parallel_unsupported_model",
+        "unsupported",
+        "NotImplementedError: Pipeline parallelism is not supported for this model. Supported models implement the "
+        "`SupportsPP` interface.",
+        variant="pipeline_parallel_model",
+        exception="NotImplementedError",
+        message="Pipeline parallelism is not supported for this model. Supported models implement the `SupportsPP` "
+        "interface.",
+    ),
+    case(
+        "prefix_caching_sliding_window_unsupported",
+        "unsupported",
+        "NotImplementedError: Prefix caching is not supported with sliding window. Run with --disable-sliding-window "
+        "to use prefix caching.",
+        variant="prefix_caching_sliding_window",
+        exception="NotImplementedError",
+        message="Prefix caching is not supported with sliding window. Run with --disable-sliding-window to use "
+        "prefix caching.",
+    ),
+    case(
+        "sleep_mode_platform_unsupported",
+        "unsupported",
+        "ValueError: Sleep mode is not supported on current platform.",
+        variant="sleep_mode_platform",
+        exception="ValueError",
+        message="Sleep mode is not supported on current platform.",
+    ),
+    case(
+        "spec_tokens_without_model",
+        "unsupported",
+        "(APIServer pid=3)   Value error, num_speculative_tokens was provided but without speculative model. "
+        "[type=value_error]",
+        variant="spec_tokens_without_model",
+        exception="ValueError",
+        message="num_speculative_tokens was provided but without speculative model.",
+    ),
+]
+
 ALL_CASES = (
-    CONFIG + STARTUP + CHECKS + KV_CACHE + OOM + HOST + PLATFORM + SCHEDULER + REQUESTS + ERRORS + TIMING + STALLS
+    CONFIG
+    + STARTUP
+    + CHECKS
+    + KV_CACHE
+    + OOM
+    + HOST
+    + PLATFORM
+    + SCHEDULER
+    + REQUESTS
+    + ERRORS
+    + TIMING
+    + STALLS
+    + VALIDATION
 )
 
 
@@ -2996,6 +3349,8 @@ def test_look_alikes_of_the_stall_messages_are_not_stalls():
 
 #: Patterns that never fire cut short (they declare cut_from=NO_CUT), with the reason.
 NOT_CUTTABLE = {
+    "lmcache_engine_created": "the instance's name is the fact: cut, it may be another name",
+    "attention_backend_selected": "the backend's name is the message: cut, it may name another backend",
     "platform_detected": "the platform's name is the whole message: cut, it names no platform",
     "ascend_available_memory": "'Available memory: N' without its total is too common a phrase to read as the KV budget",
     "exception_line": "the exception name must be whole; once it is, '(?P<msg>.*)$' takes a cut message as it is",
@@ -3029,6 +3384,13 @@ LAST_VALUE = {
     "npu_function_error": (("message",), "free text to the end of the line"),
     "npu_available_memory_bytes": (("gpu_total_gib",), "'..., total memory: %s' ends with it (bytes)"),
     "xla_compile_scratch_limit": (("message",), "the message quotes the compiler's words as far as they go"),
+    "level_zero_out_of_resources": (("message",), "the runtime's words as far as they go"),
+    "rocm_hsa_error": (("message", "hsa_code"), "the status, its description and its code, as far as they go"),
+    "draft_model_spec_decode_unsupported": (("message",), "the message as printed, as far as it goes"),
+    "pipeline_parallel_unsupported_model": (("message",), "the message as printed, as far as it goes"),
+    "prefix_caching_sliding_window_unsupported": (("message",), "the message as printed, as far as it goes"),
+    "sleep_mode_platform_unsupported": (("message",), "the message as printed, as far as it goes"),
+    "spec_tokens_without_model": (("message",), "the message as printed, as far as it goes"),
     "torch_oom": (("processes",), "a process list cut short keeps the clauses printed whole: its start"),
     "stack_dump_watchdog": (("reason",), "'... due to %s' ends with the reason"),
     "launch_command": (
@@ -3171,3 +3533,246 @@ def test_the_tuple_form_passes_the_block_prefilter():
     if not prefilter.available():
         pytest.skip("ahocorasick_rs not installed")
     assert prefilter.candidate_starts((fixture_line("h036", 1) + "\n").encode()) == [0]
+
+
+# --- families judged whole: what the verdict says of each wording ---------------------------------
+
+FIXTURES_LOGS = Path(__file__).resolve().parent.parent / "fixtures" / "logs"
+
+# vLLM's own validation errors (catalog/validation.py), each as a release prints it, alone and as a
+# paste that collapsed its newlines (hunt7 q20: many process-prefixed records on one physical line):
+# never "nothing recognisable" (exit 3); a limit names its flag with the number, an unsupported
+# combination the flag to drop.
+_COLLAPSE = '(APIServer pid=135812)   File "/x/vllm/config/speculative.py", line 380, in __post_init__ (APIServer pid=135812)     raise NotImplementedError( (APIServer pid=135812) '  # noqa: E501
+VALIDATION_VERDICTS = [
+    # (wording, class, text the verdict's remedies must hold)
+    ("ValueError: LoRA rank 64 is greater than max_lora_rank 16.", "config_limit_error", "--max-lora-rank 64"),
+    ("ValueError: LoRA rank 48 is greater than max_lora_rank 32.", "config_limit_error", "--max-lora-rank 64"),
+    (
+        "(APIServer pid=9) ERROR 05-06 07:08:09 [serving_models.py:200] LoRA rank 128 is greater than max_lora_rank 64.",
+        "config_limit_error",
+        "--max-lora-rank 128",
+    ),
+    (
+        "RuntimeError: Number of requested LoRAs (6) is greater than the number of GPU LoRA slots (4).",
+        "config_limit_error",
+        "--max-loras 6",
+    ),
+    ("ValueError: max_cpu_loras (2) must be >= max_loras (4)", "config_limit_error", "--max-cpu-loras 4"),
+    (
+        "ValueError: LoRA added vocab size 300 is greater than lora_extra_vocab_size 256.",
+        "config_limit_error",
+        "--lora-extra-vocab-size 512",
+    ),
+    (
+        "ValueError: max_lora_rank (48) must be one of (8, 16, 32, 64, 128, 256).",
+        "config_limit_error",
+        "--max-lora-rank 64",
+    ),
+    (
+        "NotImplementedError: Speculative decoding with draft model is not supported yet. Please consider using other "
+        "speculative decoding methods such as ngram, medusa, eagle, or mtp.",
+        "other",
+        "Drop --speculative-config",
+    ),
+    (
+        _COLLAPSE + "NotImplementedError: Speculative decoding with draft model is not supported yet. Please consider "
+        "using other speculative decoding methods such as ngram, medusa, eagle, or mtp.",
+        "other",
+        "Drop --speculative-config",
+    ),
+    (
+        "NotImplementedError: Speculative decoding with draft model is not supported yet. Please consider using other "
+        "speculative decoding methods such as ngram, medusa, eagle, or deepseek_mtp.",
+        "other",
+        "ngram, eagle",
+    ),
+    (
+        "NotImplementedError: Pipeline parallelism is not supported for this model. Supported models implement the "
+        "`SupportsPP` interface.",
+        "other",
+        "Drop --pipeline-parallel-size",
+    ),
+    (
+        "NotImplementedError: Prefix caching is not supported with sliding window. Run with --disable-sliding-window "
+        "to use prefix caching.",
+        "other",
+        "Drop --enable-prefix-caching",
+    ),
+    ("ValueError: Sleep mode is not supported on current platform.", "other", "Drop --enable-sleep-mode"),
+]
+
+
+@pytest.mark.parametrize("text,cls,remedy_text", VALIDATION_VERDICTS, ids=[v[0][:60] for v in VALIDATION_VERDICTS])
+def test_a_vllm_validation_error_is_named_never_nothing_recognisable(text, cls, remedy_text):
+    from vllm_doctor import diagnose
+
+    v = diagnose([text])
+    assert v.exit_code == 1 and v.primary_class == cls, (v.primary_class, v.title)
+    said = " | ".join(f"{r.flag or ''} {r.action}" for r in v.primary.remedies)
+    assert remedy_text in said, said
+    assert not any("memory_utilization" in (r.flag or "") for r in v.primary.remedies)
+
+
+# Accelerator runtimes' allocation failures (hunt7 q08, q28; XPU, XLA, HIP): a memory failure, its
+# device named, the class by the phase; never "this failure is not about capacity".
+ALLOCATION_FAILURES = [
+    # (lines, class, the device word the title holds)
+    (
+        [
+            "[Stage-0] ERROR 01-16 10:20:16 [gpu_worker.py:226] [PID: 5393] 2026-01-16-10:20:15.729.456 "
+            "Memory_Allocation_Failure(EL0004): Failed to allocate memory.",
+            "[Stage-0] ERROR 01-16 10:20:16 [gpu_worker.py:226]         Call rtMalloc fail, purpose: page caching, "
+            "type = 2, size:402718720, device_id:0[FUNC:Alloc][FILE:device_allocator.cc][LINE:72]",
+        ],
+        "runtime_oom",
+        "NPU",
+    ),
+    (
+        [
+            "INFO 02-11 14:20:00 engine.py:100] Loading model weights",
+            '  File "/opt/conda/lib/python3.10/site-packages/transformers_neuronx/ops.py", line 49, in parallel_to_nc',
+            'ERROR 02-11 14:20:32 engine.py:389] RuntimeError: nrt_tensor_allocate status=4 message="Allocation Failure"',
+        ],
+        None,  # the phase decides: below
+        "NeuronCore",
+    ),
+    (
+        [
+            "(EngineCore_DP0 pid=2001) ERROR 11-05 09:12:33 [core.py:708] RuntimeError: UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY"
+        ],
+        None,
+        "XPU",
+    ),
+    (
+        [
+            "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Error allocating device buffer: Attempting to "
+            "allocate 1.00G. That was not possible. There are 474.83M free.; (0x0x0_HBM0)"
+        ],
+        None,
+        "TPU",
+    ),
+    (
+        [
+            "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 500.00 MiB. GPU 0 has a total capacity of "
+            "31.98 GiB of which 120.00 MiB is free. Of the allocated memory 31.20 GiB is allocated by PyTorch, and "
+            "100.00 MiB is reserved by PyTorch but unallocated."
+        ],
+        None,
+        "GPU",
+    ),
+]
+MEMORY_CLASSES = {
+    "weight_load_oom",
+    "kv_cache_capacity",
+    "runtime_oom",
+    "startup_memory_contention",
+    "cuda_graph_capture_oom",
+    "sampler_warmup_oom",
+}
+
+
+@pytest.mark.parametrize(
+    "lines,cls,device", ALLOCATION_FAILURES, ids=[a[2] + ":" + a[0][-1][-40:] for a in ALLOCATION_FAILURES]
+)
+def test_an_accelerator_allocation_failure_is_a_memory_failure_with_its_device(lines, cls, device):
+    from vllm_doctor import diagnose
+
+    v = diagnose(lines)
+    assert v.primary_class in MEMORY_CLASSES, (v.primary_class, v.title)
+    if cls:
+        assert v.primary_class == cls
+    assert device in v.title, v.title
+    for f in v.findings:
+        assert not any("not about capacity" in d for d in f.does_not_help), (f.code, f.does_not_help)
+
+
+def test_an_xpu_out_of_resources_is_named_and_never_said_to_be_no_capacity():
+    """n29's shape: Level Zero out of a resource it does not name (most often memory): other, the
+    XPU named, the device's memory the first suspect, never "not about capacity"."""
+    from vllm_doctor import diagnose
+
+    v = diagnose(
+        [
+            "(EngineCore_DP0 pid=568) ERROR 04-16 12:49:28 [core.py:936] RuntimeError: level_zero backend failed "
+            "with error: 40 (UR_RESULT_ERROR_OUT_OF_RESOURCES)"
+        ]
+    )
+    assert v.primary_class == "other" and "XPU runtime error" in v.title, v.title
+    assert "XPU runtime ran out of a device resource" in v.primary.remedies[0].action
+    assert not any("not about capacity" in d for d in v.primary.does_not_help)
+    assert not any("CUDA_LAUNCH_BLOCKING" in r.action for r in v.primary.remedies)
+
+
+def test_a_neuron_allocation_failure_while_the_weights_load_is_a_weight_load_oom():
+    """q28's shape: the sharded weights placed on the NeuronCores (parallel_to_nc, under the model's
+    load) when the runtime refused the tensor."""
+    from vllm_doctor import diagnose
+
+    v = diagnose(
+        FIXTURES_LOGS / "q28-neuron-v0-transformers-neuronx-parallel-to-nc-nrt-tensor-allocate-allocation-failure.log"
+    )
+    assert v.primary_class == "weight_load_oom", v.title
+    assert not any("not about capacity" in d for f in v.findings for d in f.does_not_help)
+
+
+# The platform from paths and wordings (catalog/platform.py platform_in), and the word it gives.
+PLATFORM_EVIDENCE = [
+    ('File "/vllm-gaudi/vllm_gaudi/v1/worker/hpu_worker.py", line 249, in compile_or_warm_up_model', "hpu"),
+    ('File "/usr/local/lib/python3.10/dist-packages/habana_frameworks/torch/core/step_closure.py"', "hpu"),
+    ('File "/vllm-workspace/vllm-ascend/vllm_ascend/worker/model_runner_v1.py", line 1, in execute_model', "npu"),
+    ("RuntimeError: NPU function error: call aclnnMatmul failed, error code is 561103", "npu"),
+    ("HSA_STATUS_ERROR_EXCEPTION: An HSAIL operation resulted in a hardware exception. code: 0x1016", "rocm"),
+    ("torch.OutOfMemoryError: HIP out of memory. Tried to allocate 2.00 GiB.", "rocm"),
+    (
+        'File "/opt/conda/lib/python3.10/site-packages/transformers_neuronx/ops.py", line 49, in parallel_to_nc',
+        "neuron",
+    ),
+    ('RuntimeError: nrt_tensor_allocate status=4 message="Allocation Failure"', "neuron"),
+    ('File "/workspace/tpu_inference/tpu_inference/runner/tpu_runner.py", line 10, in _execute_model', "tpu"),
+    ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED", "tpu"),
+    ("RuntimeError: UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY", "xpu"),
+    ("RuntimeError: CUDA error: an illegal memory access was encountered", None),  # ROCm prints it too: no proof
+    ('File "/usr/lib/python3/dist-packages/vllm/v1/worker/gpu_model_runner.py", line 3, in capture_model', None),
+]
+
+
+@pytest.mark.parametrize("text,platform", PLATFORM_EVIDENCE, ids=[t[0][:50] for t in PLATFORM_EVIDENCE])
+def test_the_platform_is_read_from_paths_and_wordings(text, platform):
+    from vllm_doctor.catalog.platform import DEVICE_WORDS, platform_in
+
+    assert platform_in(text) == platform
+    assert platform is None or platform in DEVICE_WORDS
+
+
+#: Each platform's word for its graphs in a title, and the CUDA words it must never get.
+PLATFORM_TITLES = [
+    ("q18-gaudi-v1-worker-tp6-literal-ansi-caret-m-warmup-graphs-frames-cut.log", "HPU graphs", "CUDA"),
+    ("q27-rocm-mi355x-aiter-mla-337k-prefill-hsa-exception-kv-16pct-worker-died.log", "ROCm", "CUDA_LAUNCH_BLOCKING"),
+]
+
+
+@pytest.mark.parametrize("name,word,never", PLATFORM_TITLES)
+def test_the_device_word_follows_the_platform(name, word, never):
+    from vllm_doctor import diagnose
+
+    v = diagnose(FIXTURES_LOGS / name)
+    said = v.title + " | " + " | ".join(f"{r.flag or ''} {r.action} {r.why or ''}" for r in v.primary.remedies)
+    assert word in said and never not in said, said
+
+
+def test_a_rocm_kernel_fault_puts_the_attention_backend_first_and_rocm_versions_in_the_look_up():
+    from vllm_doctor import diagnose
+
+    v = diagnose(
+        [
+            "INFO 01-02 03:04:05 [rocm.py:229] Using AITER MLA backend.",
+            "HSA_STATUS_ERROR_EXCEPTION: An HSAIL operation resulted in a hardware exception. code: 0x1016",
+            "Worker proc VllmWorker-6 died unexpectedly",
+        ]
+    )
+    assert v.primary_class == "other" and "ROCm GPU kernel fault" in v.title, v.title
+    first = v.primary.remedies[0].action
+    assert "AITER MLA" in first and "VLLM_ROCM_USE_AITER=0" in first, first
+    assert any("ROCm versions" in r.action for r in v.primary.remedies)
+    assert not any("CUDA_LAUNCH_BLOCKING" in r.action for r in v.primary.remedies)

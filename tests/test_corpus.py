@@ -29,11 +29,6 @@ KNOWN_WRONG_CLASS: set = {
     # An OOM body without a torch head in a PR's prose: the step (capture) is only in the prose.
     "m07-pr-indented-hard-wrapped-capture-oom-136mib-22p36gib-5090-laptop.log",
     # -- hunt7 (blind, scored once at 9a8decf: 21/25); each is a kind being fixed --
-    # vLLM's own LoRA validation ("LoRA rank 64 is greater than max_lora_rank 16.") unknown.
-    "q17-2024-bare-lora-rank-64-greater-than-max-lora-rank-16.log",
-    # Newlines collapsed: many process-prefixed records on one line, ending in the draft-model
-    # NotImplementedError.
-    "q20-v0130-wsl2-newlines-collapsed-apiserver-draft-model-spec-decode-not-supported.log",
     # -- hunt8 (blind, scored once at 9a8decf: 14/19); each is a kind being fixed --
     # A launch command and one bare OOM with vLLM holding utilization x total: the KV cache was
     # allocated, so startup was over; read as KV capacity at startup.

@@ -70,13 +70,18 @@ KINDS = {
     "free_memory": "startup check: free memory below gpu_memory_utilization x total",
     "profiling_error": "'Error in memory profiling': free memory grew while profiling",
     "quant_error": "quantization method not supported on this GPU",
-    "config_error": "length / batch limits that contradict each other or the model",
+    "config_error": "length / batch / LoRA limits that contradict each other, the model or an adapter "
+    "({variant} and the numbers printed; catalog/checks.py, catalog/validation.py)",
+    "unsupported": "a feature combination the release refuses ({variant, feature, flag: the flag to drop, "
+    "instead, exception, message}; catalog/validation.py)",
     "too_long": "a request longer than the model's context (HTTP 400)",
     "preemption": "V0 preemption warning (printed for the 1st, 51st, 101st ...)",
     "stats": "a periodic stats line (V0 or V1)",
     "prefix_hit": "V0 prefix-cache hit-rate line",
     "exception": "a Python exception line 'Name: message'",
-    "cuda_error": "a CUDA error other than out-of-memory (illegal access, device assert...)",
+    "cuda_error": "an accelerator runtime error other than out-of-memory (CUDA illegal access, device assert; "
+    "NCCL; Ascend NPU function errors; Gaudi fatal errors; ROCm HSA faults; the Neuron compiler; XPU out of "
+    "resources; XLA scratch limits)",
     "tb_start": "'Traceback (most recent call last):'",
     "tb_frame": "a traceback frame 'File \"...\", line N, in func'",
     "tb_chain": "'The above exception was the direct cause ...' / 'During handling ...'",

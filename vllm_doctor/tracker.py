@@ -95,6 +95,7 @@ FAILURE_KINDS = MEMORY_KINDS | {
     "profiling_error",
     "quant_error",
     "config_error",
+    "unsupported",
     "too_long",
     "cuda_error",
     "exception",

@@ -1,7 +1,8 @@
 """The message catalog: every vLLM (and PyTorch) message vllm-doctor recognises.
 
 Each family module (``config``, ``startup``, ``checks``, ``kv_cache``, ``oom``,
-``host_memory``, ``platform``, ``scheduler``, ``requests``, ``errors``, ``timing``, ``stalls``) holds a table of :class:`Pattern` objects. A pattern
+``host_memory``, ``platform``, ``scheduler``, ``requests``, ``errors``, ``timing``, ``stalls``,
+``validation``) holds a table of :class:`Pattern` objects. A pattern
 names the vLLM source file that prints its message (see ``shared/vllm-messages.md``
 for the wording by version), one or more *anchor* literals that must occur in the
 message before its regular expression is tried, and how to turn a match into an
@@ -38,6 +39,7 @@ from . import (
     stalls,
     startup,
     timing,
+    validation,
 )
 from .normalise import join_arg_tuples
 from .pattern import (  # noqa: F401 - the catalog's public names
@@ -68,6 +70,7 @@ def _collect() -> List[Pattern]:
         errors,
         timing,
         stalls,
+        validation,
     ):
         pats.extend(mod.PATTERNS)
     names = [p.name for p in pats]
@@ -151,6 +154,7 @@ FAILURES = frozenset(
         "profiling_error",
         "quant_error",
         "config_error",
+        "unsupported",
         "too_long",
         "exception",
         "cuda_error",

@@ -27,6 +27,19 @@ Sources (``shared/vllm-messages.md`` section 10):
   ``PT_BRIDGE``, ``PT_EAGER`` ...), often raised as a RuntimeError and logged first by V0's
   MQLLMEngine; a device-memory allocation failure (``MODULE:PT_DEVMEM`` / ``DEVMEM``
   ``Allocation failed for size::N (M)MB``) is an out-of-memory and left to the OOM family;
+* ROCm's HSA runtime (``hsa_status_t`` names, printed by the HIP runtime before it aborts):
+  ``HSA_STATUS_ERROR_EXCEPTION: An HSAIL operation resulted in a hardware exception. code:
+  0x1016``, ``HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION`` ...: a GPU kernel fault, named by its
+  status (``HSA_STATUS_ERROR_OUT_OF_RESOURCES`` is an allocation failure: left to the OOM family
+  where torch says so, here otherwise);
+* Intel's Unified Runtime out of a device resource (torch xpu / IPEX: ``RuntimeError: level_zero
+  backend failed with error: 40 (UR_RESULT_ERROR_OUT_OF_RESOURCES)``): most often the device's
+  memory, but the code does not say which resource (fixtures n29), so it is not read as an
+  out-of-memory (``UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY`` is: catalog/oom.py);
+* AWS Neuron's compiler wrapper (torch-neuronx / libneuronxla ``neuron_cc_wrapper``): ``ERROR
+  ||NEURON_CC_WRAPPER||: Failed compilation with ['neuronx-cc', 'compile', ...``: neuronx-cc
+  failed on the graph vLLM's Neuron worker compiles while it loads the model (the reason is in
+  neuronx-cc's own log);
 * Ray raylet's worker-death boilerplate (it mentions the host OOM killer as one possible
   cause among three; it is not a GPU out-of-memory).
 """
@@ -35,6 +48,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Optional
 
+from ..events import Phase
 from .pattern import NO_CUT, Pattern
 
 _STARTUP, _RUNTIME = "startup", "runtime"
@@ -128,6 +142,31 @@ def _habana_fatal(m, rec) -> Optional[Dict[str, Any]]:
     return {"exception": "HPU fatal error", "message": f"MODULE:{module} {what}"[:300], "module": module}
 
 
+def _hsa(m, rec) -> Dict[str, Any]:
+    """A ROCm HSA runtime status: the kernel fault it names, and the description and code where
+    the record holds them."""
+    status = m["status"]
+    msg = status + (f": {m['what'].strip()}" if m["what"] and m["what"].strip() else "")
+    data: Dict[str, Any] = {"exception": "ROCm HSA error", "message": msg[:300], "status_name": status}
+    if m["code"]:
+        data["hsa_code"] = m["code"]
+    return data
+
+
+def _ur_resources(m, rec) -> Dict[str, Any]:
+    """Intel's Unified Runtime ran out of a device resource (which one, it does not say)."""
+    what = (m["what"] or "").strip()
+    return {"exception": "XPU runtime error", "message": (what or "UR_RESULT_ERROR_OUT_OF_RESOURCES")[:300]}
+
+
+def _neuron_cc(m, rec) -> Dict[str, Any]:
+    """neuronx-cc failed compiling a graph; the target (``--target=trn1``) where printed."""
+    data: Dict[str, Any] = {"exception": "Neuron compiler error", "message": "neuronx-cc failed compiling the model"}
+    if m["target"]:
+        data["target"] = m["target"]
+    return data
+
+
 PATTERNS = [
     Pattern(
         "traceback_start",
@@ -206,6 +245,37 @@ PATTERNS = [
         # the message after the module is free text; the module must be whole, and a cut before
         # the message could still be a device-memory allocation failure
         cut_from=r"FATAL ERROR :: MODULE:\w+\s+(?!A(?:l(?:l(?:o(?:c(?:a(?:t(?:i(?:on?)?)?)?)?)?)?)?)?$)\S",
+    ),
+    Pattern(
+        "rocm_hsa_error",
+        "cuda_error",
+        ("HSA_STATUS_ERROR_",),
+        r"(?P<status>HSA_STATUS_ERROR_[A-Z_]+)(?=[:\s.,])(?::?\s*(?P<what>[A-Z][^\n]*?\.)"
+        r"(?:\s*code:\s*(?P<code>0x[0-9a-fA-F]+)(?![0-9a-fA-F]))?)?",
+        "ROCm HSA runtime status (hsa_status_t; printed by the HIP runtime / ROCr on a GPU kernel fault)",
+        None,
+        _hsa,
+        cut_from=r"HSA_STATUS_ERROR_[A-Z_]+[:\s.,]",  # the status name whole
+    ),
+    Pattern(
+        "level_zero_out_of_resources",
+        "cuda_error",
+        ("UR_RESULT_ERROR_OUT_OF_RESOURCES",),
+        r"(?P<what>(?:level_zero backend failed with error: \d+ \()?UR_RESULT_ERROR_OUT_OF_RESOURCES\)?)",
+        "Intel Unified Runtime result code through torch xpu / IPEX ('level_zero backend failed with error: 40 "
+        "(UR_RESULT_ERROR_OUT_OF_RESOURCES)')",
+        None,
+        _ur_resources,
+    ),
+    Pattern(
+        "neuron_cc_failed",
+        "cuda_error",
+        ("||NEURON_CC_WRAPPER||",),
+        r"\|\|NEURON_CC_WRAPPER\|\|:\s*Failed compilation(?: with \[[^\n]*?--target=(?P<target>\w+)['\"])?",
+        "AWS Neuron compiler wrapper (torch-neuronx / libneuronxla neuron_cc_wrapper: 'ERROR ||NEURON_CC_WRAPPER||: "
+        "Failed compilation with [neuronx-cc, compile, ...]')",
+        Phase.LOADING_WEIGHTS,
+        _neuron_cc,
     ),
     Pattern(
         "enginecore_failed_to_start",
@@ -363,12 +433,14 @@ PATTERNS = [
     Pattern(
         "utility_method_failed",
         "engine_dead",
-        ("method failed: ",),
-        r"Call to (?P<method>\w+) method failed: ",
+        ("method failed: ", " method failed"),
+        r"Call to (?P<method>\w+) method failed: |Invocation of (?P<method2>\w+) method failed",
         "vllm/v1/engine/core.py EngineCore utility calls (v0.10+: collective_rpc, sleep, wake_up, "
-        "add_lora ...; 0.11.2 core.py:920, 0.33.0 core.py:1850): the method names the step",
+        "add_lora ...; 0.11.2 core.py:920, 0.33.0 core.py:1850): the method names the step; the engine "
+        "core's own logger.exception before it ('Invocation of %s method failed', 0.7.3-0.33: 0.9.2 "
+        "core.py:654, 0.10.2 :790, 0.11.2 :918)",
         None,
-        lambda m, rec: {"marker": "utility_method_failed", "method": m["method"]},
+        lambda m, rec: {"marker": "utility_method_failed", "method": m["method"] or m["method2"]},
     ),
     Pattern(
         "executor_failed",

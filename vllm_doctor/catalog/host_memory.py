@@ -57,11 +57,11 @@ not evidence of a host OOM.
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 import regex
 
-from .pattern import Pattern
+from .pattern import NO_CUT, Pattern
 
 _WHO = regex.compile(r"pid=(?P<pid>\d+)|memory used=(?P<used>\d+(?:\.\d+)?) ?GB|name=(?P<name>[^,)]+)")
 
@@ -140,7 +140,40 @@ def _killed(reporter: str):
     return build
 
 
+def _lmcache_config(m, rec) -> Optional[Dict[str, Any]]:
+    """LMCache's configuration: the CPU buffer each worker (each TP rank) pins in host RAM, in
+    LMCache's GB (``max_local_cpu_size``, LMCACHE_MAX_LOCAL_CPU_SIZE), where ``local_cpu`` is on."""
+    if m["local_cpu"] == "False":
+        return None  # no CPU backend: no buffer
+    return {"lmcache_local_cpu_gb": float(m["size"])}
+
+
 PATTERNS = [
+    # LMCache (its own logger inside vLLM's worker prefixes, LMCacheConnectorV1): the CPU buffer
+    # size from its configuration, then the engine's creation, which allocates it (pinned) per worker.
+    Pattern(
+        "lmcache_configuration",
+        "facts",
+        ("LMCache Configuration:",),
+        r"LMCache Configuration: \{(?:[^{}]*?'local_cpu': (?P<local_cpu>True|False),)?[^{}]*?'max_local_cpu_size': "
+        r"'?(?P<size>\d+(?:\.\d+)?)\s*(?:GB)?'?[,}]",
+        "LMCache lmcache/v1/config.py (LMCacheEngineConfig logged at start: 'LMCache Configuration: {..., "
+        "'max_local_cpu_size': '300.0 GB', ...}'), via vLLM's LMCacheConnectorV1",
+        None,
+        _lmcache_config,
+        cut_from=r"'max_local_cpu_size': '?\d+(?:\.\d+)?\s*(?:GB)?'?[,}]",  # the size whole
+    ),
+    Pattern(
+        "lmcache_engine_created",
+        "facts",
+        ("LMCacheEngine instance",),
+        r"Creating LMCacheEngine instance (?P<instance>[\w.-]+)",
+        "LMCache lmcache/v1/cache_engine.py LMCacheEngineBuilder.get_or_create ('Creating LMCacheEngine instance "
+        "%s'): the engine and its CPU buffer are allocated next",
+        None,
+        lambda m, rec: {"lmcache_engine": m["instance"]},
+        NO_CUT,
+    ),
     Pattern(
         "ray_memory_monitor_kill",
         "host_oom",

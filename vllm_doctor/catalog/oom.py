@@ -30,6 +30,9 @@ Sources (``shared/vllm-messages.md`` sections 3, 6, 10, 13):
   ``ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY``; Intel Gaudi ``MODULE:PT_DEVMEM Allocation failed``;
   Ascend NPU (torch_npu) ``NPU out of memory. Tried to allocate X (NPU N; T total capacity; A
   already allocated; C current active; F free; R reserved in total by PyTorch)``;
+* Ascend CANN ``Memory_Allocation_Failure(EL0004): Failed to allocate memory.``, ``Call rtMalloc
+  fail, purpose: ..., size:N`` (bytes), ACL error 207018; AWS Neuron's runtime
+  ``nrt_tensor_allocate status=4 message="Allocation Failure"``;
 * TPU / JAX / torch_xla (XLA ``ResourceExhausted``): ``RESOURCE_EXHAUSTED: Error allocating
   device buffer: Attempting to allocate 1.00G. That was not possible. There are 474.83M free.``,
   ``Attempting to reserve X at the bottom of memory``, compile time ``Ran out of memory in memory
@@ -42,8 +45,8 @@ Sources (``shared/vllm-messages.md`` sections 3, 6, 10, 13):
 
 Every ``oom`` event's data names its ``form`` (``torch``, ``torch-old``, ``allocator-warning``,
 ``cuda-error``, ``accelerator-error``, ``triton``, ``cumem``, ``csrc``, ``nccl``, ``cuda-library``,
-``level-zero``, ``hpu``, ``xla``, ``xla-compile``) and ``backend`` (``CUDA``, ``HIP``, ``XPU``,
-``NPU``, ``HPU``, ``TPU``, ``MUSA``, ``MLU``, or ``XLA`` when the device is not printed), and the
+``level-zero``, ``cann``, ``neuron-runtime``, ``hpu``, ``xla``, ``xla-compile``) and ``backend`` (``CUDA``, ``HIP``, ``XPU``,
+``NPU``, ``HPU``, ``TPU``, ``MUSA``, ``MLU``, ``NEURON``, or ``XLA`` when the device is not printed), and the
 numbers where printed: ``tried_to_allocate_gib``, ``gpu_free_gib``, ``gpu_total_gib``,
 ``gpu_index`` (device memory, whatever the accelerator).
 
@@ -333,6 +336,28 @@ def _hpu(m, rec) -> Dict[str, Any]:
     return data
 
 
+def _cann(m, rec) -> Dict[str, Any]:
+    """Ascend's CANN runtime could not allocate device memory (``EL0004``, ``rtMalloc``, ACL
+    error 207018): an NPU out-of-memory; the size where ``rtMalloc`` prints it (bytes)."""
+    data: Dict[str, Any] = {"form": "cann", "backend": "NPU"}
+    size = _RTMALLOC_SIZE.search(m.string, m.start())
+    if size is not None:
+        data["tried_to_allocate_gib"] = int(size["bytes"]) / 2**30
+    return data
+
+
+_RTMALLOC_SIZE = regex.compile(r"\bsize\s*[:=]\s*(?P<bytes>\d{1,18})(?=[,;\s\]])")  # whole: a separator after it
+
+
+def _neuron(m, rec) -> Dict[str, Any]:
+    """The Neuron runtime (libnrt) could not allocate a tensor on the NeuronCores' device memory
+    (``nrt_tensor_allocate status=4 message="Allocation Failure"``; status 4 is NRT_RESOURCE)."""
+    data: Dict[str, Any] = {"form": "neuron-runtime", "backend": "NEURON", "call": m["call"]}
+    if m["status"]:
+        data["status"] = int(m["status"])
+    return data
+
+
 _SP = r"[ \t]*"  # a space a hard wrap or a paste may have dropped or doubled
 #: After "Ran out of memory in memory space S": "Used X of Y S. Exceeded S capacity by Z." (each
 #: part optional, so that a message cut inside it keeps what came before).
@@ -419,6 +444,37 @@ PATTERNS = [
         "Intel Unified Runtime / Level Zero result codes (XPU; torch xpu, IPEX, SYCL)",
         None,
         _short("level-zero", "XPU"),
+    ),
+    Pattern(
+        "cann_memory_allocation_failure",
+        "oom",
+        # no anchor of digits alone: a pre-filter literal's digits must never cover a masked
+        # time-stamp digit run (repeats.masks_safe)
+        (
+            "Memory_Allocation_Failure",
+            "EL0004",
+            "rtMalloc fail",
+            "rtMalloc execute failed",
+            "error code is 207018",
+            "ACL_ERROR_RT_MEMORY_ALLOCATION",
+        ),
+        r"Memory_Allocation_Failure\(EL0004\)|EL0004: Failed to allocate memory|Call rtMalloc fail"
+        r"|rtMalloc execute failed|error code is 207018|ACL_ERROR_RT_MEMORY_ALLOCATION",
+        "Ascend CANN runtime (through torch_npu / vllm-ascend, vllm-omni): 'Memory_Allocation_Failure(EL0004): "
+        "Failed to allocate memory.', 'Call rtMalloc fail, purpose: ..., size:N', ACL error 207018 "
+        "(ACL_ERROR_RT_MEMORY_ALLOCATION)",
+        None,
+        _cann,
+    ),
+    Pattern(
+        "neuron_runtime_allocation_failure",
+        "oom",
+        ("Allocation Failure",),
+        r"(?P<call>nrt_\w+) status=(?P<status>\d+) message=\"?Allocation Failure",
+        "AWS Neuron runtime (libnrt, through torch-neuronx / transformers-neuronx: 'RuntimeError: "
+        'nrt_tensor_allocate status=4 message="Allocation Failure"\')',
+        None,
+        _neuron,
     ),
     Pattern(
         "hpu_devmem_oom",

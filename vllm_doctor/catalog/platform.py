@@ -37,7 +37,9 @@ and no memory setting changes it. Each message below becomes a ``no_device`` eve
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Dict, Optional, Tuple
+
+import regex
 
 from .pattern import NO_CUT, Pattern
 
@@ -167,3 +169,121 @@ PATTERNS = [
         _form("cpu_torch"),
     ),
 ]
+
+
+# -- which accelerator a log is from ----------------------------------------------------------
+#: The accelerator platforms told apart by the paths and wordings of their software stacks, each
+#: with the words a title and a remedy use for it. ``evidence`` is searched in a frame's path, an
+#: error's message or a line (first match wins, in this order: the most specific stacks first);
+#: ``names`` are the platform names vLLM's "Automatically detected platform X." prints.
+#:
+#: * ``hpu``: Intel Gaudi, vllm-gaudi (``vllm_gaudi/``, ``hpu_worker.py``, ``hpu_model_runner.py``)
+#:   and HabanaAI's vllm-fork (``habana_model_runner.py``), ``habana_frameworks``; its graphs are
+#:   HPU graphs, warmed up (``warmup_graphs``), not CUDA graphs captured;
+#: * ``npu``: Ascend, vllm-ascend (``vllm_ascend/``), ``torch_npu``, CANN error codes (``EL0004``,
+#:   ``ERR00100 PTA call acl api failed``, ``rtMalloc``, ``aclnn``);
+#: * ``neuron``: AWS Neuron (``transformers_neuronx``, ``neuronx_distributed``, ``nrt_*`` runtime
+#:   calls, ``NEURON_CC_WRAPPER`` / ``neuronx-cc``, ``vllm/worker/neuron_*``);
+#: * ``tpu``: Google TPU, tpu-inference (``tpu_inference/``, ``tpu_commons``), ``jax`` / ``jaxlib``,
+#:   ``torch_xla``, ``XLA:TPU``;
+#: * ``xpu``: Intel GPU (``UR_RESULT_`` / ``ZE_RESULT_`` codes, ``intel_extension_for_pytorch``, ``xpu_worker``);
+#: * ``rocm``: AMD (``HSA_STATUS_``, ``hipError``, ``HIP error``, ``HIP out of memory``, ``aiter``,
+#:   ``ROCM_AITER``, ``rocm.py``); a ROCm PyTorch still prints "CUDA error:" (hipified), so that
+#:   wording names no platform.
+#: What each platform's device, graphs and software stack are called in titles and remedies.
+DEVICE_WORDS: Dict[str, Dict[str, str]] = {
+    "cuda": {
+        "device": "GPU",
+        "vendor": "NVIDIA",
+        "capture": "capturing CUDA graphs",
+        "graphs": "CUDA graphs",
+        "versions": "vLLM, PyTorch and driver versions",
+        "blocking": "CUDA_LAUNCH_BLOCKING=1",
+    },
+    "rocm": {
+        "device": "GPU",
+        "vendor": "AMD ROCm",
+        "capture": "capturing HIP graphs",
+        "graphs": "HIP (CUDA) graphs",
+        "versions": "vLLM, PyTorch and ROCm versions",
+        "blocking": "AMD_SERIALIZE_KERNEL=3 HIP_LAUNCH_BLOCKING=1",
+    },
+    "hpu": {
+        "device": "HPU",
+        "vendor": "Intel Gaudi",
+        "capture": "warming up HPU graphs",
+        "graphs": "HPU graphs",
+        "versions": "vLLM build (vllm-gaudi), Gaudi software (SynapseAI) and driver versions",
+        "blocking": "",
+    },
+    "npu": {
+        "device": "NPU",
+        "vendor": "Ascend",
+        "capture": "capturing NPU (ACL) graphs",
+        "graphs": "ACL graphs",
+        "versions": "vllm-ascend, torch_npu and CANN versions",
+        "blocking": "ASCEND_LAUNCH_BLOCKING=1",
+    },
+    "neuron": {
+        "device": "NeuronCore",
+        "vendor": "AWS Neuron",
+        "capture": "compiling the model for the NeuronCores",
+        "graphs": "Neuron graphs",
+        "versions": "vLLM, Neuron SDK (neuronx-cc, transformers-neuronx or NxD Inference) and driver versions",
+        "blocking": "",
+    },
+    "tpu": {
+        "device": "TPU",
+        "vendor": "Google TPU",
+        "capture": "compiling the model with XLA",
+        "graphs": "XLA programs",
+        "versions": "vLLM, tpu-inference, JAX / torch_xla and libtpu versions",
+        "blocking": "",
+    },
+    "xpu": {
+        "device": "XPU",
+        "vendor": "Intel GPU",
+        "capture": "capturing XPU graphs",
+        "graphs": "XPU graphs",
+        "versions": "vLLM, PyTorch XPU (or IPEX) and oneAPI driver versions",
+        "blocking": "",
+    },
+}
+_EVIDENCE = (
+    ("hpu", r"vllm_gaudi|habana_frameworks|habana_model_runner|\bhpu_(?:worker|model_runner)\b|\bHPU\b|Gaudi"),
+    ("npu", r"vllm_ascend|torch_npu|\bEL\d{4}\b|PTA call acl api|rtMalloc|aclnn\w|\bNPU\b|Ascend"),
+    (
+        "neuron",
+        r"transformers_neuronx|neuronx_distributed|\bnrt_\w+|NEURON_CC_WRAPPER|neuronx-cc|neuron_(?:worker|model_runner)",
+    ),
+    ("tpu", r"tpu_inference|tpu_commons|\bjax(?:lib)?\b|torch_xla|XLA:TPU|\bTPU\b|libtpu"),
+    ("xpu", r"\b(?:UR|ZE)_RESULT_|level_zero|intel_extension_for_pytorch|xpu_(?:worker|model_runner)|\bXPU\b"),
+    ("rocm", r"HSA_STATUS_|hipError|\bHIP (?:error|out of memory)|\baiter\b|ROCM_AITER|\bROCm\b|/rocm\.py|gfx\d{3,4}"),
+)
+PLATFORMS: Tuple[Tuple[str, "regex.Pattern"], ...] = tuple((name, regex.compile(rx)) for name, rx in _EVIDENCE)
+
+
+def platform_in(text: str) -> Optional[str]:
+    """The platform (a key of :data:`DEVICE_WORDS` other than ``cuda``) whose paths or wordings
+    ``text`` holds, or None (a CUDA log names no other stack; "CUDA error:" is printed by ROCm's
+    hipified PyTorch too, so it proves nothing)."""
+    for name, rx in PLATFORMS:
+        if rx.search(text):
+            return name
+    return None
+
+
+def platform_named(name: Optional[str]) -> Optional[str]:
+    """The :data:`DEVICE_WORDS` key of a platform name vLLM printed ("Automatically detected
+    platform rocm." -> ``rocm``; ``cuda`` -> ``cuda``), or None for a name it does not know."""
+    if not name:
+        return None
+    n = name.lower()
+    if n in DEVICE_WORDS:
+        return n
+    return {"gaudi": "hpu", "habana": "hpu", "ascend": "npu", "neuronx": "neuron"}.get(n)
+
+
+def words(platform: Optional[str]) -> Dict[str, str]:
+    """The words of ``platform`` (:data:`DEVICE_WORDS`; CUDA's for None)."""
+    return DEVICE_WORDS.get(platform or "cuda", DEVICE_WORDS["cuda"])

@@ -116,7 +116,38 @@ def _usage(m, rec) -> Dict[str, Any]:
     return data
 
 
+def _attention_backend(m, rec) -> Dict[str, Any]:
+    """The attention backend vLLM chose, as it names it ("AITER MLA", "Triton MLA", "FLASH_ATTN";
+    0.33's ``AttentionBackendEnum.X`` printed without the enum's name)."""
+    return {"attention_backend": m["backend"].strip().removeprefix("AttentionBackendEnum.")}
+
+
 PATTERNS = [
+    Pattern(
+        "attention_backend_selected",
+        "config",
+        # the names vLLM's platforms print (capitalised: no prose-like literal for the pre-filter's gate)
+        (
+            "Using AITER",
+            "Using Triton",
+            "Using ROCm",
+            "Using Flash",
+            "Using FlexAttention",
+            "Using Sparse MLA",
+            "Using XFormers",
+            "Using TRITON",
+            "Using ROCM_",
+            "Using FLASH",
+            "Using AttentionBackendEnum.",
+        ),
+        r"^Using (?P<backend>(?:AttentionBackendEnum\.)?[A-Za-z][\w ]{1,40}?) backend"
+        r"(?: on V1 engine| \(selected via --attention-backend\)| out of potential backends: [^\n]*)?\.$",
+        "vllm/platforms/rocm.py and cuda.py get_attn_backend_cls ('Using AITER MLA backend.', 0.13; 'Using Triton "
+        "MLA backend on V1 engine.'; 'Using %s backend out of potential backends: %s.', 0.33)",
+        None,
+        _attention_backend,
+        NO_CUT,
+    ),
     # --- weights -------------------------------------------------------------------------
     Pattern(
         "loading_shards",

@@ -72,11 +72,19 @@ DEVICE_NAMES = {
     "HPU": "HPU memory",
     "MLU": "MLU memory",
     "MUSA": "GPU memory",
+    "NEURON": "NeuronCore memory",
 }
 
 
 #: The tool that lists the processes on each backend's devices (the OOM message's ``backend``).
-MONITORS = {"HIP": "amd-smi", "NPU": "npu-smi info", "XPU": "xpu-smi", "HPU": "hl-smi", "MLU": "cnmon"}
+MONITORS = {
+    "HIP": "amd-smi",
+    "NPU": "npu-smi info",
+    "XPU": "xpu-smi",
+    "HPU": "hl-smi",
+    "MLU": "cnmon",
+    "NEURON": "neuron-top",
+}
 
 
 def monitor(facts: Dict[str, Any]) -> str:

@@ -20,6 +20,19 @@ What it means:
     PyTorch bridge, its lazy-mode graphs, the SynapseAI release) is here too: it names the
     module, and says how much device memory was in use where the log shows it.
 
+    A feature combination the release refuses is here too (catalog/validation.py): speculative
+    decoding with a draft model before vLLM 0.15, pipeline parallelism for a model without
+    ``SupportsPP``, prefix caching with a sliding window, sleep mode on a platform without it.
+    vLLM stops while it validates the configuration: the fix is to drop the flag, or use what
+    the message offers instead.
+
+    Accelerator runtime faults are here, in their platform's words (rules/device.py): a ROCm
+    kernel fault (``HSA_STATUS_ERROR_EXCEPTION``: most often an attention kernel, AITER's;
+    another attention backend first, ``AMD_SERIALIZE_KERNEL=3`` to find the kernel, look-ups with
+    the ROCm versions), the Neuron compiler failing (``NEURON_CC_WRAPPER``: its own log, the
+    Neuron SDK's versions, smaller graphs), an XPU runtime out of a resource it does not name
+    (most often memory). An allocation failure is never said to be "not about capacity".
+
     Host RAM running out is here too, as a finding of its own: Ray's memory monitor, the
     kernel's OOM killer or the container runtime killing a worker for host memory ("Task was
     killed due to the node running low on memory", "Out of memory: Killed process N",
@@ -38,9 +51,10 @@ Remedies, in order:
     the driver supports; a CPU-only PyTorch: the CUDA build vLLM pins.
     Otherwise:
     1. Read the quoted exception; search the vLLM issue tracker for it with your vLLM and
-       driver versions.
+       driver versions (the platform's own stack: ROCm, CANN, Neuron SDK, SynapseAI, oneAPI).
     2. For CUDA errors: rerun with ``CUDA_LAUNCH_BLOCKING=1`` to get the real failing call;
        try ``--enforce-eager`` to rule out CUDA graphs.
+    An unsupported combination: drop the flag the finding names, or use what it offers instead.
     Host RAM: more RAM or fewer engines per node; less host memory per engine (a smaller
     ``--swap-space`` on V0, less ``--cpu-offload-gb``, sleep level 2); under Ray, memory
     requirements on the actors.
@@ -60,11 +74,15 @@ from __future__ import annotations
 
 from typing import List, Sequence
 
+import regex
+
+from ..catalog.validation import UNSUPPORTED
 from ..events import Phase
 from ..run import Failure, Run
 from ..tracker import MEMORY_KINDS
 from ..verdict import Finding
 from . import oom_provenance, request_input, unified_memory
+from .device import device_words
 from .plan import constraints
 from .rule import Rule, consequence_evidence, failure_evidence, finding, merged_data, remedy
 
@@ -424,29 +442,203 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List
     scratch = [f for f in failures if f.data.get("form") == "xla-compile" and f.data.get("memory_space")]
     if scratch:
         return [_compile_limit(run, scratch, phase)]
+    unsupported = [f for f in failures if f.kind == "unsupported"]
+    if unsupported and unsupported[0] is failures[0]:
+        return [_unsupported(run, unsupported, phase)]
     f = failures[0]
+    if f.data.get("exception") == "ROCm HSA error":
+        return [_rocm_fault(run, failures, phase)]
+    if f.data.get("exception") == "Neuron compiler error":
+        return [_neuron_compile(run, failures, phase)]
     name = f.data.get("exception") or f.exception or "error"
     msg = f.data.get("message", "")
     facts = {"exception": name, "message": msg[:300]}
-    cuda = name in ("CUDA error", "NCCL error")
+    words = device_words(run, failures)
+    cuda = name in ("CUDA error", "NCCL error") and bool(words["blocking"])
+    blocking = words["blocking"]
+    graphs = words["graphs"]
     rem = [
-        remedy(f"Look up '{name}: {msg[:80]}' for your vLLM, PyTorch and driver versions"),
+        remedy(f"Look up '{name}: {msg[:80]}' for your {words['versions']}"),
         constraints(run).set_unless_done(
             "enforce_eager",
             True,
-            "Rerun with CUDA_LAUNCH_BLOCKING=1 to find the failing kernel; try --enforce-eager to rule out CUDA graphs",
+            f"Rerun with {blocking} to find the failing kernel; try --enforce-eager to rule out {graphs}",
             None,
-            "Rerun with CUDA_LAUNCH_BLOCKING=1 to find the failing kernel (CUDA graphs are already ruled out)",
+            f"Rerun with {blocking} to find the failing kernel ({graphs} are already ruled out)",
         )
         if cuda
         else None,
     ]
     title = f"{phase.capitalize()} failure: {name}" + (f": {msg[:100]}" if msg else "")
-    return [
-        _finding(
-            run, failures, phase, title, facts, "the error", rem, ["Memory tuning: this failure is not about capacity"]
+    allocation = allocation_words(f"{name}: {msg}")
+    if allocation:
+        # an allocation the runtime refused without saying it was memory (XPU OUT_OF_RESOURCES)
+        rem.insert(
+            0,
+            remedy(
+                f"The {words['device']} runtime ran out of a device resource, most often its memory: check what the "
+                f"device holds, then try a smaller context or batch, or a smaller model",
+                None,
+                "the error does not say which resource ran out",
+            ),
         )
+    dont = [] if allocation else ["Memory tuning: this failure is not about capacity"]
+    return [_finding(run, failures, phase, title, facts, "the error", rem, dont)]
+
+
+#: Words of an allocation that failed: a message holding one is never said to be "not about
+#: capacity" (the accelerator runtimes' out-of-memory wordings, catalog/oom.py, reach here only
+#: where a wording is not yet known or its provenance sent it here).
+_ALLOCATION = regex.compile(
+    r"(?i)out of (?:device )?memory|\bOOM\b|allocat(?:e|ion|ing)\b.{0,40}\b(?:fail|not possible)|failed to allocate"
+    r"|Allocation Failure|OUT_OF_(?:DEVICE_MEMORY|RESOURCES)|RESOURCE_EXHAUSTED|rtMalloc|EL0004|memory_allocation"
+)
+
+
+def allocation_words(text: str) -> bool:
+    """True when ``text`` says an allocation failed (any accelerator's wording)."""
+    return bool(_ALLOCATION.search(text))
+
+
+def _unsupported(run: Run, failures: Sequence[Failure], phase: str) -> Finding:
+    """A feature combination the release refuses (catalog/validation.py ``unsupported``): drop
+    the flag that asks for it, or use what the message offers instead; no memory setting."""
+    d = merged_data(failures)
+    facts = {k: d[k] for k in ("variant", "exception", "message") if k in d}
+    feature, flag, instead = UNSUPPORTED.get(d.get("variant"), ("this feature", "the flag that asks for it", ""))
+    title = f"Startup failed: {feature} is not supported by this release: drop {flag}"
+    rem = [
+        remedy(f"Drop {flag} from the launch command", None, f"vLLM refuses {feature} with this configuration"),
+        remedy(f"Or use {instead}", None, "what this release supports instead; the sizes in force are not in the log")
+        if instead
+        else None,
     ]
+    why = "vLLM refused the configuration before it allocated anything"
+    return _finding(
+        run,
+        failures,
+        "startup",
+        title,
+        facts,
+        "the refusal",
+        rem,
+        [f"Memory settings (gpu_memory_utilization, max_model_len): {why}"],
+        forbids=[("gpu_memory_utilization", "lower", why), ("max_model_len", "lower", why)],
+    )
+
+
+#: The attention backends a ROCm log may show in force, with the switch that turns each off
+#: (vllm/envs.py VLLM_ROCM_USE_AITER*; vllm/platforms/rocm.py; --attention-backend in 0.11+,
+#: VLLM_ATTENTION_BACKEND before).
+_ROCM_BACKENDS = regex.compile(r"\b(?P<b>ROCM_AITER_\w+|AITER\w*|ROCM_FLASH|TRITON_MLA|ROCM_ATTN)\b")
+
+
+def _rocm_fault(run: Run, failures: Sequence[Failure], phase: str) -> Finding:
+    """A GPU kernel fault on ROCm (catalog/errors.py ``rocm_hsa_error``: HSA_STATUS_ERROR_*): the
+    kernel, most often an attention kernel (AITER's), not the memory. First another attention
+    backend (the AITER switch where the log shows AITER in force), then the failing kernel found
+    with ROCm's serialised launches, then look-ups with the ROCm versions."""
+    d = merged_data(failures)
+    status = d.get("status_name", "HSA_STATUS_ERROR")
+    facts = {k: d[k] for k in ("exception", "message", "status_name", "hsa_code") if k in d}
+    backend = run.value("attention_backend")
+    shown = str(backend) if backend else None
+    if shown is None:
+        shown = next(
+            (m["b"] for line in run_lines(run, failures) for m in [_ROCM_BACKENDS.search(line)] if m is not None), None
+        )
+    if shown:
+        facts["attention_backend"] = shown
+    if shown and "AITER" in shown.upper():
+        first = remedy(
+            f"Switch off the AITER kernels the log shows ({shown}): VLLM_ROCM_USE_AITER=0, or another attention "
+            "backend (--attention-backend TRITON_MLA for an MLA model, TRITON_ATTN otherwise)",
+            None,
+            "a hardware exception in a kernel is most often the attention kernel on long or unusual shapes",
+        )
+    else:
+        first = remedy(
+            "Try another attention backend: VLLM_ROCM_USE_AITER=0 if AITER is on (vLLM's ROCm default in "
+            "recent releases), or --attention-backend TRITON_ATTN (TRITON_MLA for an MLA model)",
+            None,
+            "a hardware exception in a kernel is most often the attention kernel on long or unusual shapes",
+        )
+    rem = [
+        first,
+        remedy(
+            "Rerun with AMD_SERIALIZE_KERNEL=3 HIP_LAUNCH_BLOCKING=1 to find the failing kernel; cap --max-model-len "
+            "below the request length that crashed if it only happens on long prompts",
+            None,
+            "the length that crashed is not in the log's error lines",
+        ),
+        remedy(f"Look up '{status}' with your vLLM, PyTorch and ROCm versions (and the AITER commit)"),
+    ]
+    title = f"{phase.capitalize()} failure: ROCm GPU kernel fault ({status}): not an out-of-memory"
+    why = "a kernel fault, not a lack of memory"
+    return _finding(
+        run,
+        failures,
+        phase,
+        title,
+        facts,
+        "the error",
+        rem,
+        [f"Memory tuning (gpu_memory_utilization, max_num_seqs): {why}"],
+        forbids=[("gpu_memory_utilization", "lower", why)],
+    )
+
+
+def _neuron_compile(run: Run, failures: Sequence[Failure], phase: str) -> Finding:
+    """neuronx-cc failed compiling the model for the NeuronCores (catalog/errors.py
+    ``neuron_cc_failed``): its own log holds the reason; the compiled shapes follow
+    max_model_len, max_num_seqs and the cores the model is split over."""
+    d = merged_data(failures)
+    facts = {k: d[k] for k in ("exception", "message", "target") if k in d}
+    c = constraints(run)
+    rem = [
+        remedy(
+            "Read neuronx-cc's own log for the reason (log-neuron-cc.txt in the compile work directory the "
+            "command names, under /tmp/<user>/neuroncc_compile_workdir/)",
+            None,
+            "the wrapper prints only that the compilation failed",
+            "host",
+        ),
+        remedy(
+            "Check that neuronx-cc, the Neuron runtime and the model library (transformers-neuronx or NxD "
+            "Inference) are from one Neuron SDK release that this vLLM build supports",
+            None,
+            None,
+            "host",
+        ),
+        c.halve(
+            "max_model_len",
+            "Compile smaller graphs: lower max_model_len (and max_num_seqs)",
+            "the Neuron graphs are compiled for max_model_len x max_num_seqs",
+            printed_only=True,
+        ),
+    ]
+    title = f"{phase.capitalize()} failure: the Neuron compiler (neuronx-cc) failed compiling the model"
+    why = "the Neuron loader does not use it"
+    return _finding(
+        run,
+        failures,
+        phase,
+        title,
+        facts,
+        "the error",
+        rem,
+        [f"gpu_memory_utilization: {why}"],
+        forbids=[("gpu_memory_utilization", "lower", why), ("gpu_memory_utilization", "raise", why)],
+    )
+
+
+def run_lines(run: Run, failures: Sequence[Failure]):
+    """The texts of the failures' lines and of the run's configuration lines (bounded)."""
+    for f in failures:
+        for line in f.lines:
+            yield line.text
+    for line in list(run.config_lines.values())[:64]:
+        yield line.text
 
 
 RULE = Rule(

@@ -13,10 +13,12 @@ Why it happens:
     Only the API server's tail was copied; the engine process was killed from outside (host
     OOM killer, a segfault) so it printed nothing; the log was cut.
 
-    Three weaker variants are warnings, not failures: they only rule out "healthy". vLLM
+    Four weaker variants are warnings, not failures: they only rule out "healthy". vLLM
     logged ERROR lines that no rule explains (a wording the catalog does not know yet);
-    requests were answered with HTTP 5xx while no error line says why; the log stops after
-    the startup arguments, so nothing shows how startup went.
+    requests were answered with HTTP 5xx while no error line says why; the log stops where
+    LMCache creates its engine in each worker, which pins its CPU buffer (``max_local_cpu_size``
+    per worker) in host RAM; the log stops after the startup arguments, so nothing shows how
+    startup went.
 
 Remedies, in order:
     1. Collect the lines above: the EngineCore / worker output (``journalctl -u UNIT``,
@@ -35,11 +37,14 @@ from __future__ import annotations
 
 from typing import List, Sequence
 
+import regex
+
 from .. import thresholds
 from ..events import Phase
 from ..frames import phase_of, step_tag
 from ..run import Failure, Run
 from ..verdict import Finding, Remedy
+from .device import device_words, platform_of
 from .rule import Rule, consequence_evidence, ev, failure_evidence, finding, remedy
 from .tree import cut_short, memory_class_at
 
@@ -74,6 +79,36 @@ def step_words(tags) -> str:
     return TAG_WORDS.get(tag) or STEP_WORDS.get(phase_of({tag}), "")
 
 
+def said(step: Phase, run: Run, failures: Sequence[Failure] = ()) -> str:
+    """:data:`STEP_WORDS` of ``step`` in the run's platform's words: graphs are CUDA graphs
+    captured on NVIDIA, HPU graphs warmed up on Gaudi, XLA programs compiled on TPU
+    (rules/device.py)."""
+    if step == Phase.GRAPH_CAPTURE:
+        return device_words(run, failures)["capture"]
+    return STEP_WORDS[step]
+
+
+def _if_oom(cls: str, run: Run, failures: Sequence[Failure], because: str) -> Remedy:
+    """The remedy for "if the error cut off was out of memory": the class's explain page, or on
+    Gaudi the HPU graph warm-up's own levers (vllm-gaudi docs, configuration/performance_tuning:
+    HPU graphs and the KV cache share the usable pool, VLLM_GRAPH_RESERVED_MEM is the graphs'
+    share; VLLM_SKIP_WARMUP), never CUDA's."""
+    if cls == "cuda_graph_capture_oom" and platform_of(run, failures) == "hpu":
+        because += "; the bucket sizes in force are not in the log"
+        return remedy(
+            "If the error cut off was out of memory during the HPU graph warm-up: fewer or shorter warm-up buckets "
+            "(a lower --max-model-len, --max-num-seqs), a larger share of the pool for the graphs (a higher "
+            "VLLM_GRAPH_RESERVED_MEM: less for the KV cache), or VLLM_SKIP_WARMUP=true to check the rest of startup",
+            None,
+            because,
+        )
+    return remedy(
+        f"If the error cut off was out of memory, this is {cls}: see `vllm-doctor explain {cls}` for its remedies",
+        None,
+        because,
+    )
+
+
 def _phase_of_consequences(run: Run) -> str:
     hints = {c.phase_hint for c in run.consequences}
     if "startup" in hints or (run.phase < Phase.READY and "runtime" not in hints):
@@ -82,6 +117,9 @@ def _phase_of_consequences(run: Run) -> str:
 
 
 _DONT = ["Guessing a memory class: the evidence is not in this log"]
+#: Control characters a log store printed as escapes and left in a quoted line (syslog / CloudWatch
+#: ``#015`` for CR and ``#033[1;36m`` for ESC; caret ``^M``): not part of vLLM's message.
+_ESCAPES = regex.compile(r"#015|#033\[[0-9;]*m|\^M$|\^\[\[[0-9;]*m")
 
 
 def _collect() -> Remedy:
@@ -106,11 +144,11 @@ def _died(run: Run, failures: Sequence[Failure], phase: str) -> Finding:
     shown_by = "its traceback's frames show it failed while"
     if step is None and phase == "startup" and Phase.CONFIG < run.phase < Phase.READY:
         step, shown_by = run.phase, "the run had got as far as"
-    where = f" while {STEP_WORDS[step]}" if step in STEP_WORDS else ""
+    where = f" while {said(step, run, failures)}" if step in STEP_WORDS else ""
     if step in STEP_WORDS:
         facts["step"] = step.label
     if run.consequences:  # what the log says died, rather than the cut traceback under it
-        first = run.consequences[0].line.text.strip()
+        first = _ESCAPES.sub("", run.consequences[0].line.text).strip()
         if len(first) > 110:
             first = first[:107] + "..."
         title = f"{phase.capitalize()} failure{where}, root cause not in this log: {first}"
@@ -122,13 +160,7 @@ def _died(run: Run, failures: Sequence[Failure], phase: str) -> Finding:
     cls = memory_class_at(step) if step in STEP_WORDS else None
     rem = [
         _collect(),
-        remedy(
-            f"If the error cut off was out of memory, this is {cls}: see `vllm-doctor explain {cls}` for its remedies",
-            None,
-            f"{shown_by} {STEP_WORDS[step]}",
-        )
-        if cls
-        else None,
+        _if_oom(cls, run, failures, f"{shown_by} {said(step, run, failures)}") if cls else None,
         remedy(
             "If the engine died without a traceback: look for the host OOM killer or a segfault "
             "(dmesg | grep -i -e oom -e segfault)",
@@ -152,6 +184,8 @@ def _exception(run: Run, failures: Sequence[Failure], phase: str) -> Finding:
     shown = text if len(text) <= 100 else text[:97] + "..."
     tags = f.all_tags
     doing = step_words(tags)
+    if doing and doing == STEP_WORDS[Phase.GRAPH_CAPTURE]:
+        doing = said(Phase.GRAPH_CAPTURE, run, failures)  # the platform's graphs (rules/device.py)
     where = f" while {doing}" if doing else ""
     cut = cut_short(f, run)
     facts = {"exception": name, "message": msg[:300]}
@@ -175,6 +209,8 @@ def _exception(run: Run, failures: Sequence[Failure], phase: str) -> Finding:
             None,
             "the frames show it failed while waking from sleep mode",
         )
+    elif cut and cls == "cuda_graph_capture_oom" and platform_of(run, failures) == "hpu":
+        oom = _if_oom(cls, run, failures, f"the frames show it failed while {doing}")
     elif cut and cls:
         oom = remedy(
             f"If the cut text was 'out of memory', this is {cls}: see `vllm-doctor explain {cls}` for its remedies",
@@ -237,6 +273,71 @@ def _startup_cut(run: Run) -> Finding:
     return finding(RULE, run, "startup", title, facts, evidence, rem, _DONT, severity="warning", confidence="low")
 
 
+def _lmcache_stopped(run: Run) -> bool:
+    """The log stops where LMCache creates its engine (catalog/host_memory.py): its CPU buffer
+    was the last thing the workers allocated, nothing failed, nothing started after."""
+    return (
+        "lmcache_engine" in run.facts
+        and run.phase < Phase.LOADING_WEIGHTS
+        and not run.failures
+        and not run.consequences
+        and not run.stats.count
+    )
+
+
+def _lmcache_buffer(run: Run) -> Finding:
+    """Each worker (TP rank) pins LMCache's CPU buffer in host RAM when its engine is created: the
+    buffer times the workers is what the host must hold, and a log that stops there is most
+    often a host (or pod) OOM kill (LMCache/LMCache#792)."""
+    size = run.facts.get("lmcache_local_cpu_gb")
+    ranks = {rank for _, rank in run.worker_procs if rank is not None}
+    tp = run.value("tensor_parallel_size")
+    # a worker of rank r printed: at least r + 1 workers (ranks count from 0)
+    workers = max(max(ranks) + 1 if ranks else 0, tp if isinstance(tp, int) else 0, 1)
+    least = "" if isinstance(tp, int) and tp >= workers else "at least "
+    facts = {"lmcache_engine": run.facts["lmcache_engine"], "workers": workers}
+    if isinstance(size, (int, float)):
+        facts.update(lmcache_local_cpu_gb=size, lmcache_host_total_gb=size * workers)
+        held = (
+            f": {least}{workers} worker(s) x {size:g} GB of pinned host RAM (max_local_cpu_size) = "
+            f"{least}{size * workers:g} GB"
+        )
+    else:
+        held = ""
+    title = f"The log ends while LMCache creates its engine{held}"
+    rem = [
+        remedy(
+            "Check whether the host's OOM killer or the pod's memory limit ended the workers (dmesg -T | grep -i "
+            "'killed process'; kubectl describe pod: Last State Reason OOMKilled)",
+            None,
+            "LMCache allocates its CPU buffer, pinned, in every worker as its engine is created",
+            "host",
+        ),
+        remedy(
+            "Lower LMCACHE_MAX_LOCAL_CPU_SIZE (max_local_cpu_size) so that it times the workers fits the host's free RAM"
+            + (f" ({workers} x {size:g} GB now)" if isinstance(size, (int, float)) else ""),
+            None,
+            "the size is per worker: each tensor-parallel rank pins its own buffer",
+            "host",
+        ),
+        _collect(),
+    ]
+    lines = [run.line_for("lmcache_local_cpu_gb"), run.line_for("lmcache_engine")]
+    evidence = [ev(lines[0], "the CPU buffer per worker"), ev(lines[1], "the last step in the log")]
+    return finding(
+        RULE,
+        run,
+        "startup",
+        title,
+        facts,
+        evidence,
+        rem,
+        ["GPU memory settings (gpu_memory_utilization, max_model_len): the buffer is host RAM"],
+        severity="warning",
+        confidence="low",
+    )
+
+
 def check(run: Run, failures: Sequence[Failure], phase: str = "") -> List[Finding]:
     """The variants, in order: a traceback without its exception (routed here); something
     died with no root cause in the run; ERROR lines no rule explains; requests answered 5xx
@@ -254,6 +355,8 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "") -> List[Findin
         return [_unexplained_errors(run)]
     if run.http.by_bucket.get("5xx", 0) >= thresholds.HTTP_5XX_FINDING:
         return [_server_errors(run)]
+    if _lmcache_stopped(run):
+        return [_lmcache_buffer(run)]
     if run.phase == Phase.CONFIG and not run.failures and not run.consequences and not run.stats.count:
         return [_startup_cut(run)]
     return []
