@@ -316,11 +316,6 @@ KNOWN_WRONG_WRAPPED: set = {
     # runtime OOM gains a line (the consequence is read as part of the record it follows).
     ("p26-dify-xinference-v0-qwen25vl-32b-runtime-oom-model-actor-out-of-memory.log", "journald_json"),
     # -- hunt7/hunt8 (imported at 9a8decf): being fixed as kinds --
-    # u02's bare verdict is itself wrong (KNOWN_WRONG_CLASS); under these wrappers it differs.
-    *(
-        ("u02-qwen-jupyter-v0-cache-engine-allocate-kv-oom-642mib-two-processes-cut.log", w)
-        for w in ("harness", "loki_default", "cloudwatch_tail")
-    ),
     # q16: a stats line hard-wrapped inside prose; per-line prefixes break the join.
     *(
         ("q16-2023-prose-hang-stats-hard-wrapped-pending-20-kv-98p7pct.log", w)

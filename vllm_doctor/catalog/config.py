@@ -213,8 +213,16 @@ def _launch_command(m, rec) -> Optional[Dict[str, Any]]:
     return data
 
 
+#: An unquoted keyword value in Python code that is a name, not a literal (``model=model_path``,
+#: ``model=args.model``): a variable whose value the code does not show (hunt7 q12). Dotted
+#: ``torch.`` dtypes are values.
+_PY_NAME = regex.compile(r"(?!(?:True|False|None|torch\.)\b)[A-Za-z_][\w.]*")
+
+
 def _offline_llm(m, rec) -> Optional[Dict[str, Any]]:
-    data = _items(_KWARG_ITEM, m.string[m.end() :])
+    text = m.string[m.end() :]
+    names = {k for k in TEXT_KEYS for i in _KWARG_ITEM.finditer(text) if i["k"] == k and _PY_NAME.fullmatch(i["v"])}
+    data = {k: v for k, v in _items(_KWARG_ITEM, text).items() if k not in names}
     data["launch_command"] = True  # the call is there, even with no keyword read from it
     return data
 
