@@ -2328,6 +2328,32 @@ ERRORS = [
         line=7,
         func="<module>",
     ),
+    # IPython / Jupyter frames (phase4; hunt8 u02): JupyterLab's link form, IPython 8 plain, IPython 7
+    case(
+        "ipython_frame",
+        "tb_frame",
+        fixture_line("u02", 2),
+        path="~/miniconda3/envs/qwen_env/lib/python3.11/site-packages/vllm/worker/cache_engine.py",
+        line=49,
+        func="__init__",
+    ),
+    case(
+        "ipython_frame",
+        "tb_frame",
+        "File ~/venv/lib/python3.10/site-packages/vllm/worker/cache_engine.py:64, in "
+        "CacheEngine._allocate_kv_cache(self, num_blocks, device)",
+        path="~/venv/lib/python3.10/site-packages/vllm/worker/cache_engine.py",
+        line=64,
+        func="_allocate_kv_cache",
+    ),
+    case(
+        "ipython_frame",
+        "tb_frame",
+        "/opt/conda/lib/python3.8/site-packages/vllm/worker/cache_engine.py in _allocate_kv_cache(self, num_blocks)",
+        path="/opt/conda/lib/python3.8/site-packages/vllm/worker/cache_engine.py",
+        line=0,
+        func="_allocate_kv_cache",
+    ),
     case("traceback_chain", "tb_chain", fixture_line("x022", 3)),
     case("traceback_chain", "tb_chain", "During handling of the above exception, another exception occurred:"),
     case(
@@ -3355,6 +3381,7 @@ NOT_CUTTABLE = {
     "ascend_available_memory": "'Available memory: N' without its total is too common a phrase to read as the KV budget",
     "exception_line": "the exception name must be whole; once it is, '(?P<msg>.*)$' takes a cut message as it is",
     "traceback_frame": "a frame cut before its function name names nothing a tag could be read from",
+    "ipython_frame": "a frame cut before its function name names nothing a tag could be read from",
     "startup_memory_summary_free": "cut before 'on startup.' it may be the free-memory failure, which opens with the "
     "same words and proves no warm-up",
     "hpu_free_device_memory": "the fork's message ends with 'reserved for KV cache', where vllm-gaudi's goes on "
@@ -3776,3 +3803,20 @@ def test_a_rocm_kernel_fault_puts_the_attention_backend_first_and_rocm_versions_
     assert "AITER MLA" in first and "VLLM_ROCM_USE_AITER=0" in first, first
     assert any("ROCm versions" in r.action for r in v.primary.remedies)
     assert not any("CUDA_LAUNCH_BLOCKING" in r.action for r in v.primary.remedies)
+
+
+@pytest.mark.parametrize(
+    "line,command",
+    [
+        # m09's typo, flags after it: the operator's command
+        ("**实例1：vllm server model_path --port 8000 --gpu-memory-utilization 0.4", True),
+        ("vllm server /models/Qwen2.5-7B --gpu-memory-utilization 0.4", True),
+        ("vllm serve /models/Qwen2.5-7B", True),
+        # prose about a server (hunt7 q05: the failing instance's log quoted after the error)
+        ("Note that the 14B vllm server outputs the following log", False),
+        ("The vllm server crashed again after the upgrade, see below", False),
+        ("the vllm server is started by systemd -- no flags here", False),
+    ],
+)
+def test_vllm_server_is_a_command_only_before_a_flag(line, command):
+    assert ("launch_command" in [e.pattern for e in recognise(line)]) is command

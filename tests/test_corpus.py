@@ -12,12 +12,6 @@ CASES = load_manifest()
 #: Real logs read wrong today, each one a kind of input still to generalise to (issue 10).
 #: Strict: a log that starts passing fails here until it is taken off the list.
 KNOWN_WRONG_CLASS: set = {
-    # A 4-line excerpt: one OOM listing two co-tenants, no step, frame or startup line. The
-    # label (from the report's prose: "during continuous request sending") wants runtime; the
-    # log alone has the shape of x014 (a startup OOM beside other stages), and an unplaced OOM
-    # beside co-tenants reads as startup contention. Both verdicts' first remedy is the same:
-    # free the GPU of the other processes.
-    "k014-omni-stage2-runtime-oom-two-sibling-stage-cotenants-79gib.log",
     # Ends during startup (graph compile of the MTP head) with no failure: read as healthy, as
     # the shared corpus labels r037, r038, t008, t009 and t015 want for logs that end
     # mid-startup; this label wants unknown. One convention must win; the corpus's is kept.
@@ -30,14 +24,6 @@ KNOWN_WRONG_CLASS: set = {
     "m07-pr-indented-hard-wrapped-capture-oom-136mib-22p36gib-5090-laptop.log",
     # -- hunt7 (blind, scored once at 9a8decf: 21/25); each is a kind being fixed --
     # -- hunt8 (blind, scored once at 9a8decf: 14/19); each is a kind being fixed --
-    # A launch command and one bare OOM with vLLM holding utilization x total: the KV cache was
-    # allocated, so startup was over; read as KV capacity at startup.
-    "u07-qwen25-vl-32b-tp4-4090-runtime-oom-after-10-images-nohup-prose-zh.log",
-    # A superseded bf16 error made primary over the later weight-load OOM.
-    "u08-self-llm-glm4-9b-t4-bf16-error-then-oom-14p45gib-this-process-prose-zh.log",
-    # The bin/vllm console script's frame counted as application code: a ROCm weight OOM
-    # read as an OOM outside vLLM.
-    "u11-gfx906-fork-qwen3-32b-bf16-hip-oom-31p98gib-cli-traceback.log",
     # Startup numbers and a benchmark command at the KV ceiling, no stats (the mid-startup convention).
     "p03-discuss-v0180-kv-100-to-0-bench-80k-x18-prose-zh.log",
 }

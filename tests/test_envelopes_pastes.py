@@ -119,7 +119,7 @@ def markdown_table(lines):
 
 
 #: Logs whose bare verdict is itself wrong (tests/test_corpus.py) and differs in a table.
-KNOWN_WRONG_IN_A_TABLE = {"u02-qwen-jupyter-v0-cache-engine-allocate-kv-oom-642mib-two-processes-cut.log"}
+KNOWN_WRONG_IN_A_TABLE: set = set()
 
 
 @pytest.mark.parametrize(

@@ -162,8 +162,29 @@ _PROSE = ["The first line of prose", "goes on here about", "something else again
         ([f"pod-1 vllm {s}" for s in _PROSE] + ["INFO 08-20 10:18:39 [core.py:1] x"], []),
         # a run of spaces ends the common tokens (the indentation stays the message's)
         ([f"pod-1 vllm     {s}" for s in _PROSE], ["pod-1 vllm "]),
+        # a post's numbered or bulleted list: its items are sentences (a u08-shaped post)
+        ([f"{i}. {s}" for i, s in enumerate(_PROSE, 1)], []),
+        ([f"{i}) {s}" for i, s in enumerate(_PROSE, 1)], []),
+        ([f"* {s}" for s in _PROSE], []),
+        # lines that agree past every token compared: a page's repeated prose, not a prefix
+        (
+            [f"[10:0{i}] alice: the server is started with the flags below and then {s}" for i, s in enumerate(_PROSE)],
+            [],
+        ),
     ],
-    ids=["four", "three", "word", "label", "repeated", "anchored", "indented"],
+    ids=[
+        "four",
+        "three",
+        "word",
+        "label",
+        "repeated",
+        "anchored",
+        "indented",
+        "numbered",
+        "numbered-paren",
+        "bullets",
+        "agreeing",
+    ],
 )
 def test_an_unanchored_prefix_is_learned_only_when_it_is_a_wrapper(lines, want):
     assert UNANCHORED_MIN_LINES == 4

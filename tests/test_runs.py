@@ -327,3 +327,147 @@ def test_a_failure_or_consequence_under_another_pid_stays_with_the_incident():
     ]
     v = diagnose(lines, name="glued.log")
     assert len(v.runs) == 1 and v.primary_class == "runtime_oom"
+
+
+# -- a new run at each launch command after a failure (hunt7 q04) -------------------------------
+# The first server (a multimodal model at its default image limits) dies; the operator starts it
+# again, text-only; the second start's numbers must not be used for the first one's remedies.
+OOM_WHOLE = (
+    "(EngineCore_DP0 pid=1531) ERROR 10-29 01:56:59 [v1/engine/core.py:779] torch.OutOfMemoryError: HIP out of "
+    "memory. Tried to allocate 256.00 GiB. GPU 0 has a total capacity of 15.98 GiB of which 8.07 GiB is free. Of "
+    "the allocated memory 7.14 GiB is allocated by PyTorch, and 31.16 MiB is reserved by PyTorch but unallocated."
+)
+OOM_CUT = OOM_WHOLE[: OOM_WHOLE.index(" of which")]
+OOM_BARE_V0 = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB. GPU 0 has a total capacity of 23.64 "
+    "GiB of which 11.07 GiB is free. Including non-PyTorch memory, this process has 12.55 GiB memory in use."
+)
+SECOND = "Qwen/Qwen3-VL-2B-Instruct"
+LAUNCHES = {
+    "vllm-serve-one-line": [f"vllm serve {SECOND} --max-model-len 2048 --max-num-seqs 1"],
+    "vllm-serve-continued": [
+        f"root@host1:/app# vllm serve {SECOND}  \\",
+        '--limit-mm-per-prompt \'{"image":0,"video":0}\' \\',
+        "--max-model-len 2K \\",
+        "--max-num-seqs 1",
+    ],
+    "python-m-api-server": [f"python -m vllm.entrypoints.openai.api_server --model {SECOND} --max-num-seqs 1"],
+    "docker-run": [f"docker run --gpus all vllm/vllm-openai:v0.11.0 --model {SECOND} --max-num-seqs 1"],
+    "v1-non-default-args": [
+        f"(APIServer pid=2199) INFO 10-29 02:14:54 [utils.py:253] non-default args: {{'model_tag': '{SECOND}', "
+        f"'model': '{SECOND}', 'max_model_len': 2048, 'max_num_seqs': 1}}"
+    ],
+    "v0-engine-config": [
+        f"INFO 10-29 02:14:54 llm_engine.py:249] Initializing an LLM engine (v0.6.4.post1) with config: "
+        f"model='{SECOND}', speculative_config=None, tokenizer='{SECOND}', max_seq_len=2048, tensor_parallel_size=1"
+    ],
+    "offline-llm-call": [f"llm = LLM(model='{SECOND}', max_model_len=2048, max_num_seqs=1)"],
+}
+FIRST_FAILURES = {"v1-whole": OOM_WHOLE, "v1-cut": OOM_CUT, "bare": OOM_BARE_V0}
+AFTER = [
+    "(APIServer pid=2199) INFO 10-29 02:14:54 [api_server.py:1870] vLLM API server version 0.11.1rc4",
+    "(APIServer pid=2199) INFO 10-29 02:14:56 [model.py:667] Resolved architecture: Qwen3VLForConditionalGeneration",
+]
+
+
+@pytest.mark.parametrize("launch", LAUNCHES.values(), ids=LAUNCHES.keys())
+@pytest.mark.parametrize("first", FIRST_FAILURES.values(), ids=FIRST_FAILURES.keys())
+def test_a_launch_after_a_failure_starts_the_next_run(first, launch):
+    lines = [first, "", "When text-only, no issue", "", *launch, *AFTER]
+    t = track(lines)
+    assert len(t.runs) == 2, [(r.start_line, r.opened_by) for r in t.runs]
+    one, two = t.runs
+    assert one.failures and not two.failures
+    assert "max_num_seqs" not in one.config and "model" not in one.config
+    assert two.config["model"] == SECOND
+    v = diagnose(lines, name="q04.log")
+    assert v.primary.run == 1  # the run that failed, not the text-only retry cut after its start
+    whys = " ".join(r.why or "" for r in v.primary.remedies)
+    assert "as printed on line" not in whys and "as the launch command sets it" not in whys
+
+
+#: The operator's own commands (vLLM's printouts of its arguments are a server starting).
+COMMANDS = {k: v for k, v in LAUNCHES.items() if k not in ("v1-non-default-args", "v0-engine-config")}
+
+
+@pytest.mark.parametrize("launch", COMMANDS.values(), ids=COMMANDS.keys())
+def test_a_command_quoted_below_its_error_is_that_runs_command(launch):
+    # nothing follows the command: the operator says what they ran, not a second server
+    t = track([OOM_BARE_V0, "my command:", *launch])
+    assert len(t.runs) == 1
+    (run,) = t.runs
+    assert run.failures and run.config["model"] == SECOND
+    assert run.markers["launch_command"].lineno == 3
+
+
+def test_the_log_pasted_below_its_own_error_stays_one_run():
+    # hunt7 q26: the error first, then the startup lines it ended (times before the error's)
+    lines = [
+        "ERROR 04-02 12:33:23 [core.py:380] ValueError: To serve at least one request with the models's max seq "
+        "len (32768), (0.95 GiB KV cache is needed, which is larger than the available KV cache memory (0.93 GiB).",
+        "",
+        "INFO 04-02 12:32:04 [core.py:61] Initializing a V1 LLM engine (v0.8.3.dev172+g2b93162f) with config: "
+        "model='/home/user/DeepSeek-V2-Lite-Chat/', max_seq_len=32768",
+        "INFO 04-02 12:33:10 [gpu_model_runner.py:1176] Model loading took 29.33 GiB and 40.2 seconds",
+    ]
+    t = track(lines)
+    assert len(t.runs) == 1 and t.runs[0].config["max_model_len"] == 32768
+
+
+def test_configuration_checks_refusing_each_command_stay_one_run():
+    # fixture k028: three commands, each refused by a dtype check: one run, so the rule sees
+    # every dtype tried and never advises one the log shows refused
+    cmd = "vllm serve gaunernst/gemma-3-27b-it-int4-awq -tp 2 --dtype {}"
+    lines = [
+        cmd.format("bfloat16"),
+        "Value error, torch.bfloat16 is not supported for quantization method awq. Supported dtypes: [torch.float16]",
+        cmd.format("half"),
+        "Value error, The model type 'gemma3' does not support float16. Reason: Numerical instability. Please use "
+        "bfloat16 or float32 instead.",
+    ]
+    assert len(track(lines).runs) == 1
+    v = diagnose(lines, name="k028.log")
+    assert not any(r.flag == "--dtype float16" for r in v.primary.remedies)
+
+
+# -- a later attempt after a configuration check refused the first (hunt8 u08) --------------------
+REFUSALS = {
+    "bf16-capability": "ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0. "
+    "Your Tesla T4 GPU has compute capability 7.5. You can use float16 instead by explicitly setting the`dtype` "
+    "flag in CLI, for example: --dtype=half.",
+    "awq-dtype": "ValueError: torch.bfloat16 is not supported for quantization method awq. Supported dtypes: "
+    "[torch.float16]",
+    "max-model-len": "ValueError: User-specified max_model_len (65536) is greater than the derived max_model_len "
+    "(max_position_embeddings=32768 or model_max_length=None in model's config.json).",
+}
+T4_OOM = {
+    "whole": "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 214.00 MiB. GPU 0 has a total "
+    "capacty of 14.58 GiB of which 127.56 MiB is free. Including non-PyTorch memory, this process has 14.45 GiB "
+    "memory in use. Of the allocated memory 14.19 GiB is allocated by PyTorch, and 1.15 MiB is reserved by PyTorch "
+    "but unallocated.",
+    "prose-glued": "3. then with float16 it says: orch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate "
+    "214.00 MiB. GPU 0 has a total capacty of 14.58 GiB of which 127.56 MiB is free. Including non-PyTorch memory, "
+    "this process has 14.45 GiB memory in use.",
+}
+
+
+@pytest.mark.parametrize("oom", T4_OOM.values(), ids=T4_OOM.keys())
+@pytest.mark.parametrize("refusal", REFUSALS.values(), ids=REFUSALS.keys())
+def test_an_oom_after_a_configuration_refusal_is_the_later_attempts(refusal, oom):
+    lines = [f"1. first it said {refusal}", "2. the other steps of the tutorial ran fine", oom, "4. nothing helped"]
+    t = track(lines)
+    assert [r.opened_by for r in t.runs] == [None, "attempt"]
+    assert [f.kind for f in t.runs[1].failures] == ["oom"]
+    v = diagnose(lines, name="u08.log")
+    # the later failure is the one that stands; nothing served in the attempt: startup
+    assert v.primary.run == 2 and v.primary.phase == "startup"
+    assert v.primary_class == "weight_load_oom", v.title
+
+
+def test_a_refusal_and_its_engine_wrapper_stay_one_run():
+    lines = [
+        "(EngineCore_DP0 pid=20) ERROR 05-10 17:00:00 [core.py:700] " + REFUSALS["awq-dtype"],
+        "(APIServer pid=11) ERROR 05-10 17:00:01 [core.py:843] EngineCore failed to start.",
+        "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",
+    ]
+    assert len(track(lines).runs) == 1

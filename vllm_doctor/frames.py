@@ -253,7 +253,8 @@ TAG_FUNCS = {
         "get_prompt_logprobs",
         "_get_prompt_logprobs_dict",
     },
-    # ... or a large image or video through the multimodal encoder
+    # ... or a large image or video through the multimodal encoder (tpu-inference's runner
+    # jits it per image shape: maybe_jit_embed_multimodal_func, hunt7 q07)
     "multimodal_input": {
         "_process_image_input",
         "_process_video_input",
@@ -330,8 +331,22 @@ TAG_PHASE = (
 )
 
 
-#: A file of vLLM or of one of its platform plugins (``vllm_ascend``, ``vllm_omni``, ``vllm_gaudi`` ...).
-_VLLM_PATH = regex.compile(r"(?:^|/)vllm(?:_[a-z]+)?/")
+#: A file of vLLM or of one of its platform plugins (``vllm_ascend``, ``vllm_omni``, ``vllm_gaudi`` ...),
+#: or vLLM's own console script: ``setup.py`` / ``pyproject.toml`` ``[project.scripts] vllm =
+#: "vllm.entrypoints.cli.main:main"`` installs ``bin/vllm`` in a venv or conda env, in
+#: ``/usr/local/bin`` (pip as root, the Docker images), ``~/.local/bin`` (``pip --user``, pipx's
+#: and uv tool's links), ``~/.local/pipx/venvs/vllm/bin/vllm``, ``~/.local/share/uv/tools/vllm/bin/vllm``;
+#: Windows ``Scripts\vllm.exe`` / ``vllm-script.py``. Its frame (``File ".../bin/vllm", line 8, in
+#: <module>``, then ``sys.exit(main())``) is vLLM's entry, never an application's (hunt8 u11).
+_CONSOLE_SCRIPT = regex.compile(r"(?:^|[/\\])(?:bin|Scripts)[/\\]vllm(?:\.exe|-script\.py)?$")
+_VLLM_PATH = regex.compile(r"(?:^|[/\\])vllm(?:_[a-z]+)?[/\\]|" + _CONSOLE_SCRIPT.pattern)
+
+
+def vllm_console_script(path: str) -> bool:
+    """True when a frame's ``path`` is vLLM's ``vllm`` console script (:data:`_CONSOLE_SCRIPT`)."""
+    return _CONSOLE_SCRIPT.search(path) is not None
+
+
 #: Packages vLLM itself runs on: their frames say nothing of who called them (a vLLM engine or
 #: a trainer). Python's own library (``lib/python3.N/`` outside site-packages) is one too.
 _RUNTIME_PACKAGES = regex.compile(
@@ -358,6 +373,45 @@ def origin_tags(path: str) -> Set[str]:
     return {"app_code"}
 
 
+#: Files only the V0 engine runs (0.2 to 0.10: ``vllm/worker/`` model runners, workers and the
+#: cache engine, ``vllm/engine/multiprocessing/`` MQLLMEngine, ``vllm/spec_decode/``), or
+#: ``vllm/engine/llm_engine.py`` / ``async_llm_engine.py`` outside the functions V1 shares.
+#: Not ``vllm/worker/worker_base.py`` (V1's workers subclass its ``WorkerBase`` and its
+#: ``WorkerWrapperBase`` runs them, 0.8 to 0.10), ``vllm/executor/`` (V1's uniproc and Ray
+#: executors subclass V0's there), ``vllm/engine/arg_utils.py`` / ``protocol.py`` (both engines').
+_V0_PATH = regex.compile(
+    r"/vllm/(?:worker/(?!worker_base\.py)|engine/multiprocessing/|engine/output_processor/|spec_decode/"
+    r"|engine/(?:async_)?llm_engine\.py)"
+)
+#: Functions of ``vllm/engine/llm_engine.py`` / ``async_llm_engine.py`` V1 runs too: the class
+#: methods that pick the V1 engine when ``VLLM_USE_V1`` is set (0.8.5 llm_engine.py:495-508,
+#: 0.10.2 async_llm_engine.py:558-572); from 0.11 both files only alias V1's classes (``<module>``).
+_SHARED_ENGINE_FUNCS = frozenset({"from_engine_args", "from_vllm_config", "<module>"})
+
+
+def engine_of_frame(func: str, path: str) -> Optional[str]:
+    """``v1`` or ``v0``: the engine a frame ``File "path", line N, in func`` proves runs
+    (``vllm/v1/`` is V1's; :data:`_V0_PATH` files are V0's), or None (a file both run, or not
+    vLLM's). The V0 engine was removed in 0.11 (``vllm/worker/`` is gone from 0.11.2)."""
+    if "/vllm/v1/" in path:
+        return "v1"
+    m = _V0_PATH.search(path)
+    if m is None:
+        return None
+    if "_engine.py" in m.group(0) and func in _SHARED_ENGINE_FUNCS:
+        return None
+    return "v0"
+
+
+#: The offline entry's request methods (``vllm/entrypoints/llm.py`` ``LLM``; from 0.3x the
+#: shared ``vllm/entrypoints/common/offline.py``): they run once the engine is up, for prompts.
+#: Not ``__init__`` (the engine's startup runs under it).
+OFFLINE_REQUEST_FUNCS = frozenset(
+    {"generate", "chat", "encode", "embed", "classify", "score", "reward", "beam_search", "_run_engine"}
+)
+_OFFLINE_ENTRY = ("/vllm/entrypoints/llm.py", "/vllm/entrypoints/common/offline.py")
+
+
 def frame_tags(func: str, path: str) -> Set[str]:
     """Tags for one frame ``File "path", line N, in func`` (and who wrote it: :func:`origin_tags`)."""
     tags: Set[str] = origin_tags(path)
@@ -370,6 +424,8 @@ def frame_tags(func: str, path: str) -> Set[str]:
         tags.add("kv_alloc")
     if func in KV_CHECK_FUNCS:
         tags.add("kv_check")
+    if path.endswith(_OFFLINE_ENTRY) and func in OFFLINE_REQUEST_FUNCS or "/entrypoints/openai/serving_" in path:
+        tags.add("runtime")  # a request: LLM.generate & co., or an API handler (serving_chat.py ...)
     if path.endswith("torch/utils/_device.py"):
         tags.add("device_ctx")
     if path.endswith("torch/nn/modules/module.py") and func in MODULE_MOVE_FUNCS:
@@ -395,10 +451,16 @@ def frame_tags(func: str, path: str) -> Set[str]:
 _STATEMENT = regex.compile(r"(?:[\w.]+(?:, *[\w.]+)* = |return |await |yield )?[A-Za-z_][\w.]*\(")
 
 
+#: IPython's arrow at the line that raised, in its numbered source listing (``---> 64
+#: torch.empty(kv_cache_shape,``; the other listed lines are indented by their number).
+_IPYTHON_ARROW = regex.compile(r"-+> *\d+ ")
+
+
 def looks_like_code(text: str) -> bool:
-    """True when ``text`` may be a traceback's source line: indented, or a statement that
-    starts with a call (:data:`_STATEMENT`) where a shipper stripped the indentation."""
-    return text[:1].isspace() or _STATEMENT.match(text) is not None
+    """True when ``text`` may be a traceback's source line: indented, a statement that
+    starts with a call (:data:`_STATEMENT`) where a shipper stripped the indentation, or
+    IPython's ``---> N`` arrow line (:data:`_IPYTHON_ARROW`)."""
+    return text[:1].isspace() or _STATEMENT.match(text) is not None or _IPYTHON_ARROW.match(text) is not None
 
 
 def code_tags(code: str) -> Set[str]:

@@ -501,13 +501,17 @@ def _run_summary(run, findings: List[Finding]) -> RunSummary:
 
 
 def primary_finding(findings: List[Finding]) -> Optional[Finding]:
-    """The finding a source is about: the most severe finding (error or critical) of its
-    newest failing run, ties broken by diagnosis order; None when no run failed. Used for
-    the verdict's headline and by :mod:`vllm_doctor.compare`."""
+    """The finding a source is about: the most severe finding (warning or critical) of its
+    newest failing run, ties broken by diagnosis order; None when no run failed. A run with a
+    critical finding is newer news than a later run with warnings only (a text-only retry cut
+    after its startup arguments, after the run that crashed: hunt7 q04), so the newest run
+    with a critical finding is taken first. Used for the verdict's headline and by
+    :mod:`vllm_doctor.compare`."""
     failing = [f for f in findings if SEVERITY_RANK.get(f.severity, 0) >= 2]
     if not failing:
         return None
-    newest = max(f.run for f in failing)
+    worst = max(SEVERITY_RANK[f.severity] for f in failing)
+    newest = max(f.run for f in failing if SEVERITY_RANK[f.severity] == worst)
     in_run = [f for f in failing if f.run == newest]
     return min(in_run, key=lambda f: (-SEVERITY_RANK[f.severity], findings.index(f)))
 

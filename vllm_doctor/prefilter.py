@@ -82,7 +82,7 @@ PROSE_GROUP = 24
 #: ``[async_llm_engine.py:211] Added request`` on every request: ``engine_`` does not).
 PREFERRED_GATE: Tuple[str, ...] = (
     # traceback and exception lines, error levels
-    "rror", "ERROR", "CRITICAL", "xception", "Exit", "Interrupt", 'File "', "Traceback (",
+    "rror", "ERROR", "CRITICAL", "xception", "Exit", "Interrupt", 'File "', "File [", "File ~", "File /", "Traceback (",
     # HTTP error statuses in access lines (4xx, 5xx: never the 200s of the bulk)
     '" 4', '" 5',
     # stats lines and startup reports

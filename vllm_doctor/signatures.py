@@ -80,6 +80,8 @@ MAX_SIGNATURES = 8
 #: behind it (:meth:`Learner.signatures`: a paste of prose around a fragment, m07): fewer is
 #: too few to tell a wrapper from a coincidence (three lines beginning "job-42/step").
 UNANCHORED_MIN_LINES = 4
+#: A numbered or bulleted list's marker: the only common token of a post's list items.
+_LIST_MARKER = regex.compile(r"\(?[0-9]{1,3}[.)]|[-*+•]")
 MAX_SAMPLES = 400  # head lines looked at (the pipeline sniffs 200)
 
 LEVELS = ("DEBUG", "INFO", "WARN", "WARNING", "ERR", "ERROR", "CRITICAL", "FATAL", "TRACE", "NOTICE")
@@ -315,6 +317,8 @@ class Learner:
         k = len(self._common)
         if k >= MAX_TOKENS:
             return None  # the lines agree past all the tokens compared: repeated text, no wrapper ends there
+        if k == 1 and _LIST_MARKER.fullmatch(self._common_raw[0]):
+            return None  # "1. ", "2) ", "- ": a list in a post, whose items are sentences, not a wrapper
         if sum(1 for t in self._ntokens if t > k) < n // 2 + 1:
             return None  # most lines must go on after the common tokens
         raw = self._common_raw

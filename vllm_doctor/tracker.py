@@ -4,7 +4,10 @@ A source (one file, stdin, one pod) may hold several server starts (systemd rest
 each start opens a new :class:`~vllm_doctor.run.Run`. :class:`SourceTracker` takes the
 records of one source in order, with the events the catalog recognised in each, and keeps:
 
-* runs: a start marker opens a new one once the current run got past its configuration;
+* runs: a start marker opens a new one once the current run got past its configuration or
+  stopped (a failure); so does the operator's next command after a failure (a trailing one with
+  nothing after it folds back into the run it follows), and a memory failure after a run that
+  configuration checks alone refused (a later attempt);
 * per run: the phase reached, configuration and startup facts (each with its line), the
   failures (root-cause candidates with their traceback frames, kept apart per process so a
   chained traceback gives context), the "engine died" consequence markers, the stats lines
@@ -26,7 +29,7 @@ from typing import Any, Callable, Deque, Dict, List, Optional, Set, Tuple
 import regex
 
 from .events import Event, Phase
-from .frames import code_tags, frame_tags, looks_like_code
+from .frames import code_tags, engine_of_frame, frame_tags, looks_like_code, vllm_console_script
 from .processes import engine_of_process, is_vllm_path, is_vllm_process, is_worker_process, trainer_of
 from .record import Record
 from .run import Consequence, Failure, Line, Neighbour, Run, StatsSample
@@ -79,7 +82,14 @@ def instance_role(proc: Optional[str], rank: Optional[int]) -> Optional[str]:
 #: Patterns of what the operator wrote (a pasted launch command), not of what vLLM printed:
 #: they give configuration but never make an input vLLM output.
 OPERATOR_PATTERNS = frozenset({"launch_command", "offline_llm_call"})
+#: Failure kinds that stop a server at its configuration checks, before it allocates anything
+#: (``vllm/config.py`` / ``vllm/platforms/cuda.py`` dtype and quantization checks, the config
+#: limits, no accelerator): a memory failure after one in the same paste is another attempt,
+#: started again with the setting changed (hunt8 u08: the bf16 refusal, then the fp16 OOM).
+CONFIG_FATAL_KINDS = frozenset({"quant_error", "config_error", "no_device"})
 MEMORY_KINDS = frozenset({"oom", "sampler_oom", "load_oom"})
+#: Traceback structure events (a record holding one starts or goes on with a traceback).
+TB_KINDS = frozenset({"tb_start", "tb_frame", "tb_chain"})
 #: Configuration that error messages print (the utilization a startup check used, the
 #: max_model_len a length check used): kept with the run when no config line gave it.
 CONFIG_IN_ERRORS = ("gpu_memory_utilization", "max_model_len", "max_num_batched_tokens", "max_num_seqs")
@@ -143,6 +153,50 @@ def _alive(run: Run) -> bool:
     return not run.failures and not run.consequences
 
 
+def _after_failure(run: Run, rec: Record) -> bool:
+    """``rec`` comes after the run stopped (a failure or an "engine died" marker), and is not
+    one of its own earlier lines pasted below the error, nor the next attempt after
+    configuration checks alone refused it (:data:`CONFIG_FATAL_KINDS`). A record whose vLLM time is before
+    the first failure's (hunt7 q26: the error quoted first, then the log it ended) belongs to
+    the run it failed. Times are vLLM's ``MM-DD HH:MM:SS``; only equal-length times compare."""
+    if _alive(run):
+        return False
+    if run.failures and all(f.kind in CONFIG_FATAL_KINDS for f in run.failures):
+        # configuration checks refused each attempt: the attempts stay one run, so the rule sees
+        # every setting tried (k028: bf16, fp16, then fp32 each refused; never advise one again)
+        return False
+    first = min((f.lines[0] for f in run.failures if f.lines), key=lambda ln: ln.lineno, default=None)
+    if first is None and run.consequences:
+        first = run.consequences[0].line
+    if first is None or not rec.time or not first.time or len(rec.time) != len(first.time):
+        return True
+    return rec.time >= first.time
+
+
+def _superseded(run: Run, events: List[Event]) -> bool:
+    """A memory failure arrives in a run that already stopped at a configuration check
+    (:data:`CONFIG_FATAL_KINDS`): that server never allocated anything, so this one is a later
+    attempt's."""
+    if not any(ev.kind in MEMORY_KINDS for ev in events):
+        return False
+    return any(f.kind in CONFIG_FATAL_KINDS for f in run.failures) and not run.failures[-1].kinds & MEMORY_KINDS
+
+
+def _command_only(run: Run) -> bool:
+    """A run opened by a pasted command that holds nothing else vLLM printed: no failure, no
+    consequence, no process prefix, no stats, no startup fact, no configuration the command
+    did not give (the command quoted below its run's error, not a second server)."""
+    return (
+        run.opened_by == "command"
+        and _alive(run)
+        and not run.prefixed_records
+        and not run.stats.count
+        and not run.facts
+        and run.phase <= Phase.CONFIG
+        and set(run.config) <= run.command_keys
+    )
+
+
 def _quoted_only(run: Run, start: Event) -> bool:
     """The run holds only bare lines (no vLLM record or process prefix: a summary quoted in a
     blog or an issue) and the start marker names no other model than theirs: the marker
@@ -164,15 +218,41 @@ FAILURE_FRAMES = 12
 def note_frame(f: Failure, func: str, path: str) -> None:
     """Keep one frame of ``f``'s traceback: its function in ``data["frames"]`` (the last
     :data:`FAILURE_FRAMES`), and ``data["vllm_frames"]`` True once a frame is a file of vLLM
-    itself (``/vllm/`` in its path: the traceback ran through vLLM, not only a client's code)."""
+    itself (``/vllm/`` in its path) or its console script
+    (:func:`~vllm_doctor.frames.vllm_console_script`): the traceback ran through vLLM, not only
+    a client's code."""
     if func == "<code>":
         return  # a source line under a frame, not a frame
     frames = f.data.setdefault("frames", [])
     if isinstance(frames, list):
         frames.append(func)
         del frames[:-FAILURE_FRAMES]
-    if "/vllm/" in path:
+    if "/vllm/" in path or vllm_console_script(path):
         f.data["vllm_frames"] = True
+
+
+#: The tail of an offline batch's progress bar glued into a message (the bar's ``\r`` redraw
+#: and the error shared one line: hunt7 q12 "... was encountered/s, output: 240.71 toks/s]"):
+#: tqdm's rate and the postfix of ``vllm/entrypoints/llm.py`` ``_run_engine`` (0.4 to 0.20;
+#: ``entrypoints/common/offline.py`` from 0.3x) ``est. speed input: {in:.2f} toks/s, output:
+#: {out:.2f} toks/s``, from any point of it to its closing bracket. The rate's unit is
+#: taken only where no letter precedes it (a word of the message keeps its last letter).
+PROGRESS_TAIL = regex.compile(
+    r"(?:,?[ \t]*(?:(?<![A-Za-z])[\d.]+(?:it/s|s/it)|/(?:s|it)))?,?[ \t]*"
+    r"(?:(?:est\. speed )?input: [\d.]+ toks/s,[ \t]*)?output: [\d.]+ toks/s\]?[ \t]*$"
+)
+
+
+def strip_progress_tail(data: Dict[str, Any]) -> Dict[str, Any]:
+    """``data`` with a glued :data:`PROGRESS_TAIL` cut off its ``message`` (a copy, with
+    ``generation_progress`` True: the bar shows generation was running), or ``data`` itself."""
+    msg = data.get("message")
+    if not isinstance(msg, str) or "toks/s" not in msg:
+        return data
+    m = PROGRESS_TAIL.search(msg)
+    if m is None or m.start() == 0:
+        return data
+    return {**data, "message": msg[: m.start()].rstrip(), "generation_progress": True}
 
 
 def shows_service(ev: Event) -> bool:
@@ -369,8 +449,9 @@ class SourceTracker:
         * A process that printed for an earlier run still running (no failure), where only
           other instances' processes opened runs since, goes on filling that run: two instances
           whose startups interleave each keep their own lines.
-        * A start marker opens a new run once the current run got past its configuration, or
-          when the same process prints the same marker again; not when the current run holds
+        * A start marker opens a new run once the current run got past its configuration or
+          stopped (:func:`_after_failure`), or when the same process prints the same marker
+          again; not when the current run holds
           only bare quoted lines (no vLLM record or process prefix: a summary pasted before
           the log) of no other model: those are this startup's.
         * A one-per-instance process (:func:`instance_role`) under a pid the current run
@@ -378,10 +459,15 @@ class SourceTracker:
           instance: the earliest running run without that role takes it while instances
           interleave, else it opens a new run once the current run got past its
           configuration.
+        * The operator's command (:data:`OPERATOR_PATTERNS`) after a failure opens a new run
+          (``opened_by="command"``; folded back at :meth:`finish` when nothing follows it:
+          :func:`_command_only`); a memory failure after a run refused by configuration checks
+          alone opens one too (``"attempt"``: :func:`_superseded`).
         """
         key = rec.stream
         owner = self.owner.get(key) if rec.pid is not None else None
         start = next((ev for ev in events if ev.pattern in START_PATTERNS), None)
+        command = start is None and any(ev.pattern in OPERATOR_PATTERNS for ev in events)
         if owner is not None and owner is not self.run:
             again = start is not None and (start.pattern, key) in owner.start_patterns
             if not again and _alive(owner) and self._instances_since(owner):
@@ -398,10 +484,20 @@ class SourceTracker:
                 run = self._instance_run(rec, role, events)
         if start is not None and run is self.run:
             mark = (start.pattern, key)
-            if mark in run.start_patterns or (run.phase >= Phase.LOADING_WEIGHTS and not _quoted_only(run, start)):
+            if (
+                mark in run.start_patterns
+                or (run.phase >= Phase.LOADING_WEIGHTS and not _quoted_only(run, start))
+                or _after_failure(run, rec)
+            ):
                 run = self._new_run(rec.lineno, "start")
             if len(run.start_patterns) < MAX_STREAMS:
                 run.start_patterns.add(mark)
+        elif command and run is self.run and _after_failure(run, rec):
+            # the operator's next command after a failure: the server they started again
+            # (hunt7 q04: the multimodal run's OOM, then the text-only command and its log)
+            run = self._new_run(rec.lineno, "command")
+        elif run is self.run and _superseded(run, events):
+            run = self._new_run(rec.lineno, "attempt")
         if rec.row is not None and run is self.run and any(ev.kind == "stats" for ev in events):
             run = self._row_run(run, rec)
         if role is not None and role not in run.roles and len(run.roles) < MAX_STREAMS:
@@ -604,6 +700,8 @@ class SourceTracker:
             if run.first_error is None:
                 run.first_error = line
         st = self._stream(rec.stream)
+        # the failure this record may go on from: the stream's record right before was one
+        continued = st.last_failure if st.fresh and not any(ev.kind in TB_KINDS for ev in events) else None
         if self._traceback(run, st, events, code_line_tags, line):
             vllmish = True
         if events:
@@ -622,7 +720,7 @@ class SourceTracker:
             if handler is not None:
                 handler(self, run, ev, line)
             elif ev.kind in FAILURE_KINDS and not failure_made:
-                failure_made = self._failure(run, st, ev, events, line)
+                failure_made = self._failure(run, st, ev, events, line, continued)
             elif failure_made and ev.kind in MEMORY_KINDS and st.last_failure is not None:
                 # One message naming two memory events (vLLM's "Failed to load model - not
                 # enough GPU memory ... (original error: CUDA out of memory ...)"): one failure.
@@ -692,11 +790,10 @@ class SourceTracker:
             d = next(e for e in events if e.kind == "tb_frame").data
             path = d["path"]
             st.add_frame(d["func"], path, frame_tags(d["func"], path), line)
-            if is_vllm_path(path):
-                if "/vllm/v1/" in path:
-                    run.engine_hints.add("v1")
-                elif "/vllm/engine/" in path or "/vllm/worker/worker.py" in path:
-                    run.engine_hints.add("v0")
+            engine = engine_of_frame(d["func"], path)
+            if engine is not None:
+                run.engine_hints.add(engine)
+            if is_vllm_path(path) or vllm_console_script(path):
                 return True
         elif code_line_tags:
             # A source line printed under a frame (or the tail of one cut from the paste).
@@ -705,8 +802,11 @@ class SourceTracker:
             self._end_traceback(st)
         return False
 
-    def _failure(self, run: Run, st: _Stream, ev: Event, events: List[Event], line: Line) -> bool:
+    def _failure(
+        self, run: Run, st: _Stream, ev: Event, events: List[Event], line: Line, continued: Optional[Failure] = None
+    ) -> bool:
         """A root-cause candidate (or a consequence marker in an exception's clothes).
+        ``continued`` is the failure of the same process's record right before, if any.
         Returns True when a failure was recorded (one per record)."""
         if ev.kind == "exception" and ev.data.get("consequence"):
             if not any(e.kind == "engine_dead" for e in events):
@@ -719,7 +819,16 @@ class SourceTracker:
             if key in ev.data and key not in run.config:
                 run.config[key] = ev.data[key]
                 run.config_lines[key] = line
-        f = self._add_failure(ev.kind, ev.data, line, st.tags(), ev.pattern)
+        data = strip_progress_tail(ev.data)
+        if data is not ev.data:
+            run.markers.setdefault("offline_batch", line)
+        tags = st.tags()
+        if continued is not None and any(g is continued for g in run.failures):
+            # the next line of the same process's failure message (a JAX error's code on one
+            # line, its "Ran out of memory in memory space vmem" on the next: hunt7 q07): the
+            # frames that placed the first place this one
+            tags |= continued.tags
+        f = self._add_failure(ev.kind, data, line, tags, ev.pattern)
         if "frames" not in f.data:
             for func, path, _ in st.frames:
                 note_frame(f, func, path)
@@ -974,6 +1083,7 @@ class SourceTracker:
         pending, self.pending_command = self.pending_command, None
         if pending is not None:  # no instance followed: the command stays this run's, as before
             self._on_config(self.run, *pending, deferred=True)
+        self._fold_trailing_command()
         self._note_neighbours()
         if total_lines is not None:
             for i, run in enumerate(self.runs):
@@ -982,6 +1092,27 @@ class SourceTracker:
                     continue
                 end = self.runs[i + 1].start_line - 1 if i + 1 < len(self.runs) else total_lines
                 run.stats.lines_after_last = max(run.stats.records_after_last, end - last.lineno)
+
+    def _fold_trailing_command(self) -> None:
+        """A run opened by a command after a failure, that holds nothing but the command
+        (:func:`_command_only`) and ends the input, is the failed run's own command pasted
+        below its error: its configuration goes back to that run (what the run's own lines
+        printed stays), and the run is dropped."""
+        if len(self.runs) < 2 or not _command_only(self.run):
+            return
+        cmd, run = self.runs.pop(), self.runs[-1]
+        if self.budget is not None:
+            self.budget.forget(cmd)
+        for key, val in cmd.config.items():
+            if key not in run.config:
+                run.config[key] = val
+                run.config_lines[key] = cmd.config_lines[key]
+                run.command_keys.add(key)
+        for name, line in cmd.markers.items():
+            run.markers.setdefault(name, line)
+        run.records += cmd.records
+        run.recognised += cmd.recognised
+        run.end_line = max(run.end_line, cmd.end_line)
 
     def _note_neighbours(self) -> None:
         """Give each run the earlier runs of this source that were up when it started

@@ -213,8 +213,16 @@ def _launch_command(m, rec) -> Optional[Dict[str, Any]]:
     return data
 
 
+#: An unquoted keyword value in Python code that is a name, not a literal (``model=model_path``,
+#: ``model=args.model``): a variable whose value the code does not show (hunt7 q12). Dotted
+#: ``torch.`` dtypes are values.
+_PY_NAME = regex.compile(r"(?!(?:True|False|None|torch\.)\b)[A-Za-z_][\w.]*")
+
+
 def _offline_llm(m, rec) -> Optional[Dict[str, Any]]:
-    data = _items(_KWARG_ITEM, m.string[m.end() :])
+    text = m.string[m.end() :]
+    names = {k for k in TEXT_KEYS for i in _KWARG_ITEM.finditer(text) if i["k"] == k and _PY_NAME.fullmatch(i["v"])}
+    data = {k: v for k, v in _items(_KWARG_ITEM, text).items() if k not in names}
     data["launch_command"] = True  # the call is there, even with no keyword read from it
     return data
 
@@ -324,10 +332,14 @@ PATTERNS = [
         "launch_command",
         "config",
         ("vllm serve", "-m vllm.entrypoints", "vllm/vllm-openai"),
-        r"\bvllm server?\b|-m vllm\.entrypoints\.(?:openai\.)?api_server\b|\bvllm/vllm-openai\b",
+        # "vllm server" (a paste's typo, m09) only before a flag: in prose it is the server
+        r"\bvllm serve\b|\bvllm server\b(?=[^\n]*\s--[a-z])|-m vllm\.entrypoints\.(?:openai\.)?api_server\b|\bvllm/vllm-openai\b",
         "vllm/entrypoints/cli/serve.py, vllm/entrypoints/openai/api_server.py (the operator's command)",
         None,
         _launch_command,
+        # a cut line is a command only with the command itself in it: "vllm server" cut before
+        # its flags may be prose
+        cut_from=r"\bvllm serve\b|-m vllm\.entrypoints|\bvllm/vllm-openai\b",
     ),
     Pattern(
         "offline_llm_call",

@@ -97,7 +97,7 @@ def _dead(marker: str, phase: Optional[str]):
 
 
 def _frame(m, rec) -> Dict[str, Any]:  # never cut (NO_CUT): a frame cut before its function names nothing
-    return {"path": m["path"], "line": int(m["line"]), "func": m["func"]}
+    return {"path": m["path"], "line": int(m["line"] or 0), "func": m["func"]}
 
 
 #: What follows "CUDA error: " in an out-of-memory (catalog/oom.py reads those).
@@ -181,6 +181,23 @@ PATTERNS = [
         ('File "',),
         r"^\s*File \"(?P<path>[^\"]+)\", line (?P<line>\d+), in (?P<func>\S+)",
         "CPython traceback",
+        None,
+        _frame,
+        cut_from=NO_CUT,
+    ),
+    # IPython / Jupyter (phase4, hunt8 u02): IPython 8's ``File PATH:LINE, in Class.func(args)``,
+    # as JupyterLab / VS Code render it ``File [PATH:LINE](URL), in ...``; IPython 7's
+    # ``PATH in func(args)`` (its ``---> N`` arrow line gives the line). The function is the
+    # last name before the arguments (IPython 8.x prints the qualified name); a cell
+    # (``Cell In[3], line 5``) names no file and is left out.
+    Pattern(
+        "ipython_frame",
+        "tb_frame",
+        ("File [", "File ~", "File /", ".py in "),
+        r"^\s*(?:File \[?(?P<path>[^\[\]()\s,][^\[\](),]*?\.py):(?P<line>\d+)\]?(?:\([^)\s]*\))?, in "
+        r"(?:[\w<>]+\.)*(?P<func>[\w<>]+)"
+        r"|(?P<path>[~/][^\s()]*\.py) in (?:[\w<>]+\.)*(?P<func>[\w<>]+)\()",
+        "IPython ultratb (8.x ``File PATH:LINE, in``; 7.x ``PATH in func(``)",
         None,
         _frame,
         cut_from=NO_CUT,

@@ -72,7 +72,14 @@ def failure_phase(f: Failure, run: Run) -> Optional[Phase]:
         return Phase.CONFIG
     if f.kind == "profiling_error":
         return Phase.WEIGHTS_LOADED
-    if f.kind == "too_long" or f.data.get("in_model_execution"):
+    if f.kind == "too_long" or f.data.get("in_model_execution") or f.data.get("generation_progress"):
+        return Phase.SERVING
+    if offline_progress_before(f, run):
+        return Phase.SERVING
+    if f.all_tags & REQUEST_PATH_TAGS and run.phase <= Phase.CONFIG:
+        # A request's own path (its image through the multimodal encoder, its prompt logprobs)
+        # and no startup step in the log: serving. At startup the encoder runs under
+        # profile_run, whose own frame (or a startup line) would say so (hunt7 q07).
         return Phase.SERVING
     if f.data.get("form") == "xla-compile":
         return Phase.GRAPH_CAPTURE  # XLA compiles the model for its shapes in capture_model
@@ -81,15 +88,48 @@ def failure_phase(f: Failure, run: Run) -> Optional[Phase]:
     hints = {c.phase_hint for c in run.consequences}
     if "runtime" in hints and "startup" not in hints:
         return Phase.SERVING
+    if run.phase <= Phase.CONFIG and "startup" not in hints and graphs_captured(f, run):
+        # PyTorch already held CUDA graphs' private pools: the graphs were captured, after the
+        # KV cache, at the very end of startup; neither a command line nor vLLM's printout of
+        # its arguments above is a later step (hunt8 u07). A marker that startup failed
+        # ("EngineCore failed to start") says otherwise.
+        return Phase.SERVING
     # A startup failure: the run died where it got to (stderr may print the last progress
     # bar after the traceback, so take the furthest phase the run reached).
     if Phase.CONFIG <= run.phase < Phase.READY:
         return run.phase if run.phase > Phase.CONFIG else placed_by_memory(f, run) or Phase.CONFIG
-    if "startup" in hints or ("launch_command" in run.markers and nothing_served(run)):
-        # The operator's command, then the failure, and nothing served in between: the
-        # server never came up, though no line names the step.
+    if "startup" in hints or (("launch_command" in run.markers or run.opened_by == "attempt") and nothing_served(run)):
+        # The operator's command (or a retry after a failed startup: tracker.CONFIG_FATAL_KINDS),
+        # then the failure, and nothing served in between: the server never came up, though
+        # no line names the step.
         return placed_by_memory(f, run) or Phase.CONFIG
     return None
+
+
+#: Tags of a request's own path (frames.py): a single image, video or long prompt's work.
+REQUEST_PATH_TAGS = frozenset({"multimodal_input", "oversized_input"})
+
+
+def offline_progress_before(f: Failure, run: Run) -> bool:
+    """An offline batch's progress bar (``Processed prompts: N%``, vllm/entrypoints/llm.py
+    ``_run_engine``) was printed before the failure: generation was running."""
+    line = run.markers.get("offline_batch")
+    return line is not None and bool(f.lines) and line.lineno <= f.lines[0].lineno
+
+
+def graphs_captured(f: Failure, run: Run) -> bool:
+    """An out-of-memory failure whose message shows PyTorch holding memory in private pools
+    (``c10/cuda/CUDACachingAllocator.cpp``: "with N MiB allocated in private pools (e.g., CUDA
+    Graphs)", printed only when that is not zero): vLLM's CUDA graphs were captured, the last
+    allocating step of startup (after the KV cache: ``gpu_model_runner.capture_model`` under
+    ``compile_or_warm_up_model``). Not with sleep mode on (``enable_sleep_mode``: its
+    ``CuMemAllocator`` pool holds the weights and the KV cache from the start).
+
+    Why not what vLLM's process held: without a co-tenant, an OOM always finds the failing
+    process holding about total - free, whatever the step, so "held >= utilization x total"
+    proves nothing."""
+    pools = f.data.get("private_pools_gib")
+    return isinstance(pools, (int, float)) and pools > 0 and not run.config.get("enable_sleep_mode")
 
 
 def nothing_served(run: Run) -> bool:
