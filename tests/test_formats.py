@@ -305,6 +305,14 @@ KNOWN_WRONG_WRAPPED: set = {
     # -- hunt7/hunt8 (imported at 9a8decf): being fixed as kinds --
     # q16: a stats line hard-wrapped inside prose; aws logs tail trims the indentation.
     ("q16-2023-prose-hang-stats-hard-wrapped-pending-20-kv-98p7pct.log", "cloudwatch_tail"),
+    # m09 (round 7's two-instance sizing): under a launcher's or aws logs tail's per-line prefix
+    # the second instance's prose command ("**实例2：vllm server ... --gpu-memory-utilization 0.4")
+    # is not given to the failing instance, so its sizing remedy has no number (the class and
+    # the co-tenant instance's facts are the bare log's).
+    *(
+        ("m09-ascend-pod-prefix-literal-ansi-two-instances-available-memory-0.log", w)
+        for w in ("launcher", "cloudwatch_tail")
+    ),
     # q28: Neuron's runtime lines under an application logger's or vLLM's JSON envelope.
     *(
         ("q28-neuron-v0-transformers-neuronx-parallel-to-nc-nrt-tensor-allocate-allocation-failure.log", w)
@@ -412,11 +420,7 @@ def hard_wrapped(width):
 #: wrapped twice, t016; a cut inside vLLM's record prefix, h008/h009/m03; one cut before a
 #: space or after "label: ", h036; tests/test_envelopes_wrappers4.py). Strict: a pair that
 #: starts passing fails until it is taken off.
-KNOWN_WRONG_HARD_WRAP: set = {
-    # q16 (remedies2): the bare log reads its one saturated stats line as a storm; wrapped at 80
-    # columns the record's header itself is cut ("INF" / "O 10-27 ..."), so no stats line is read.
-    ("q16-2023-prose-hang-stats-hard-wrapped-pending-20-kv-98p7pct.log", 80),
-}
+KNOWN_WRONG_HARD_WRAP: set = set()
 
 
 def _hard_wrap_cases():
