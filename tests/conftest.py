@@ -69,3 +69,15 @@ def read_records(lines):
     for n, line in enumerate(lines, 1):
         out += r.feed(env.unwrap("x", n, line))
     return env, out + r.flush()
+
+
+def marked_known(cases, known, reason="known wrong"):
+    """``cases`` (manifest entries) as pytest params named by file, the files in ``known``
+    marked strict xfail with ``reason``: a listed log that starts passing fails until it is
+    taken off the list."""
+    return [
+        pytest.param(
+            c, id=c["file"], marks=[pytest.mark.xfail(strict=True, reason=reason)] if c["file"] in known else []
+        )
+        for c in cases
+    ]

@@ -7,7 +7,7 @@ transformed log must get the bare log's verdict (class, findings, facts, evidenc
 import json
 
 import pytest
-from conftest import fixture_path, load_manifest, read_records
+from conftest import fixture_path, load_manifest, marked_known, read_records
 from test_formats import buildkite_apc, buildkite_raw, essence, log_lines, verdict_of
 
 from vllm_doctor.envelopes import STUB_MAX, Envelopes, table_cells
@@ -122,17 +122,7 @@ def markdown_table(lines):
 KNOWN_WRONG_IN_A_TABLE: set = set()
 
 
-@pytest.mark.parametrize(
-    "case",
-    [
-        pytest.param(
-            c,
-            id=c["file"],
-            marks=[pytest.mark.xfail(strict=True, reason="known wrong")] if c["file"] in KNOWN_WRONG_IN_A_TABLE else [],
-        )
-        for c in ALL
-    ],
-)
+@pytest.mark.parametrize("case", marked_known(ALL, KNOWN_WRONG_IN_A_TABLE))
 def test_a_log_pasted_into_a_table_gets_the_bare_verdict(case):
     path = fixture_path(case["file"])
     if _joins(case):

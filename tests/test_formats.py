@@ -12,7 +12,7 @@ import json
 import re
 
 import pytest
-from conftest import fixture_path, load_manifest
+from conftest import fixture_path, load_manifest, marked_known
 
 from vllm_doctor import diagnose
 from vllm_doctor.pipeline import build_verdict, diagnose_input
@@ -466,19 +466,7 @@ def test_a_grepped_or_numbered_paste_gets_the_bare_class(case, prefix):
     assert verdict_of(data).primary_class == verdict_of(path.read_bytes()).primary_class
 
 
-@pytest.mark.parametrize(
-    "case",
-    [
-        pytest.param(
-            c,
-            id=c["file"],
-            marks=[pytest.mark.xfail(strict=True, reason="known wrong")]
-            if c["file"] in KNOWN_WRONG_CLOUDWATCH_PRETTY
-            else [],
-        )
-        for c in CASES
-    ],
-)
+@pytest.mark.parametrize("case", marked_known(CASES, KNOWN_WRONG_CLOUDWATCH_PRETTY))
 def test_cloudwatch_pretty_json_gets_the_bare_verdict(case):
     path = fixture_path(case["file"])
     text, where = cloudwatch_pretty(log_lines(path))

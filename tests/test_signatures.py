@@ -4,7 +4,7 @@ and a plain log's message text is never eaten."""
 import io
 
 import pytest
-from conftest import fixture_path, load_manifest
+from conftest import fixture_path, load_manifest, marked_known
 
 from vllm_doctor.envelopes import Envelopes
 from vllm_doctor.pipeline import build_verdict, diagnose_input
@@ -43,19 +43,7 @@ KNOWN_LEARNED: set = {
 }
 
 
-@pytest.mark.parametrize(
-    "case",
-    [
-        pytest.param(
-            c,
-            id=c["file"],
-            marks=[pytest.mark.xfail(strict=True, reason="wrapper without a named format")]
-            if c["file"] in KNOWN_LEARNED
-            else [],
-        )
-        for c in ALL
-    ],
-)
+@pytest.mark.parametrize("case", marked_known(ALL, KNOWN_LEARNED, "wrapper without a named format"))
 def test_no_corpus_log_learns_a_prefix(case):
     # Every wrapper of the corpus has a rule; so on the corpus, learning must find nothing:
     # whatever it learned would be message text eaten.
