@@ -36,6 +36,10 @@ QUEUE_OVER_RUNNING = 3.0
 #: How much a "give the KV cache more memory" remedy raises gpu_memory_utilization (about
 #: 2.4 GiB of KV cache on an 80 GiB GPU; capped at MAX_ADVISED_UTILIZATION).
 UTILIZATION_RAISE_STEP = 0.03
+#: A storm's "fewer concurrent sequences" remedy halves what ran only from this many: with
+#: fewer at once (hunt7 q16: 2 ran, 20 waited) the KV cache, not the batch, is the limit, and
+#: half of it would serialise the server (fresh20 item 3).
+MIN_SEQS_TO_HALVE = 8
 
 # -- Engine stall (VD203) ---------------------------------------------------------------------
 #: Consecutive stats intervals with requests waiting, none running and nothing generated that

@@ -275,6 +275,10 @@ def _remedies(run: Run, facts: Dict[str, Any]) -> List[Any]:
         seqs_why = f"up to {ran} ran at once"
     else:
         seqs_why = f"half of {seqs.why}"
+    if base and base < thresholds.MIN_SEQS_TO_HALVE:
+        # a handful at once: the cache holds that few; halving them serialises the server
+        seqs_why = f"only {int(base)} ran at once: the KV cache, not the batch, is the limit; more memory comes first"
+        base = None
     return [
         c.raise_to(
             "gpu_memory_utilization",
@@ -295,7 +299,7 @@ def _remedies(run: Run, facts: Dict[str, Any]) -> List[Any]:
             "max_num_seqs",
             max(1, int(base) // 2) if base else None,
             "Lower demand: fewer concurrent sequences",
-            seqs_why if base else f"the value in force is not in {read_from(run)}",
+            seqs_why if base or ran else f"the value in force is not in {read_from(run)}",
         ),
         remedy(
             "Or a shorter max_model_len, if the workload allows",
