@@ -356,3 +356,23 @@ def test_vd901_reads_severity_and_confidence_in_one_shape(tmp_path):
     md = _cli(tmp_path, "NAME=Debian\nVERSION=12\n", "-f", "markdown").stdout
     assert f"**VD901 unknown** ({NOTHING_JUDGED}): " in md
     assert "(unknown)" not in p.stdout + md
+
+
+KV_ERROR = (
+    "ValueError: The model's max seq len (65536) is larger than the maximum number of tokens that can be stored in"
+    " KV cache (23648). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing"
+    " the engine."
+)
+
+
+@pytest.mark.parametrize("after,judged", [(0, True), (7, True), (12, False)])
+def test_a_programs_output_ending_in_vllms_failure_is_a_log(tmp_path, after, judged):
+    # breakit4 item 2: `python train.py 2>&1 | tee log` - 200 prints, then vLLM's fatal error.
+    # QUOTED_DOC_TAIL_LINES 10: 7 lines after it still end the input (at half, 5, they would
+    # not); 12 lines of a page after it do not (at 1.5x, 15, they would).
+    body = [f"epoch 0 step {i} loss {1.0 / (i + 1):.4f}" for i in range(200)]
+    text = "\n".join(body + [KV_ERROR] + [PROSE] * after) + "\n"
+    assert _exit(tmp_path, text) == (1 if judged else 3)
+    if after == 0:  # as the operator sees it
+        p = _cli(tmp_path, text)
+        assert p.returncode == 1 and "VD101" in p.stdout and "not a vLLM log" not in p.stdout

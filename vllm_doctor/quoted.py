@@ -37,6 +37,9 @@ def quoted_document(tracker, lines: int) -> Optional[str]:
         return None
     if tracker.recognised >= thresholds.QUOTED_DOC_MAX_SHARE * lines:
         return None
+    last = max((ln.lineno for run in tracker.runs for f in run.failures for ln in f.lines), default=None)
+    if last is not None and lines - last < thresholds.QUOTED_DOC_TAIL_LINES:
+        return None  # the input ends in its failure: a program's output, not a page quoting it
     return (
         f"{NOT_A_LOG}{tracker.recognised} of its {lines} lines are vLLM messages, none with vLLM's"
         " record or process prefix (a document, chat or page that quotes them); not diagnosed:"

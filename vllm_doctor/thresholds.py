@@ -227,3 +227,8 @@ QUOTED_DOC_MIN_LINES = 80
 #: Share of such an input's lines vLLM's own messages must reach for it to be read as a log
 #: (this project's README: 1.2%; a traceback pasted alone is well above: every frame counts).
 QUOTED_DOC_MAX_SHARE = 0.05
+#: Lines after an input's last failure within which that failure ends the input: a program's
+#: own output (a training loop's prints, then vLLM's fatal error: breakit4 item 2) ends where
+#: it failed; a page that quotes an error goes on well past it (a traceback's last frame and
+#: "Aborted"-style lines fit).
+QUOTED_DOC_TAIL_LINES = 10
