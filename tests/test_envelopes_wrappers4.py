@@ -437,3 +437,47 @@ def test_a_head_with_control_characters_is_read_line_by_line(head, want):
     assert has_controls(head) is want
     if want:
         assert reads_every_line(head)
+
+
+# --- Invisible marks and Unicode spaces a chat or a web page leaves (breakit4 item 1) ----------
+
+_MARKS = {
+    "nbsp": lambda s: s.replace("out of memory", "out\u00a0of\u00a0memory"),
+    "zwsp": lambda s: s.replace("out of memory", "out of\u200b memory"),
+    "soft-hyphen": lambda s: s.replace("memory", "mem\u00adory", 1),
+    "bom": lambda s: s.replace("CUDA out", "CUDA\ufeff out"),
+    "bidi": lambda s: s.replace("CUDA out", "\u202eCUDA out\u202c"),
+    "nel": lambda s: s.replace("out of memory", "out\u0085of memory"),
+    "line-separator": lambda s: s.replace("out of memory", "out of\u2028memory"),
+    "ideographic-space": lambda s: s.replace("Tried to", "Tried\u3000to"),
+    "narrow-nbsp": lambda s: s.replace("2.00 GiB", "2.00\u202fGiB"),
+}
+
+
+@pytest.mark.parametrize("mark", list(_MARKS))
+@pytest.mark.parametrize("wrap", _CTRL_WRAPPERS, ids=["bare"] + [w.__name__ for w in _CTRL_WRAPPERS[1:]])
+@pytest.mark.parametrize("prefilter", [True, False], ids=["fast", "every-line"])
+def test_invisible_marks_and_unicode_spaces_do_not_hide_a_failure(mark, wrap, prefilter):
+    lines = _LOG[:-1] + [_MARKS[mark](_TORCH_OOM)]
+    clean = _LOG
+    if wrap is not None:
+        lines, clean = wrap_all(wrap, lines), wrap_all(wrap, clean)
+    got, want = _diagnose(lines, prefilter), _diagnose(clean, prefilter)
+    assert essence(got) == essence(want)
+    f = finding(got, "runtime_oom")
+    assert f.facts["gpu_total_gib"] == 79.25 and f.facts["tried_to_allocate_gib"] == 2.0
+
+
+@pytest.mark.parametrize(
+    "head,want",
+    [
+        ("CUDA out\u00a0of memory\n".encode(), True),
+        ("KV\u200b cache\n".encode(), True),
+        ("\ufeffINFO x\n".encode(), False),  # a BOM at the start is the file's, read as such
+        ("INFO x\n\ufeffINFO y\n".encode(), True),
+        ("模型加载完成，显存占用正常\n".encode(), False),  # CJK text alone holds none of them
+    ],
+    ids=["nbsp", "zwsp", "leading-bom", "inner-bom", "cjk"],
+)
+def test_a_head_with_invisible_marks_is_read_line_by_line(head, want):
+    assert has_controls(head) is want

@@ -106,6 +106,13 @@ _CARET_ANSI = regex.compile(r"\^\[\[[0-9;?]*[A-Za-z]|\^\[[\]_][^\x07^]*(?:\x07|\
 #: no message holds them, so they are removed before anything reads the line. Tab, line feed
 #: and carriage return are kept (white space; CR separates progress-bar updates).
 _CONTROLS = regex.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]+")
+# Characters a chat, a wiki or a web page puts inside copied text that a reader does not see:
+# zero-width and bidi marks, the soft hyphen, a BOM mid-line (removed), and the no-break and
+# other Unicode spaces, NEL and the line/paragraph separators (a space): vLLM's wordings are
+# matched on the text as it reads (breakit4 item 1: "CUDA out of\u00a0memory" read healthy).
+# The views drop the same marks (render/inert.py).
+_INVISIBLE = regex.compile("[\u00ad\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]+")
+_UNICODE_SPACES = regex.compile("[\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
 
 _FRAME_CHARS = frozenset("│┃║")
 #: What a quoted paste starts each line with: Markdown's ``>``, or the bar a rendered quote
@@ -984,6 +991,8 @@ def _unwrap(source: str, lineno: int, line: str, env: Envelopes, outer: bool, de
         s = _clean(s, env.markdown)
     if not s.isprintable():  # one C-level scan; false for tabs and controls (and NBSP, ZWSP)
         s = _CONTROLS.sub("", s)
+        if not s.isascii():
+            s = _UNICODE_SPACES.sub(" ", _INVISIBLE.sub("", s))
     if "\r" in s:
         # Carriage returns separate progress-bar updates, a record written after a bar, or
         # whole lines (old CR-only line endings): each piece is read as a line of its own.

@@ -130,7 +130,14 @@ def reads_every_line(head: bytes) -> bool:
 
 #: C0 control bytes no log line holds (tab, LF, CR and ESC are not among them: ESC starts
 #: ANSI colour codes, which the pre-filter's literals never span).
-_CONTROL_BYTES = regex.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f]")
+_CONTROL_BYTES = regex.compile(
+    rb"[\x00-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f]"
+    # UTF-8 of the invisible marks and Unicode spaces the reader also mends (envelopes._INVISIBLE,
+    # _UNICODE_SPACES): NBSP, soft hyphen, NEL; U+2000-200F, U+2028-202F; U+205F-2069; a BOM
+    # past the first bytes; the ideographic space
+    rb"|\xc2[\x85\xa0\xad]|\xe2\x80[\x80-\x8f\xa8-\xaf]|\xe2\x81[\x9f-\xa9]|(?<=.)\xef\xbb\xbf|\xe3\x80\x80",
+    regex.S,
+)
 _WIDE_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
 
