@@ -53,11 +53,17 @@ def _raise_length(run: Run, d, kv_tokens) -> Remedy:
     return constraints(run).raise_to("max_model_len", target, action, why)
 
 
-#: Message variants (vllm_doctor.catalog.requests) that compare the prompt alone with
-#: max_model_len: "... your prompt contains N input tokens, which exceeds this limit even without
-#: any output tokens" (v0.32+), "The decoder prompt (length N) ... is longer than the maximum
-#: model length of M".
-PROMPT_ALONE_VARIANTS = frozenset({"prompt-alone", "decoder-prompt"})
+#: Message variants (vllm_doctor.catalog.requests) whose context is max_model_len itself and
+#: whose prompt count is the prompt alone, so a prompt at or over it fits no max_tokens: "...
+#: your prompt contains N input tokens, which exceeds this limit even without any output
+#: tokens" (v0.32+), "The decoder prompt (length N) ... is longer than the maximum model length
+#: of M", and the ones that print the prompt beside the output asked for: "(N in the messages,
+#: M in the completion)" (v0.5-v0.9), "you requested M output tokens and your prompt contains N
+#: input tokens", "'max_tokens' ... is too large" (breakit4 item 5: "at most -2616 output
+#: tokens" was advised). Not "input" (v0.15: its context is max_model_len - max_tokens, u011).
+PROMPT_ALONE_VARIANTS = frozenset(
+    {"prompt-alone", "decoder-prompt", "messages+completion", "output+prompt", "max_tokens"}
+)
 
 
 def _prompt_limit(run: Run, d, facts, failures) -> Finding:
@@ -142,7 +148,9 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List
         else remedy(
             "Cap max_tokens in the client at max_model_len minus the prompt length",
             None,
-            f"this request could ask for at most {L - P} output tokens ({L} - {P})" if L and P is not None else None,
+            f"this request could ask for at most {L - P} output tokens ({L} - {P})"
+            if L and P is not None and L > P
+            else None,
             "client",
         ),
         remedy("Trim or summarise long conversations in the client", None, None, "client"),
