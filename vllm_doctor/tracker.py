@@ -851,6 +851,10 @@ class SourceTracker:
             return
         if command:
             run.markers.setdefault("launch_command", line)
+            if ev.pattern == "offline_llm_call":
+                # the operator's LLM(...) call: its settings are keywords, even when it failed
+                # before its batch began (breakit4 item 12); no proof of serving (offline_batch)
+                run.markers.setdefault("offline_llm", line)
         for key, val in ev.data.items():
             if key == "launch_command":
                 continue

@@ -89,7 +89,7 @@ class Constraints:
         self.run = run
         self.version = run.value("vllm_version")
         self.engine = run.engine
-        self.offline = "offline_batch" in run.markers
+        self.offline = "offline_batch" in run.markers or "offline_llm" in run.markers
         self.gpu_total_gib = self._gpu_total()
         self.held_by_others_gib = self._held_by_others()
 
