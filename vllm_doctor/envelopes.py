@@ -1090,6 +1090,12 @@ def table_cells(text: str) -> Optional[List[str]]:
 #: A first cell that is a time, a date or a number (a table of one server's stats over time):
 #: no label of another series.
 _TIME_LIKE = regex.compile(r"[\d\s:.,/+\-TZ]*")
+# A position along one series rather than a series of its own: a step, an epoch, an elapsed
+# time or a clock time with its unit ("step 3", "t+10s", "#4", "10:01 AM": breakit4 item 7).
+_AXIS_LIKE = regex.compile(
+    r"(?i)(?:step|iter(?:ation)?|epoch|round|interval|sample|minute|min|t|#|no\.?)?\s*[+#]?\s*"
+    r"\d+(?:[.:]\d+)*\s*(?:s|sec|secs|seconds?|ms|m|min|mins|minutes?|h|am|pm|a\.m\.|p\.m\.)?"
+)
 #: Longest first cell taken as a row's label (a model name, a setting).
 ROW_LABEL_MAX = 100
 
@@ -1099,7 +1105,7 @@ def row_label(cell: str) -> Optional[str]:
     R1-Distill-Qwen-1.5B | 19% | Avg prompt throughput ...``: the model compared), or None for
     a cell that labels no other series: empty, a time, a date or a number, longer than
     :data:`ROW_LABEL_MAX`."""
-    if not cell or len(cell) > ROW_LABEL_MAX or _TIME_LIKE.fullmatch(cell):
+    if not cell or len(cell) > ROW_LABEL_MAX or _TIME_LIKE.fullmatch(cell) or _AXIS_LIKE.fullmatch(cell):
         return None
     return cell
 

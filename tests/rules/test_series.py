@@ -38,6 +38,10 @@ def _stats_runs(lines):
         (["DeepSeek-R1-Distill-Qwen-1.5B", "DeepSeek-R1-Distill-Qwen-7B"], 2),  # m25: two models
         (["Qwen-7B", "Qwen-7B", "Qwen-7B"], 1),  # one model, three intervals
         (["10:00:01", "10:00:11"], 1),  # one server over time
+        (["10:01 AM", "10:02 AM", "10:03 AM"], 1),  # a clock with its AM/PM (breakit4 item 7)
+        (["step 1", "step 2", "step 3"], 1),  # steps of one run
+        (["t+10s", "t+20s"], 1),
+        (["Qwen2.5-7B", "Qwen2.5-14B"], 2),  # models that differ only in their numbers
         (["", ""], 1),  # no label
     ],
 )
@@ -56,6 +60,12 @@ def test_table_rows_of_different_labels_are_different_series(labels, series):
         ("2025-07-18 10:00:01", None),
         ("19%", "19%"),  # a letter-free cell with a sign still labels (not a time or a number)
         ("42", None),
+        ("10:01 AM", None),
+        ("step 12", None),
+        ("#3", None),
+        ("epoch 2", None),
+        ("Qwen2.5-7B", "Qwen2.5-7B"),
+        ("run A", "run A"),
         ("x" * 101, None),
         ("", None),
     ],
