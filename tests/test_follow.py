@@ -80,6 +80,26 @@ def test_follow_stdin_ends_with_the_summary():
     assert json.loads(out.strip().splitlines()[-1])["type"] == "verdict"
 
 
+def test_what_follow_streamed_stands_in_its_summary_and_exit_code():
+    # breakit4 item 6: a long prefix-less input quoting one OOM reads as a document in batch
+    # mode (exit 3); following, the finding was streamed first, then the summary said "no vLLM
+    # output" and the exit code was 1. A followed stream is a live log: judged as one.
+    prose = "The server is started and then we look at what it printed when it failed."
+    oom = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+        "23.58 GiB of which 1.00 GiB is free. Process 4242 has 20.00 GiB memory in use."
+    )
+    text = "\n".join([prose] * 100 + [oom] + [prose] * 50) + "\n"
+    proc = start("-", stdin=subprocess.PIPE)
+    out, _ = proc.communicate(text, timeout=60)
+    records = [json.loads(x) for x in out.strip().splitlines()]
+    streamed = [r["class"] for r in records if r.get("type") != "verdict"]
+    verdict = records[-1]
+    assert verdict["type"] == "verdict" and streamed
+    assert verdict["primary_class"] == streamed[0] != "unknown" and verdict["exit_code"] == 1
+    assert proc.returncode == 1
+
+
 # -- the reader under follow mode, driven in this process: no timing, real files ------------
 from vllm_doctor import follow as follow_mod  # noqa: E402
 from vllm_doctor import sources  # noqa: E402

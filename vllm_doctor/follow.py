@@ -192,6 +192,7 @@ class Follower:
         self, name: str, input_format: str, emit: Callable[[Finding], None], select: Optional[frozenset] = None
     ) -> None:
         self.reader = _SourceReader(name, input_format, select)
+        self.reader.live = True
         self.emit = emit
         self.printed: Set[Tuple[str, int, str]] = set()
         self.lines = 0  # lines read, over every file followed

@@ -76,6 +76,10 @@ class _SourceReader:
         self.name = name
         self.select = select
         self.orphan_errors = SourceSummary(name=name)  # errors before any sub-source exists
+        # a live server's output, read as it comes (follow.py): judged as a log from its first
+        # finding on, never afterwards as a page quoting vLLM (the verdict and exit code a
+        # follower streamed must stand at the end: breakit4 item 6)
+        self.live = False
         self.allowed = allowed(input_format)
         self.forced = input_format if input_format != "auto" else None
         self.catalog = Catalog()
@@ -201,7 +205,7 @@ class _SourceReader:
             summary.recognised = tracker.recognised
             # a page quoting vLLM, not its log (plain text only: a log store's envelopes
             # spread one record over many lines, and are a log whatever they hold)
-            plain = fmt == "plain" and not summary.wrappers_seen
+            plain = fmt == "plain" and not summary.wrappers_seen and not self.live
             quoted = quoted_document(tracker, lines) if plain else None
             summary.vllm_output = tracker.vllm_seen and quoted is None
             if quoted is not None:
