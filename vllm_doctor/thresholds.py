@@ -232,3 +232,9 @@ QUOTED_DOC_MAX_SHARE = 0.05
 #: it failed; a page that quotes an error goes on well past it (a traceback's last frame and
 #: "Aborted"-style lines fit).
 QUOTED_DOC_TAIL_LINES = 10
+
+# -- An allocation larger than the device (VD900, rules/impossible_allocation.py) ------------
+#: In the profiling run, whose dummy batch is max_num_batched_tokens tokens, an allocation
+#: grows with that count: the advised count is this share of the most for which the one
+#: allocation would fit the whole device (the weights, the KV cache and the rest need room).
+PROFILE_BATCH_SHARE = 0.25

@@ -11,6 +11,9 @@ What it means:
     or an attention path that materialises ``seq_len x seq_len`` scores (no flash attention).
 
 Remedies, in order:
+    0. In the profiling run (``profile_run`` frames), whose dummy batch is
+       ``max_num_batched_tokens`` tokens as printed: lower it (the allocation grows with it) to
+       ``PROFILE_BATCH_SHARE`` of the count that would fill the whole device.
     1. Bound the input that made it: for a multimodal model, the images or videos per prompt
        (``--limit-mm-per-prompt``) and their size (``--mm-processor-kwargs`` with the
        processor's ``max_pixels`` / ``longest_edge``), or serve text-only; for a request, its
@@ -43,6 +46,7 @@ from .. import thresholds
 from ..run import Failure, Run
 from ..verdict import Finding
 from .oom import device_memory, oom_facts
+from .plan import constraints
 from .rule import Rule, config_evidence, consequence_evidence, failure_evidence, finding, remedy
 
 #: A model name that says it takes images or video (Qwen2.5-VL, Kimi-VL, LLaVA, InternVL,
@@ -91,6 +95,27 @@ def _input_remedy(run: Run, failures: Sequence[Failure]) -> Any:
     )
 
 
+def _profile_batch_remedy(run: Run, failures: Sequence[Failure], tried: Any, total: Any) -> Any:
+    """In the profiling run (``profile`` frames), whose dummy batch is ``max_num_batched_tokens``
+    tokens as printed, the allocation scales with that count (breakit4 item 4: 1,048,576
+    tokens asked 112 GiB of 79.19): lower it to :data:`~vllm_doctor.thresholds.PROFILE_BATCH_SHARE`
+    of the most that would fit the device; None elsewhere (a request's input is bounded by
+    the next remedy)."""
+    now = constraints(run).in_force("max_num_batched_tokens")
+    if not (tried and total and now.known and now.low) or not any("profile" in f.all_tags for f in failures):
+        return None
+    fits = int(now.low * total / tried)
+    target = int(fits * thresholds.PROFILE_BATCH_SHARE)
+    target = target // 1024 * 1024 if target >= 2048 else max(1, target)  # a count an operator types
+    return constraints(run).lower(
+        "max_num_batched_tokens",
+        target,
+        "Lower max_num_batched_tokens: profiling runs a dummy batch of that many tokens",
+        f"this allocation grows with it: {now.why} asked {tried:.2f} GiB; about {fits} tokens would fill the whole "
+        f"{total:.2f} GiB device, and the weights and the KV cache need room too",
+    )
+
+
 def check(rule: Rule, run: Run, failures: Sequence[Failure], phase: str) -> Finding:
     """The finding (class of ``rule``, VD900 other) for OOM failures that :func:`impossible`
     holds; ``phase`` as the tree routed them."""
@@ -104,6 +129,7 @@ def check(rule: Rule, run: Run, failures: Sequence[Failure], phase: str) -> Find
         f"{device_memory(facts)} the whole device has: a runaway tensor, an unbounded input"
     )
     rem = [
+        _profile_batch_remedy(run, failures, tried, total),
         _input_remedy(run, failures),
         remedy(
             "Find the operation that asked for it in the worker's own traceback (printed above the error); an "
