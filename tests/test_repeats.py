@@ -651,7 +651,8 @@ def test_every_field_of_the_tracker_state_was_reviewed_for_the_fold():
 
     assert sorted(vars(Catalog())) == ["timeouts", "unread"]
     assert sorted(vars(_SourceReader("x"))) == sorted(
-        "allowed budget catalog current env evicted_sources forced name orphan_errors reasm select sniffed "
+        # live: set once when following, read only at the end (no fold state)
+        "allowed budget catalog current env evicted_sources forced live name orphan_errors reasm select sniffed "
         "summaries trackers".split()
     )
     attrs = sorted(vars(SourceTracker("x")))
