@@ -94,6 +94,24 @@ def caret_cr(i, line):
     return line + "^M"
 
 
+def cloudwatch_csv(i, line):
+    """CloudWatch Logs' CSV export (SageMaker, hunt8 u18): ``<epoch ms>,<message>``, the
+    message quoted with its quotes doubled when it holds a quote or a comma (RFC 4180)."""
+    if '"' in line or "," in line:
+        line = '"' + line.replace('"', '""') + '"'
+    return f"{1756144009120 + 1000 * i},{line}"
+
+
+def cloudwatch_csv_syslog(i, line):
+    """The same relayed through rsyslog first (u18): ESC kept as ``#033`` (vLLM's colours,
+    ``#033[1;36m(VllmWorker pid=96)#033[0;0m``), the CRLF line ending as ``#015``, every
+    message quoted."""
+    m = _HEADER.match(line)
+    if m and m["proc"]:
+        line = f"#033[1;36m{m['proc'][:-1]}#033[0;0m {line[len(m['proc']) :]}"
+    return f'{1756144009120 + 1000 * i},"' + (line + "#015").replace('"', '""') + '"'
+
+
 def stern(i, line):
     """``stern``'s default ``<pod> <container> <message>``: learned, no rule for it."""
     return f"vllm-7d9f8c4b5-x2k4p vllm {line}"
@@ -245,6 +263,8 @@ WRAPPERS = [
     docker_json,
     buildkite_raw,
     buildkite_apc,
+    cloudwatch_csv,
+    cloudwatch_csv_syslog,
 ]
 
 
@@ -412,11 +432,7 @@ def hard_wrapped(width):
 #: wrapped twice, t016; a cut inside vLLM's record prefix, h008/h009/m03; one cut before a
 #: space or after "label: ", h036; tests/test_envelopes_wrappers4.py). Strict: a pair that
 #: starts passing fails until it is taken off.
-KNOWN_WRONG_HARD_WRAP: set = {
-    # q16 (remedies2): the bare log reads its one saturated stats line as a storm; wrapped at 80
-    # columns the record's header itself is cut ("INF" / "O 10-27 ..."), so no stats line is read.
-    ("q16-2023-prose-hang-stats-hard-wrapped-pending-20-kv-98p7pct.log", 80),
-}
+KNOWN_WRONG_HARD_WRAP: set = set()  # q16 at 80 (a header cut "INF" / "O 10-27") reads right since f18c943
 
 
 def _hard_wrap_cases():
