@@ -324,3 +324,41 @@ def test_a_csv_export_is_a_named_format_and_learns_nothing():
     (f,) = v.findings
     assert f.title.endswith("root cause not in this log: WorkerProc failed to start.")
     assert f.facts["last_frames"] == ["worker_main"]
+
+
+# --- aws logs tail over prose (q16): one stream name with a slash on every line ---------------
+
+_TAIL = "2026-11-30T03:08:0{i}.00000{i}+00:00 {stream} {msg}"
+_PROSE = ["However, after 5-10 minutes, the server hangs", "sage: 98.7%, CPU KV cache usage: 0.0%", "", "Then x"]
+
+
+@pytest.mark.parametrize(
+    "stream,n,want",
+    [
+        ("vllm/vllm/0f3c9a7e", 3, True),
+        ("vllm/vllm/0f3c9a7e", 4, True),
+        ("vllm/vllm/0f3c9a7e", 2, False),  # CLOUDWATCH_STREAM_LINES - 1: no
+        ("AllTraffic/i-0abc", 3, True),
+        ("myhost", 4, False),  # no slash: a journald host or a word of the message
+    ],
+)
+def test_prose_under_aws_logs_tail_is_cloudwatch_by_its_stream(stream, n, want):
+    env = Envelopes()
+    for i in range(n):
+        env.sniff(_TAIL.format(i=i, stream=stream, msg=_PROSE[i]).rstrip())
+    assert env.cloudwatch is want
+    assert Envelopes.CLOUDWATCH_STREAM_LINES == 3
+
+
+def test_two_stream_names_are_not_one_stream():
+    env = Envelopes()
+    for i, stream in enumerate(["a/b", "a/b", "c/d"]):
+        env.sniff(_TAIL.format(i=i, stream=stream, msg="prose"))
+    assert not env.cloudwatch
+
+
+def test_a_slash_is_no_journald_host():
+    (rec,) = unwrap("x", 1, "2026-11-30T03:08:01.000001+00:00 vllm/vllm/0f3c sage: 98.7%, CPU KV cache usage: 0.0%")
+    assert rec.wrapper != "journald-iso" and "sage: 98.7%" in rec.text
+    (rec,) = unwrap("x", 1, "2026-11-30T03:08:01.000001+00:00 gpu-node-1 vllm[7]: INFO 01-01 00:00:00 [a.py:1] hi")
+    assert (rec.wrapper, rec.host, rec.text) == ("journald-iso", "gpu-node-1", "hi")

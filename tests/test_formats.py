@@ -323,8 +323,6 @@ def wrapped(path, wrap):
 #: Strict: a pair listed here that starts passing fails until it is taken off.
 KNOWN_WRONG_WRAPPED: set = {
     # -- hunt7/hunt8 (imported at 9a8decf): being fixed as kinds --
-    # q16: a stats line hard-wrapped inside prose; aws logs tail trims the indentation.
-    ("q16-2023-prose-hang-stats-hard-wrapped-pending-20-kv-98p7pct.log", "cloudwatch_tail"),
     # q28: Neuron's runtime lines under an application logger's or vLLM's JSON envelope.
     *(
         ("q28-neuron-v0-transformers-neuronx-parallel-to-nc-nrt-tensor-allocate-allocation-failure.log", w)

@@ -120,7 +120,8 @@ _JOURNALD_SHORT = regex.compile(
 )
 _JOURNALD_ISO = regex.compile(
     r"(?P<ts>[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?:Z|[+-][0-9]{2}:?[0-9]{2})) "
-    r"(?P<host>[^\s(\[]+) (?P<ident>[^\s\[\]:()]+)(?:\[(?P<jpid>[0-9]+)\])?: "
+    # A host name holds no slash (RFC 1123); a CloudWatch stream name often does ("vllm/vllm/<id>").
+    r"(?P<host>[^\s(\[/]+) (?P<ident>[^\s\[\]:()]+)(?:\[(?P<jpid>[0-9]+)\])?: "
 )
 # An exception line ("ValueError: ...") after a time stamp and a word is not a journald
 # identifier; journald identifiers are program names.
@@ -297,6 +298,9 @@ class Envelopes:
     #: Lines of ``aws logs tail`` shape with a vLLM record after the stream name needed to
     #: read an input as CloudWatch's.
     CLOUDWATCH_VOTES = 2
+    #: Lines, every one of ``aws logs tail`` shape under one stream name with a slash, that
+    #: make an input CloudWatch's without a vLLM record after the stream name (prose).
+    CLOUDWATCH_STREAM_LINES = 3
 
     def __init__(self, allowed: Optional[FrozenSet[str]] = None, learn: bool = True) -> None:
         self.allowed = allowed
@@ -308,7 +312,8 @@ class Envelopes:
         self.pretty: Optional[fleet.CloudWatchPretty] = (
             fleet.CloudWatchPretty() if allowed is not None and "cloudwatch-json" in allowed else None
         )
-        self._votes = self._shaped = self._lines = 0
+        self._votes = self._shaped = self._lines = self._streamed = 0
+        self._stream: Optional[str] = None  # the stream name of the first aws-logs-tail-shaped line
         self.sigs: List[Signature] = []  # what the learner has learned so far
         self._after_frame = False  # logcli's text output: the last line was a traceback frame
         self.markdown = False  # a first line held a Markdown escape (vllm_doctor.escapes)
@@ -354,15 +359,22 @@ class Envelopes:
             return "cloudwatch-json"
         if self.allowed is None and not self.cloudwatch:
             self._lines += 1
-            m = _CLOUDWATCH_TAIL.match(s) if s[:1].isdigit() else None
+            m = _CLOUDWATCH_TAIL.match(s + " ") if s[:1].isdigit() else None  # a blank message trimmed
             if m and m["ts"][-6:-5] in "+-":
                 self._shaped += 1
                 rest = s[m.end() :]
                 self._votes += anchored(rest[2:] if rest[:2] == "> " else rest)  # a quoted paste too
+                if "/" in m["stream"] and self._stream in (None, m["stream"]):
+                    self._stream = m["stream"]
+                    self._streamed += 1
             # Two lines with a record after the stream name; or, in an excerpt too short for
-            # that, one such line and the shape on every line.
-            self.cloudwatch = self._votes >= self.CLOUDWATCH_VOTES or (
-                self._votes >= 1 and self._shaped == self._lines >= 2
+            # that, one such line and the shape on every line; or, in a paste of prose with no
+            # record at the start of a message (q16), the shape on every line with one stream
+            # name that holds a slash, as CloudWatch's do and a journald host never does.
+            self.cloudwatch = (
+                self._votes >= self.CLOUDWATCH_VOTES
+                or (self._votes >= 1 and self._shaped == self._lines >= 2)
+                or self._streamed == self._lines >= self.CLOUDWATCH_STREAM_LINES
             )
         if self.learning and s[:2] != '{"':
             self._observe(s)
@@ -1077,7 +1089,8 @@ def _unwrap(source: str, lineno: int, line: str, env: Envelopes, outer: bool, de
             return recs
     embedded = "INFO " in text or "ERROR " in text or "WARNING " in text or "DEBUG " in text or "CRITICAL " in text
     padded = _PAD in text
-    collapsed = " pid=" in text or 'File "' in text
+    # A whole traceback on one line (collapsed_starts): one C-level scan or two per line.
+    collapsed = " pid=" in text or text.count('File "') >= COLLAPSED_FRAMES_MIN
     if not (embedded or padded or collapsed):
         return [first]
     starts = {m.start() for m in _EMBEDDED.finditer(text) if m.start() > 0} if embedded else set()
