@@ -94,6 +94,24 @@ def caret_cr(i, line):
     return line + "^M"
 
 
+def cloudwatch_csv(i, line):
+    """CloudWatch Logs' CSV export (SageMaker, hunt8 u18): ``<epoch ms>,<message>``, the
+    message quoted with its quotes doubled when it holds a quote or a comma (RFC 4180)."""
+    if '"' in line or "," in line:
+        line = '"' + line.replace('"', '""') + '"'
+    return f"{1756144009120 + 1000 * i},{line}"
+
+
+def cloudwatch_csv_syslog(i, line):
+    """The same relayed through rsyslog first (u18): ESC kept as ``#033`` (vLLM's colours,
+    ``#033[1;36m(VllmWorker pid=96)#033[0;0m``), the CRLF line ending as ``#015``, every
+    message quoted."""
+    m = _HEADER.match(line)
+    if m and m["proc"]:
+        line = f"#033[1;36m{m['proc'][:-1]}#033[0;0m {line[len(m['proc']) :]}"
+    return f'{1756144009120 + 1000 * i},"' + (line + "#015").replace('"', '""') + '"'
+
+
 def stern(i, line):
     """``stern``'s default ``<pod> <container> <message>``: learned, no rule for it."""
     return f"vllm-7d9f8c4b5-x2k4p vllm {line}"
@@ -245,6 +263,8 @@ WRAPPERS = [
     docker_json,
     buildkite_raw,
     buildkite_apc,
+    cloudwatch_csv,
+    cloudwatch_csv_syslog,
 ]
 
 
@@ -303,16 +323,11 @@ def wrapped(path, wrap):
 #: Strict: a pair listed here that starts passing fails until it is taken off.
 KNOWN_WRONG_WRAPPED: set = {
     # -- hunt7/hunt8 (imported at 9a8decf): being fixed as kinds --
-    # q16: a stats line hard-wrapped inside prose; aws logs tail trims the indentation.
-    ("q16-2023-prose-hang-stats-hard-wrapped-pending-20-kv-98p7pct.log", "cloudwatch_tail"),
-    # m09 (round 7's two-instance sizing): under a launcher's or aws logs tail's per-line prefix
-    # the second instance's prose command ("**实例2：vllm server ... --gpu-memory-utilization 0.4")
-    # is not given to the failing instance, so its sizing remedy has no number (the class and
-    # the co-tenant instance's facts are the bare log's).
-    *(
-        ("m09-ascend-pod-prefix-literal-ansi-two-instances-available-memory-0.log", w)
-        for w in ("launcher", "cloudwatch_tail")
-    ),
+    # m09 (round 7's two-instance sizing): under a launcher's per-line prefix the learned prefix
+    # glues two layers ("job-42/step 5 | [mineru] "), so the prose lines keep "job-42/step N |"
+    # and the second instance's command ("**实例2：vllm server ... --gpu-memory-utilization 0.4")
+    # is not given to the failing instance: its sizing remedy has no number.
+    ("m09-ascend-pod-prefix-literal-ansi-two-instances-available-memory-0.log", "launcher"),
     # q28: Neuron's runtime lines under an application logger's or vLLM's JSON envelope.
     *(
         ("q28-neuron-v0-transformers-neuronx-parallel-to-nc-nrt-tensor-allocate-allocation-failure.log", w)
@@ -420,7 +435,7 @@ def hard_wrapped(width):
 #: wrapped twice, t016; a cut inside vLLM's record prefix, h008/h009/m03; one cut before a
 #: space or after "label: ", h036; tests/test_envelopes_wrappers4.py). Strict: a pair that
 #: starts passing fails until it is taken off.
-KNOWN_WRONG_HARD_WRAP: set = set()
+KNOWN_WRONG_HARD_WRAP: set = set()  # q16 at 80 (a header cut "INF" / "O 10-27") reads right since f18c943
 
 
 def _hard_wrap_cases():

@@ -29,8 +29,6 @@ def verdict_of(lines):
 #: Empty since the Lemonade launcher's "YYYY-MM-DD HH:MM:SS.mmm [Error] (Process) " (h002)
 #: became an application record prefix (envelopes ``app-log``). Strict, as the others.
 KNOWN_LEARNED: set = {
-    # SageMaker's CloudWatch CSV export ("<epoch ms>,<message>", hunt8 u18): learned, read right.
-    "u18-sagemaker-cloudwatch-csv-epoch-escaped-ansi-workerproc-failed-to-start-cut.log",
     # GKE Cloud Logging's export ("INFO <RFC3339> [resource.labels.containerName: vllm] ") and
     # KServe's "kserve-container " (hunt4 h01, h11): learned as prefixes, read right; no rule
     # names them yet.

@@ -127,7 +127,8 @@ _JOURNALD_SHORT = regex.compile(
 )
 _JOURNALD_ISO = regex.compile(
     r"(?P<ts>[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?:Z|[+-][0-9]{2}:?[0-9]{2})) "
-    r"(?P<host>[^\s(\[]+) (?P<ident>[^\s\[\]:()]+)(?:\[(?P<jpid>[0-9]+)\])?: "
+    # A host name holds no slash (RFC 1123); a CloudWatch stream name often does ("vllm/vllm/<id>").
+    r"(?P<host>[^\s(\[/]+) (?P<ident>[^\s\[\]:()]+)(?:\[(?P<jpid>[0-9]+)\])?: "
 )
 # An exception line ("ValueError: ...") after a time stamp and a word is not a journald
 # identifier; journald identifiers are program names.
@@ -184,20 +185,31 @@ _BUILDKITE = regex.compile(r"_?bk;t=[0-9]{1,16}(?: |$)")
 #: What is left of Buildkite's stamp on a line cut inside it (``bk``, ``bk;t=17781``): a
 #: paste's last line, which is no text of the line before (m23's ``worker_mainbk``).
 BUILDKITE_STUB = regex.compile(r"_?bk(?:;(?:t(?:=[0-9]{0,16})?)?)?")
+#: CloudWatch Logs' CSV export (the console's "Download as CSV", SageMaker endpoint logs,
+#: hunt8 u18): ``<epoch milliseconds>,<message>``, the message in double quotes with its own
+#: quotes doubled (RFC 4180) when it holds a quote or a comma.
+_CSV_EPOCH = regex.compile(r'(?P<ms>[0-9]{13}),(?P<q>")?')
+#: rsyslog's escapes of control characters (``$EscapeControlCharactersOnReceive``: ``#`` and
+#: three octal digits), which a syslog relay and the stores behind it keep as text: ESC
+#: before a colour code (``#033[1;36m``), CR (``#015``), tab (``#011``).
+_SYSLOG_ESCAPE = regex.compile(r"#0(?:33(?=\[)|15|11)")
+_SYSLOG_CHAR = {"#033": "\x1b", "#015": "\r", "#011": "\t"}
 _KUBECTL_PREFIX = regex.compile(r"\[pod/(?P<pod>[^/\]\s]+)/(?P<container>[^\]\s]+)\] ")
 
 #: Outer wrappers that say only when a line was written (no source): a continuation line
 #: may carry one when the line it continues does not (Docker Desktop, t023). ``app-log``
 #: is a time stamp followed by an application's own record prefix.
 TIME_WRAPPERS = frozenset(
-    {"timestamp", "space-timestamp", "bracket-timestamp", "pipe-timestamp", "app-log", "buildkite"}
+    {"timestamp", "space-timestamp", "bracket-timestamp", "pipe-timestamp", "app-log", "buildkite", "cloudwatch-csv"}
 )
 _TIME_FIRST = frozenset("0123456789[")
 
-# Process prefixes, any number, nested (Ray task around vLLM process).
+# Process prefixes, any number, nested (Ray task around vLLM process). Ray's driver-side
+# relay, which SkyPilot runs every task under, puts a comma after the name: "(task, pid=N) "
+# (hunt7 q09), "(sky-cmd, pid=N) ", and its kin "(name, pid=N, ip=...)".
 _PROC = regex.compile(
-    r"\((?P<name>[A-Za-z_][\w.\-]*(?:\((?:[^()]|\([^()]*\))*\))?)"
-    r"(?: rank=(?P<rank>[0-9]+))? pid=(?P<pid>[0-9]+)(?:, ip=(?P<ip>[0-9A-Fa-f.:]+))?\) ?"
+    r"\((?P<name>[A-Za-z_][\w.\-]*(?:\((?:[^()]|\([^()]*\))*\))?),?"
+    r"(?: rank=(?P<rank>[0-9]+),?)? pid=(?P<pid>[0-9]+)(?:, ip=(?P<ip>[0-9A-Fa-f.:]+))?\) ?"
 )
 _PROC_NOPID = regex.compile(r"\((?P<name>raylet|gcs_server|dashboard|APIServer|EngineCore(?:_DP[0-9]+)?)\) ")
 # PyTorch's glog-style header: [W MMDD ...] with the month not zero-padded ("W409", "W1224").
@@ -293,6 +305,9 @@ class Envelopes:
     #: Lines of ``aws logs tail`` shape with a vLLM record after the stream name needed to
     #: read an input as CloudWatch's.
     CLOUDWATCH_VOTES = 2
+    #: Lines, every one of ``aws logs tail`` shape under one stream name with a slash, that
+    #: make an input CloudWatch's without a vLLM record after the stream name (prose).
+    CLOUDWATCH_STREAM_LINES = 3
 
     def __init__(self, allowed: Optional[FrozenSet[str]] = None, learn: bool = True) -> None:
         self.allowed = allowed
@@ -304,7 +319,8 @@ class Envelopes:
         self.pretty: Optional[fleet.CloudWatchPretty] = (
             fleet.CloudWatchPretty() if allowed is not None and "cloudwatch-json" in allowed else None
         )
-        self._votes = self._shaped = self._lines = 0
+        self._votes = self._shaped = self._lines = self._streamed = 0
+        self._stream: Optional[str] = None  # the stream name of the first aws-logs-tail-shaped line
         self.sigs: List[Signature] = []  # what the learner has learned so far
         self._after_frame = False  # logcli's text output: the last line was a traceback frame
         self.markdown = False  # a first line held a Markdown escape (vllm_doctor.escapes)
@@ -350,15 +366,22 @@ class Envelopes:
             return "cloudwatch-json"
         if self.allowed is None and not self.cloudwatch:
             self._lines += 1
-            m = _CLOUDWATCH_TAIL.match(s) if s[:1].isdigit() else None
+            m = _CLOUDWATCH_TAIL.match(s + " ") if s[:1].isdigit() else None  # a blank message trimmed
             if m and m["ts"][-6:-5] in "+-":
                 self._shaped += 1
                 rest = s[m.end() :]
                 self._votes += anchored(rest[2:] if rest[:2] == "> " else rest)  # a quoted paste too
+                if "/" in m["stream"] and self._stream in (None, m["stream"]):
+                    self._stream = m["stream"]
+                    self._streamed += 1
             # Two lines with a record after the stream name; or, in an excerpt too short for
-            # that, one such line and the shape on every line.
-            self.cloudwatch = self._votes >= self.CLOUDWATCH_VOTES or (
-                self._votes >= 1 and self._shaped == self._lines >= 2
+            # that, one such line and the shape on every line; or, in a paste of prose with no
+            # record at the start of a message (q16), the shape on every line with one stream
+            # name that holds a slash, as CloudWatch's do and a journald host never does.
+            self.cloudwatch = (
+                self._votes >= self.CLOUDWATCH_VOTES
+                or (self._votes >= 1 and self._shaped == self._lines >= 2)
+                or self._streamed == self._lines >= self.CLOUDWATCH_STREAM_LINES
             )
         if self.learning and s[:2] != '{"':
             self._observe(s)
@@ -538,6 +561,8 @@ def _clean(s: str, markdown: bool = False) -> str:
     if "\\" in s or "&" in s:
         # First: an editor escapes the colour codes too (a caret code saved as ^\\[\\[0;36m, m09).
         s = unescape(s, markdown)
+    if "#0" in s:
+        s = _SYSLOG_ESCAPE.sub(_syslog_char, s)
     if "\x1b" in s:
         s = _ANSI.sub("", s)
     if "^" in s:
@@ -546,6 +571,29 @@ def _clean(s: str, markdown: bool = False) -> str:
         while s.endswith("^M"):
             s = s[:-2]
     return s
+
+
+def _syslog_char(m) -> str:
+    """The character an rsyslog escape stands for; nothing for a CR that only ended the line
+    (CRLF; a closing quote or a table cell's border may follow it): a line ending splits no
+    line."""
+    if m[0] == "#015" and not m.string[m.end() :].strip(' "|'):
+        return ""
+    return _SYSLOG_CHAR[m[0]]
+
+
+def _csv_message(s: str, m) -> str:
+    """The message of a CloudWatch CSV line whose ``<epoch ms>,`` (and opening quote) ``m``
+    matched: a quoted one loses its closing quote (if the line was not cut before it) and
+    gets its doubled quotes back as one."""
+    msg = s[m.end() :]
+    if not m["q"]:
+        return msg
+    body = msg.rstrip()
+    tail = msg[len(body) :]  # the separator :func:`_peel` puts back stays
+    if body.endswith('"') and not body.endswith('""') or body.endswith('"""'):
+        body = body[:-1]
+    return body.replace('""', '"') + tail
 
 
 def _unframe(s: str) -> str:
@@ -563,6 +611,11 @@ def _outer(rec: Record, s: str, env: Envelopes, beneath: bool = False) -> str:
     c = s[:1]
     m = None
     if c.isdigit():
+        if s[13:14] == ",":
+            m = _CSV_EPOCH.match(s)
+            if m:
+                rec.wrapper = "cloudwatch-csv"
+                return _csv_message(s, m)
         if len(s) > 10 and s[10] == "T":
             if env.cloudwatch and not beneath:
                 m = _CLOUDWATCH_TAIL.match(s)
@@ -985,9 +1038,19 @@ def _unwrap(source: str, lineno: int, line: str, env: Envelopes, outer: bool, de
         recs = _json_line(source, lineno, s, env, depth)
         if recs is not None:
             return recs
+    if outer and s[13:14] == "," and s[:1].isdigit():
+        m = _CSV_EPOCH.match(s)
+        if m and (env.allowed is None or "cloudwatch-csv" in env.allowed):
+            # Before the escapes are undone: a CR escaped inside the quotes splits the message,
+            # never the quoting.
+            recs = _unwrap(source, lineno, _csv_message(s, m), env, outer, depth)
+            for rec in recs:
+                if rec.wrapper is None:
+                    rec.wrapper = "cloudwatch-csv"
+            return recs
     if len(s) > MAX_RECORD_CHARS:
         s = s[:MAX_RECORD_CHARS]
-    if "\x1b" in s or "^" in s or "\\" in s or "&" in s:
+    if "\x1b" in s or "^" in s or "\\" in s or "&" in s or "#0" in s:
         s = _clean(s, env.markdown)
     if not s.isprintable():  # one C-level scan; false for tabs and controls (and NBSP, ZWSP)
         s = _CONTROLS.sub("", s)
@@ -1035,11 +1098,17 @@ def _unwrap(source: str, lineno: int, line: str, env: Envelopes, outer: bool, de
             return recs
     embedded = "INFO " in text or "ERROR " in text or "WARNING " in text or "DEBUG " in text or "CRITICAL " in text
     padded = _PAD in text
-    if not (embedded or padded):
+    # A whole traceback on one line (collapsed_starts): one C-level scan or two per line.
+    collapsed = " pid=" in text or text.count('File "') >= COLLAPSED_FRAMES_MIN
+    if not (embedded or padded or collapsed):
         return [first]
     starts = {m.start() for m in _EMBEDDED.finditer(text) if m.start() > 0} if embedded else set()
     if padded:
         starts.update(_padded_starts(text))
+    indents: Dict[int, str] = {}
+    if collapsed:
+        indents = collapsed_starts(text, first.proc, first.pid)
+        starts.update(indents)
     if not starts:
         return [first]
     pieces = sorted(starts)
@@ -1053,6 +1122,8 @@ def _unwrap(source: str, lineno: int, line: str, env: Envelopes, outer: bool, de
         last = i + 1 == len(pieces)
         piece = text[start : len(text) if last else pieces[i + 1]]
         body = piece if last else piece.rstrip()
+        if start in indents:
+            body = indents[start] + body  # the indentation Python printed, lost with the newline
         rec = _peel(source, lineno, body, env, outer=False)
         # Glued records share the outer wrapper of their physical line.
         rec.wrapper, rec.host, rec.unit = first.wrapper, first.host, first.unit
@@ -1193,6 +1264,82 @@ _PADDED_START = regex.compile(
 
 
 _FRAME_END = regex.compile(r'", line [0-9]{1,7}, in [^\s"]{1,255}$')
+
+
+#: A whole frame line (``File "PATH", line N, in NAME``); two of them in one physical line
+#: are a traceback whose newlines were collapsed into spaces (a log viewer's export, an
+#: issue form that joined the lines: hunt7 q20, q25). One is not: an error message may quote
+#: a frame.
+_FRAME_HEAD = regex.compile(r'File "[^"]{1,1024}", line [0-9]{1,7}, in [^\s"]{1,255}')
+#: Frame heads in one physical line that make it a collapsed traceback.
+COLLAPSED_FRAMES_MIN = 2
+#: Python 3.11+'s position markers under a source line (``^^^^``, ``~~~^^^~~``), alone
+#: between two spaces.
+_CARETS = regex.compile(r"(?<= )[~^]*\^[~^]*(?= |$)")
+#: What starts a record inside a collapsed traceback besides frames: its header, a chained
+#: traceback's header, an exception line.
+_COLLAPSED_START = regex.compile(
+    r"(?<= )(?:Traceback \(most recent call last\):|During handling of the above exception"
+    r"|The above exception was|(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception): )"
+)
+
+
+def collapsed_starts(text: str, proc: Optional[str] = None, pid: Optional[int] = None) -> Dict[int, str]:
+    """Where the records of a physical line whose newlines were collapsed into single spaces
+    start in ``text``, each with the indentation to give it back (``""``, ``"  "`` for a
+    frame, ``"    "`` for its source line or carets). Empty unless the evidence is strong:
+
+    - a process prefix that repeats within the line (``(APIServer pid=N) `` after the one
+      peeled off its start, ``proc``/``pid``, or twice in ``text``): each repeat starts a
+      record, which keeps the indentation after its prefix;
+    - at least :data:`COLLAPSED_FRAMES_MIN` whole frame lines (:data:`_FRAME_HEAD`): each
+      frame, the source line after it, a caret line, a traceback header and an exception
+      line after a frame start one.
+
+    A long message that names one frame, a stats line, a launch command with backslash
+    continuations (``" \\ "``) hold neither. Positions are never 0."""
+    out: Dict[int, str] = {}
+    if " pid=" in text:
+        seen: Dict[str, List[int]] = {}
+        for m in _PROC.finditer(text):
+            if m.start() > 0 and text[m.start() - 1] == " ":
+                seen.setdefault(m[0].rstrip(), []).append(m.start())
+        for key, at in seen.items():
+            if len(at) >= 2 or (proc is not None and key == f"({proc} pid={pid})"):
+                for pos in at:
+                    out[pos] = ""
+        if out:
+            return out
+    if text.count('File "') < COLLAPSED_FRAMES_MIN:
+        return out
+    # A collapsed newline is one space: frames after padding or indentation are
+    # :func:`_padded_starts`' (a terminal copy), or no traceback's.
+    heads = [m for m in _FRAME_HEAD.finditer(text) if _one_space_before(text, m.start())]
+    if len(heads) < COLLAPSED_FRAMES_MIN:
+        return out
+    first_head = heads[0].start()
+    for i, m in enumerate(heads):
+        if m.start() > 0:
+            out[m.start()] = "  "
+        end = heads[i + 1].start() if i + 1 < len(heads) else len(text)
+        code = m.end() + 1
+        if code < end and _one_space_before(text, code):
+            out[code] = "    "
+        for c in _CARETS.finditer(text, code, end):
+            out[c.start()] = "    "
+        for x in _COLLAPSED_START.finditer(text, code, end):
+            out[x.start()] = ""
+    for c in _CARETS.finditer(text, 0, first_head):
+        out[c.start()] = "    "  # the carets under a source line cut before the first frame
+    for x in _COLLAPSED_START.finditer(text, 0, first_head):
+        out[x.start()] = ""
+    out.pop(0, None)
+    return out
+
+
+def _one_space_before(text: str, pos: int) -> bool:
+    """True when ``text[pos]`` starts the line or follows exactly one space."""
+    return pos == 0 or (text[pos - 1] == " " and (pos == 1 or text[pos - 2] != " "))
 
 
 def _padded_starts(text: str) -> List[int]:

@@ -39,6 +39,8 @@ FORMATS: Dict[str, Optional[FrozenSet[str]]] = {
     "cloudwatch": frozenset({"cloudwatch", "timestamp", "quote"}),
     # aws logs filter-log-events (the CLI's pretty JSON, or one event a line).
     "cloudwatch-json": frozenset({"cloudwatch-json"}),
+    # CloudWatch Logs' CSV export ("<epoch ms>,<message>", quoted as RFC 4180 when needed).
+    "cloudwatch-csv": frozenset({"cloudwatch-csv", "quote"}),
     # vLLM's JSON logging (--logging-config.formatter json, VLLM_LOGGING_CONFIG_PATH).
     "vllm-json": frozenset({"vllm-json"}),
 }
@@ -51,7 +53,7 @@ JSON_FORMATS = frozenset({"journald-json", "docker-json", "loki", "cloudwatch-js
 TRIED = (
     "plain vLLM output, journald (short, short-iso, short-precise, cat, json), docker logs -t, "
     "docker compose, kubectl logs --timestamps / --prefix, Loki logcli, CloudWatch (aws logs tail, "
-    "filter-log-events), vLLM JSON logging, Docker json-file, Ray and vLLM process prefixes, "
+    "filter-log-events, CSV export), vLLM JSON logging, Docker json-file, Ray and vLLM process prefixes, "
     "prefixes that repeat before vLLM's records"
 )
 
@@ -73,6 +75,7 @@ _WRAPPER_FORMAT = {
     "loki-text": "loki",
     "cloudwatch": "cloudwatch",
     "cloudwatch-json": "cloudwatch-json",
+    "cloudwatch-csv": "cloudwatch-csv",
     "vllm-json": "vllm-json",
     "docker-json": "docker-json",
     "learned": "learned prefix",

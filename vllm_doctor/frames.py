@@ -321,6 +321,10 @@ TAG_PHASE = (
     ("too_long", Phase.SERVING),
     ("wake_up", Phase.SERVING),
     ("runtime", Phase.SERVING),
+    # Prompt logprobs are computed for a real request only (execute_model; no dummy or
+    # warm-up run asks for them), so these frames place a failure in serving even where the
+    # sampler's frames after them would read as its warm-up (hunt7 q25).
+    ("oversized_input", Phase.SERVING),
     # Weaker than every step it runs (kernel warm-up, capture, sampler warm-up): only the
     # KV cache allocated before it is certain; graph capture is its first step that allocates.
     ("post_kv", Phase.GRAPH_CAPTURE),

@@ -37,8 +37,6 @@ from __future__ import annotations
 
 from typing import List, Sequence
 
-import regex
-
 from .. import thresholds
 from ..events import Phase
 from ..frames import phase_of, step_tag
@@ -117,9 +115,6 @@ def _phase_of_consequences(run: Run) -> str:
 
 
 _DONT = ["Guessing a memory class: the evidence is not in this log"]
-#: Control characters a log store printed as escapes and left in a quoted line (syslog / CloudWatch
-#: ``#015`` for CR and ``#033[1;36m`` for ESC; caret ``^M``): not part of vLLM's message.
-_ESCAPES = regex.compile(r"#015|#033\[[0-9;]*m|\^M$|\^\[\[[0-9;]*m")
 
 
 def _collect() -> Remedy:
@@ -148,7 +143,9 @@ def _died(run: Run, failures: Sequence[Failure], phase: str) -> Finding:
     if step in STEP_WORDS:
         facts["step"] = step.label
     if run.consequences:  # what the log says died, rather than the cut traceback under it
-        first = _ESCAPES.sub("", run.consequences[0].line.text).strip()
+        # syslog's escaped controls (#015, #033[...m) and caret codes are undone by the reader
+        # (vllm_doctor.envelopes._clean), so the quoted line is vLLM's text.
+        first = run.consequences[0].line.text.strip()
         if len(first) > 110:
             first = first[:107] + "..."
         title = f"{phase.capitalize()} failure{where}, root cause not in this log: {first}"
