@@ -85,8 +85,9 @@ def test_the_storm_from_metrics_names_the_scrape_and_what_the_metrics_lack(tmp_p
     assert why["Give the KV cache more memory"] == (
         "every extra GiB becomes KV cache blocks: 0.03 above 0.05 as /metrics reports it in scrape 1"
     )
-    assert why["Lower demand: fewer concurrent sequences"].endswith(
-        "vLLM's V1 default 256-1024 for the API server on a GPU of unknown size, not in the metrics"
+    # 7 ran at once (MIN_SEQS_TO_HALVE): the KV cache is the limit, no halved count is advised
+    assert why["Lower demand: fewer concurrent sequences"] == (
+        "only 7 ran at once: the KV cache, not the batch, is the limit; more memory comes first"
     )
     assert why["Or a shorter max_model_len, if the workload allows"] == (
         "the workload's longest request decides how much shorter; it is not in the metrics"
