@@ -12,21 +12,10 @@ vllm-omni's worker base), wrapped the way each version prefixes them.
 from __future__ import annotations
 
 import pytest
+from test_tracker import track  # one tracker driver for both files
 
 from vllm_doctor import diagnose
-from vllm_doctor.catalog import Catalog
-from vllm_doctor.envelopes import unwrap
-from vllm_doctor.tracker import SourceTracker, instance_role
-
-
-def track(lines):
-    t = SourceTracker("t.log")
-    cat = Catalog()
-    for n, line in enumerate(lines, 1):
-        for rec in unwrap("t.log", n, line):
-            t.feed(rec, cat.recognise(rec))
-    t.finish()
-    return t
+from vllm_doctor.tracker import instance_role
 
 
 # -- prefixes of one process, as each version prints them ----------------------------------
