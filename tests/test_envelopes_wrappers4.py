@@ -405,17 +405,23 @@ def _diagnose(lines, prefilter):
     return build_verdict(diagnose_input(src, prefilter=prefilter))
 
 
+def _oom_beside_the_clean_log(oom_line, wrap, prefilter):
+    """The verdicts of _LOG with its OOM line replaced by ``oom_line`` and of _LOG itself, both
+    under ``wrap`` (None: bare): the first's essence must be the second's."""
+    lines, clean = _LOG[:-1] + [oom_line], _LOG
+    if wrap is not None:
+        lines, clean = wrap_all(wrap, lines), wrap_all(wrap, clean)
+    got, want = _diagnose(lines, prefilter), _diagnose(clean, prefilter)
+    assert essence(got) == essence(want)
+    return got, want
+
+
 @pytest.mark.parametrize("control", ["\x00", "\x07", "\x08", "\x0b", "\x0c", "\x7f", "\x1b"])
 @pytest.mark.parametrize("place", list(_PLACES))
 @pytest.mark.parametrize("wrap", _CTRL_WRAPPERS, ids=["bare"] + [w.__name__ for w in _CTRL_WRAPPERS[1:]])
 @pytest.mark.parametrize("prefilter", [True, False], ids=["fast", "every-line"])
 def test_control_characters_inside_a_line_do_not_stop_recognition(control, place, wrap, prefilter):
-    lines = _LOG[:-1] + [_PLACES[place](_TORCH_OOM, control)]
-    clean = _LOG
-    if wrap is not None:
-        lines, clean = wrap_all(wrap, lines), wrap_all(wrap, clean)
-    got, want = _diagnose(lines, prefilter), _diagnose(clean, prefilter)
-    assert essence(got) == essence(want)
+    got, want = _oom_beside_the_clean_log(_PLACES[place](_TORCH_OOM, control), wrap, prefilter)
     f = finding(got, "runtime_oom")
     assert [e.text for e in f.evidence] == [e.text for e in finding(want, "runtime_oom").evidence]
     assert f.facts["gpu_total_gib"] == 79.25
@@ -458,12 +464,7 @@ _MARKS = {
 @pytest.mark.parametrize("wrap", _CTRL_WRAPPERS, ids=["bare"] + [w.__name__ for w in _CTRL_WRAPPERS[1:]])
 @pytest.mark.parametrize("prefilter", [True, False], ids=["fast", "every-line"])
 def test_invisible_marks_and_unicode_spaces_do_not_hide_a_failure(mark, wrap, prefilter):
-    lines = _LOG[:-1] + [_MARKS[mark](_TORCH_OOM)]
-    clean = _LOG
-    if wrap is not None:
-        lines, clean = wrap_all(wrap, lines), wrap_all(wrap, clean)
-    got, want = _diagnose(lines, prefilter), _diagnose(clean, prefilter)
-    assert essence(got) == essence(want)
+    got, _ = _oom_beside_the_clean_log(_MARKS[mark](_TORCH_OOM), wrap, prefilter)
     f = finding(got, "runtime_oom")
     assert f.facts["gpu_total_gib"] == 79.25 and f.facts["tried_to_allocate_gib"] == 2.0
 
