@@ -134,6 +134,14 @@ CONFIG = [
         enable_prefix_caching=False,
         quantization="fp8",
         launch_command=True,
+        vllm_version="0.10.1",  # the image's tag names the release
+    ),
+    case(  # a tag that names no release: no version
+        "launch_command",
+        "config",
+        "docker run --gpus all vllm/vllm-openai:latest --model Qwen/Qwen3-8B",
+        model="Qwen/Qwen3-8B",
+        launch_command=True,
     ),
     case(
         "launch_command",
@@ -3134,6 +3142,131 @@ VALIDATION = [
     ),
 ]
 
+# The launch command refused by the argument parser (catalog/arguments.py): argparse's messages
+# (CPython Lib/argparse.py) after the program's name, as vLLM's parser prints them; real lines
+# from bug reports where noted (fixtures/logs y01-y04).
+ARGUMENTS = [
+    case(
+        "argparse_error",
+        "cli_error",
+        "vllm: error: unrecognized arguments: serve /models/GLM-4.7-Flash-AWQ-4bit",  # y01
+        prog="vllm",
+        message="unrecognized arguments: serve /models/GLM-4.7-Flash-AWQ-4bit",
+        form="unrecognized",
+        flags=[],
+        arguments="serve /models/GLM-4.7-Flash-AWQ-4bit",
+    ),
+    case(
+        "argparse_error",
+        "cli_error",
+        "homl-server-1  | api_server.py: error: unrecognized arguments: -u main.py",  # y03, compose prefix kept
+        prog="api_server.py",
+        message="unrecognized arguments: -u main.py",
+        form="unrecognized",
+        flags=["-u"],
+        arguments="-u main.py",
+    ),
+    case(
+        "argparse_error",
+        "cli_error",
+        "vllm serve: error: unrecognized arguments: --swap-space=4 --disable-log-requests",
+        prog="vllm serve",
+        message="unrecognized arguments: --swap-space=4 --disable-log-requests",
+        form="unrecognized",
+        flags=["--swap-space", "--disable-log-requests"],
+        arguments="--swap-space=4 --disable-log-requests",
+    ),
+    # vLLM 0.33's own hint after --task (vllm/utils/argparse_utils.py FlexibleArgumentParser.error)
+    case(
+        "argparse_error",
+        "cli_error",
+        "vllm serve: error: unrecognized arguments: --task embed Hint: --task is not a vllm serve option. For "
+        "embedding, reranking, or reward models, use --runner pooling.",
+        prog="vllm serve",
+        message="unrecognized arguments: --task embed Hint: --task is not a vllm serve option. For embedding, "
+        "reranking, or reward models, use --runner pooling.",
+        form="unrecognized",
+        flags=["--task"],
+        arguments="--task embed",
+        hint="--task is not a vllm serve option. For embedding, reranking, or reward models, use --runner pooling.",
+    ),
+    case(
+        "argparse_error",
+        "cli_error",
+        "vllm serve: error: argument --quantization/-q: invalid choice: 'foo' (choose from 'aqlm', 'awq', 'fp8')",
+        prog="vllm serve",
+        message="argument --quantization/-q: invalid choice: 'foo' (choose from 'aqlm', 'awq', 'fp8')",
+        form="invalid_choice",
+        argument="--quantization",
+        value="foo",
+        choices=["aqlm", "awq", "fp8"],
+    ),
+    case(
+        "argparse_error",
+        "cli_error",
+        "vllm: error: argument subparser: invalid choice: 'server' (choose from 'chat', 'complete', 'serve', "
+        "'bench', 'collect-env', 'run-batch')",
+        prog="vllm",
+        message="argument subparser: invalid choice: 'server' (choose from 'chat', 'complete', 'serve', 'bench', "
+        "'collect-env', 'run-batch')",
+        form="invalid_choice",
+        argument="subparser",
+        value="server",
+        choices=["chat", "complete", "serve", "bench", "collect-env", "run-batch"],
+    ),
+    case(
+        "argparse_error",
+        "cli_error",
+        "vllm serve: error: argument --max-model-len: invalid int value: 'lots'",
+        prog="vllm serve",
+        message="argument --max-model-len: invalid int value: 'lots'",
+        form="invalid_value",
+        argument="--max-model-len",
+        value="lots",
+        value_type="int",
+    ),
+    case(
+        "argparse_error",
+        "cli_error",
+        "api_server.py: error: argument --gpu-memory-utilization: expected one argument",
+        prog="api_server.py",
+        message="argument --gpu-memory-utilization: expected one argument",
+        form="missing_value",
+        argument="--gpu-memory-utilization",
+    ),
+    case(
+        "argparse_error",
+        "cli_error",
+        "vllm serve: error: the following arguments are required: model_tag",  # vllm issue 13150's title
+        prog="vllm serve",
+        message="the following arguments are required: model_tag",
+        form="required",
+        choices=["model_tag"],
+    ),
+    case(
+        "argparse_error",
+        "cli_error",
+        "vllm serve: error: ambiguous option: --max-num could match --max-num-seqs, --max-num-batched-tokens",
+        prog="vllm serve",
+        message="ambiguous option: --max-num could match --max-num-seqs, --max-num-batched-tokens",
+        form="ambiguous",
+        argument="--max-num",
+        choices=["--max-num-seqs", "--max-num-batched-tokens"],
+    ),
+    # glued onto the line before it (a paste that lost its newlines: breakit4 item 10)
+    case(
+        "argparse_error",
+        "cli_error",
+        "foousage: vllm serve [model_tag] [options]vllm serve: error: argument --max-num-seqs: invalid int value: 'x'",
+        prog="vllm serve",
+        message="argument --max-num-seqs: invalid int value: 'x'",
+        form="invalid_value",
+        argument="--max-num-seqs",
+        value="x",
+        value_type="int",
+    ),
+]
+
 ALL_CASES = (
     CONFIG
     + STARTUP
@@ -3148,6 +3281,7 @@ ALL_CASES = (
     + TIMING
     + STALLS
     + VALIDATION
+    + ARGUMENTS
 )
 
 
@@ -3378,6 +3512,8 @@ def test_look_alikes_of_the_stall_messages_are_not_stalls():
 
 #: Patterns that never fire cut short (they declare cut_from=NO_CUT), with the reason.
 NOT_CUTTABLE = {
+    "argparse_error": "argparse's message is free text to the end of the line: cut inside it, '(?P<msg>.*)' takes "
+    "it as it is; cut before it, nothing was said",
     "lmcache_engine_created": "the instance's name is the fact: cut, it may be another name",
     "attention_backend_selected": "the backend's name is the message: cut, it may name another backend",
     "platform_detected": "the platform's name is the whole message: cut, it names no platform",

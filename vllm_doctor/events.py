@@ -74,6 +74,8 @@ KINDS = {
     "({variant} and the numbers printed; catalog/checks.py, catalog/validation.py)",
     "unsupported": "a feature combination the release refuses ({variant, feature, flag: the flag to drop, "
     "instead, exception, message}; catalog/validation.py)",
+    "cli_error": "the launch command refused by vLLM's argument parser ('vllm serve: error: ...'; {prog, "
+    "message, form, argument, value, choices, flags, hint}; catalog/arguments.py)",
     "too_long": "a request longer than the model's context (HTTP 400)",
     "preemption": "V0 preemption warning (printed for the 1st, 51st, 101st ...)",
     "stats": "a periodic stats line (V0 or V1)",

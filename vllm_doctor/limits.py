@@ -13,6 +13,10 @@ MAX_EVIDENCE_CHARS = 600
 #: and an instruction that names them all is never read. A display bound, not a judgement.
 MAX_NAMED_PROCESSES = 5
 
+#: Flags a refused launch command gets a remedy each for (rules/launch_rejected.py); the rest
+#: are named together in one line. A display bound, not a judgement.
+MAX_FLAG_REMEDIES = 3
+
 
 def largest_pids(facts: Dict[str, Any], limit: int = MAX_NAMED_PROCESSES) -> Tuple[List[Any], int]:
     """The ``co_tenant_pids`` of ``facts`` to name, at most ``limit`` (in the message's order

@@ -238,3 +238,11 @@ QUOTED_DOC_TAIL_LINES = 10
 #: grows with that count: the advised count is this share of the most for which the one
 #: allocation would fit the whole device (the weights, the KV cache and the rest need room).
 PROFILE_BATCH_SHARE = 0.25
+
+# -- The launch command refused by the parser (VD900, rules/launch_rejected.py) --------------
+#: How alike a refused flag and a flag of some vLLM release must be (difflib's ratio: twice the
+#: matching characters over both lengths) for the tool to name it as the one meant: one or two
+#: letters swapped, dropped or doubled in a flag of a dozen characters or more
+#: (``--max-modle-len``, ``-language-model-only``), and not a flag that only shares a word
+#: with it or a plugin's flag (``--omni``).
+CLOSE_FLAG_RATIO = 0.8

@@ -106,6 +106,7 @@ FAILURE_KINDS = MEMORY_KINDS | {
     "quant_error",
     "config_error",
     "unsupported",
+    "cli_error",
     "too_long",
     "cuda_error",
     "exception",

@@ -46,6 +46,7 @@ MISSING = (
     "comes first",
     "is this run's plan",
     "too little to serve",
+    "never ran",  # a refused launch command (rules/launch_rejected.py): nothing was in force
 )
 
 

@@ -26,6 +26,7 @@ from typing import Dict, FrozenSet, List, Sequence, Tuple
 from ..events import Event
 from ..record import Record
 from . import (
+    arguments,
     checks,
     config,
     errors,
@@ -71,6 +72,7 @@ def _collect() -> List[Pattern]:
         timing,
         stalls,
         validation,
+        arguments,
     ):
         pats.extend(mod.PATTERNS)
     names = [p.name for p in pats]
@@ -155,6 +157,7 @@ FAILURES = frozenset(
         "quant_error",
         "config_error",
         "unsupported",
+        "cli_error",
         "too_long",
         "exception",
         "cuda_error",

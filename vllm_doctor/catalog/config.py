@@ -199,7 +199,11 @@ def command_flags(text: str) -> Dict[str, Any]:
     return out
 
 
-_SERVE_MODEL = regex.compile(r"\bvllm serve[ \t]+(?P<model>(?!-)[^\s\\'\"`]+)")
+#: The release in the image's tag (``vllm/vllm-openai:v0.20.1``, ``vllm-openai:0.9.2``): the
+#: server's version where nothing else prints it (an image's tag names the vLLM release it holds;
+#: ``latest``, ``nightly`` and digests name none).
+_IMAGE_RELEASE = regex.compile(r"\bvllm/vllm-openai(?:-\w+)?:v?(?P<v>\d+\.\d+(?:\.\d+)?(?:\.post\d+|rc\d+)?)\b")
+_SERVE_MODEL = regex.compile(r"\bvllm serve[ \t]+(?P<model>(?![-\[<])[^\s\\'\"`]+)")
 
 
 def _launch_command(m, rec) -> Optional[Dict[str, Any]]:
@@ -209,6 +213,9 @@ def _launch_command(m, rec) -> Optional[Dict[str, Any]]:
         serve = _SERVE_MODEL.search(text)
         if serve:
             data["model"] = serve["model"]
+    image = _IMAGE_RELEASE.search(text)
+    if image:
+        data["vllm_version"] = image["v"]
     data["launch_command"] = True  # the command is there, even with no flag read from it
     return data
 
@@ -332,8 +339,11 @@ PATTERNS = [
         "launch_command",
         "config",
         ("vllm serve", "-m vllm.entrypoints", "vllm/vllm-openai"),
-        # "vllm server" (a paste's typo, m09) only before a flag: in prose it is the server
-        r"\bvllm serve\b|\bvllm server\b(?=[^\n]*\s--[a-z])|-m vllm\.entrypoints\.(?:openai\.)?api_server\b|\bvllm/vllm-openai\b",
+        # "vllm server" (a paste's typo, m09) only before a flag: in prose it is the server;
+        # argparse's own lines ("usage: vllm serve [model_tag] ...", <model_tag> before 0.7,
+        # "vllm serve: error: ...",
+        # catalog/arguments.py) name the program, not a command
+        r"(?<!usage: )\bvllm serve\b(?!:| [\[<]model_tag[\]>])|\bvllm server\b(?=[^\n]*\s--[a-z])|-m vllm\.entrypoints\.(?:openai\.)?api_server\b|\bvllm/vllm-openai\b",
         "vllm/entrypoints/cli/serve.py, vllm/entrypoints/openai/api_server.py (the operator's command)",
         None,
         _launch_command,

@@ -81,7 +81,7 @@ from ..events import Phase
 from ..run import Failure, Run
 from ..tracker import MEMORY_KINDS
 from ..verdict import Finding
-from . import oom_provenance, request_input, unified_memory
+from . import launch_rejected, oom_provenance, request_input, unified_memory
 from .device import device_words
 from .plan import constraints
 from .rule import Rule, consequence_evidence, failure_evidence, finding, merged_data, remedy
@@ -442,6 +442,9 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List
     scratch = [f for f in failures if f.data.get("form") == "xla-compile" and f.data.get("memory_space")]
     if scratch:
         return [_compile_limit(run, scratch, phase)]
+    refused = [f for f in failures if f.kind == "cli_error"]
+    if refused and refused[0] is failures[0]:
+        return [_launch_rejected(run, refused)]
     unsupported = [f for f in failures if f.kind == "unsupported"]
     if unsupported and unsupported[0] is failures[0]:
         return [_unsupported(run, unsupported, phase)]
@@ -498,6 +501,23 @@ _ALLOCATION = regex.compile(
 def allocation_words(text: str) -> bool:
     """True when ``text`` says an allocation failed (any accelerator's wording)."""
     return bool(_ALLOCATION.search(text))
+
+
+def _launch_rejected(run: Run, failures: Sequence[Failure]) -> Finding:
+    """The launch command refused by the argument parser (rules/launch_rejected.py): the
+    command's fix, no memory setting."""
+    why = "the server stopped at its command line, before it allocated anything"
+    return _finding(
+        run,
+        failures,
+        "startup",
+        launch_rejected.title(failures),
+        launch_rejected.facts(failures),
+        "the refusal",
+        launch_rejected.remedies(run, failures),
+        [f"Memory settings (gpu_memory_utilization, max_model_len): {why}"],
+        forbids=[("gpu_memory_utilization", "lower", why), ("max_model_len", "lower", why)],
+    )
 
 
 def _unsupported(run: Run, failures: Sequence[Failure], phase: str) -> Finding:

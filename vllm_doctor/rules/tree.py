@@ -33,6 +33,8 @@ SELF_EVIDENT = {
     "config_error": ("config_limit_error", "startup"),
     # A feature the release refuses with the rest of the configuration (catalog/validation.py).
     "unsupported": ("other", "startup"),
+    # The launch command refused by the argument parser (catalog/arguments.py).
+    "cli_error": ("other", "startup"),
     "too_long": ("request_too_long", "runtime"),
     # No accelerator at all: vLLM stops before it loads anything (catalog/platform.py).
     "no_device": ("other", "startup"),
@@ -68,7 +70,7 @@ def failure_phase(f: Failure, run: Run) -> Optional[Phase]:
         return Phase.LOADING_WEIGHTS
     if f.kind == "kv_error":
         return Phase.KV_SIZING
-    if f.kind in ("free_memory", "quant_error", "config_error", "unsupported", "no_device"):
+    if f.kind in ("free_memory", "quant_error", "config_error", "unsupported", "cli_error", "no_device"):
         return Phase.CONFIG
     if f.kind == "profiling_error":
         return Phase.WEIGHTS_LOADED
