@@ -338,6 +338,9 @@ KNOWN_WRONG_WRAPPED: set = {
 #: Logs whose verdict differs under CloudWatch's pretty-printed JSON export (being fixed).
 KNOWN_WRONG_CLOUDWATCH_PRETTY = {
     "q06-v1-docker-two-tinyllama-same-l40s-0p2-each-no-available-memory.log",
+    # -- hunt9/hunt10 (imported at 10eedad): being fixed as kinds --
+    "v02-docker-v0-mllama-11b-tp4-determine-num-available-blocks-oom-19p63gib-cut.log",
+    "w18-glm-air-megatron-rl-4-node-free-memory-range-34p51-34p54-of-139p8-util-0p25-then-no-cache-blocks-0p22.log",
 }
 
 
@@ -435,7 +438,13 @@ def hard_wrapped(width):
 #: wrapped twice, t016; a cut inside vLLM's record prefix, h008/h009/m03; one cut before a
 #: space or after "label: ", h036; tests/test_envelopes_wrappers4.py). Strict: a pair that
 #: starts passing fails until it is taken off.
-KNOWN_WRONG_HARD_WRAP: set = set()  # q16 at 80 (a header cut "INF" / "O 10-27") reads right since f18c943
+KNOWN_WRONG_HARD_WRAP: set = {  # q16 at 80 (a header cut "INF" / "O 10-27") reads right since f18c943
+    # -- hunt9/hunt10 (imported at 10eedad): being fixed as kinds --
+    # v06: RFC3339 timestamps over stats records already hard-wrapped mid-word, wrapped again at 80
+    ("v06-k8s-rfc3339-wrapped-v1-kv-99-waiting-47-after-oversized-requests-zh.log", 80),
+    # w25: a German runbook whose KV wording is cut at its front, wrapped at 80
+    ("w25-de-triton-vllm-backend-troubleshooting-truncated-kv-32768-vs-18432.log", 80),
+}
 
 
 def _hard_wrap_cases():
@@ -473,8 +482,22 @@ def cat_n(lines):
     return [f"{i + 1:6d}\t{line}" for i, line in enumerate(lines)]
 
 
-@pytest.mark.parametrize("prefix", [grep_n, grep_file, grep_h, cat_n], ids=lambda f: f.__name__)
-@pytest.mark.parametrize("case", CASES, ids=[c["file"] for c in CASES])
+#: (log, prefix) pairs whose class differs under a grep or cat -n prefix (being fixed).
+KNOWN_WRONG_GREPPED = {
+    # hunt9 v06: already hard-wrapped stats records under RFC3339 timestamps, then grep -H
+    ("v06-k8s-rfc3339-wrapped-v1-kv-99-waiting-47-after-oversized-requests-zh.log", "grep_h"),
+}
+
+
+def _grepped_cases():
+    for prefix in (grep_n, grep_file, grep_h, cat_n):
+        for c in CASES:
+            known = (c["file"], prefix.__name__) in KNOWN_WRONG_GREPPED
+            marks = [pytest.mark.xfail(strict=True, reason="known wrong (issue 10)")] if known else []
+            yield pytest.param(c, prefix, id=f"{c['file']}-{prefix.__name__}", marks=marks)
+
+
+@pytest.mark.parametrize("case,prefix", list(_grepped_cases()))
 def test_a_grepped_or_numbered_paste_gets_the_bare_class(case, prefix):
     path = fixture_path(case["file"])
     data = ("\n".join(prefix(log_lines(path))) + "\n").encode()
