@@ -20,6 +20,12 @@ What it means:
     PyTorch bridge, its lazy-mode graphs, the SynapseAI release) is here too: it names the
     module, and says how much device memory was in use where the log shows it.
 
+    A launch command vLLM's argument parser refused is here too (catalog/arguments.py,
+    rules/launch_rejected.py): ``vllm serve: error: unrecognized arguments: ...`` and argparse's
+    other messages. Nothing ran; the fix is the command: the flag meant by a misspelt one, a flag
+    the release removed or does not have yet (by release, from vLLM's own parsers), a flag glued
+    to its value, the image's entrypoint given ``vllm serve`` again.
+
     A feature combination the release refuses is here too (catalog/validation.py): speculative
     decoding with a draft model before vLLM 0.15, pipeline parallelism for a model without
     ``SupportsPP``, prefix caching with a sliding window, sleep mode on a platform without it.
