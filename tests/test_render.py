@@ -132,12 +132,13 @@ def test_a_long_output_ends_with_a_one_line_recap_and_a_short_one_does_not():
     assert recap(long, 40) == "VD101 kv_cache_capacity (critical) · do this first: --max-model-len 23552"
     both = verdict_of("k029-ilab-podman-traceback-attention-heads-32-not-divisible-by-tp-3.log")
     assert recap(both, 60).endswith("do this first: --tensor-parallel-size 1 --pipeline-parallel-size 3")
-    # a remedy in words is kept whole too (a cut action is another instruction)
+    # a remedy in words is never cut mid-clause either (a cut action is another instruction):
+    # a long one is repeated as its instruction, pointing back to the remedy printed whole
     words_first = verdict_of("x014-omni-ci-startup-oom-lists-other-stage-pids.log")
     r = words_first.primary.remedies[0]
-    assert not r.flag
+    assert not r.flag and r.action.startswith("Free the GPU: ")
     line = recap(words_first, 40)
-    assert line == f"VD102 startup_memory_contention (critical) · do this first: {r.action}"
+    assert line == "VD102 startup_memory_contention (critical) · do this first: Free the GPU (remedy 1 above)"
 
 
 def test_the_follow_summary_never_cuts_a_flag():

@@ -19,7 +19,7 @@ from vllm_doctor.render import render
 from vllm_doctor.render.evidence import incident_times
 from vllm_doctor.render.facts import device_word
 from vllm_doctor.render.markdown import TICKET_EVIDENCE_CHARS, TICKET_EVIDENCE_MIN
-from vllm_doctor.render.text import NOTHING_JUDGED, break_path, recap
+from vllm_doctor.render.text import NOTHING_JUDGED, RECAP_ACTION_CHARS, break_path, recap, recap_action
 from vllm_doctor.rules.rule import MAX_EVIDENCE_CHARS
 
 MANIFEST = load_manifest()
@@ -57,11 +57,33 @@ def test_the_recap_and_do_this_first_keep_the_whole_action_at_80_columns(prefix)
     assert block.startswith(f"recap: {v.primary_code} {v.primary_class}")
     if len(lines) - at > 1:  # wrapped: the whole shape, severity included
         assert block.startswith(f"recap: {v.primary_code} {v.primary_class} ({v.severity}) \u00b7 do this first: ")
-    assert f"do this first: {_words(r.flag or r.action)}" in block
+    assert f"do this first: {_words(r.flag or recap_action(r.action))}" in block
     assert "\u2026" not in block
     head = next(i for i, x in enumerate(lines) if x.startswith("do this first:"))
     end = next(i for i in range(head + 1, len(lines)) if not lines[i].startswith("  "))
     assert _words(r.flag or r.action) in _words(" ".join(lines[head:end]))
+
+
+@pytest.mark.parametrize(
+    "action,repeated",
+    [
+        # u19's first remedy (six lines at 80 columns): its instruction, pointing back to it
+        (
+            "Find who sent the SIGKILL: the kernel's OOM killer (dmesg -T | grep -i -e 'out of memory' -e 'killed "
+            "process', or journalctl -k), a container memory limit (docker inspect --format '{{.State.OOMKilled}}' "
+            "CONTAINER; kubectl describe pod: Last State Reason OOMKilled), a scheduler's time or memory limit",
+            "Find who sent the SIGKILL (remedy 1 above)",
+        ),
+        # short: whole
+        ("Move the co-tenant process(es) 29153 off this GPU (check with nvidia-smi)", None),
+        # long, but its first ": " is inside brackets or a quote, or leaves under three words: whole
+        ("Drop it (see: " + "x " * 90 + ")", None),
+        ("Drop --omni: " + "y " * 90, None),
+    ],
+)
+def test_the_recap_repeats_a_long_action_as_its_instruction(action, repeated):
+    assert recap_action(action) == (repeated or action)
+    assert len(action) > RECAP_ACTION_CHARS or repeated is None
 
 
 def test_what_gives_way_in_the_recap_first_is_the_source_then_the_severity():

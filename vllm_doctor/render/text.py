@@ -499,11 +499,37 @@ def _sources(v: _View, verdict, clipped: bool) -> None:
 
 #: How a remedy's flag starts (``--max-model-len 8192``, ``LLM(max_model_len=8192)``).
 _FLAG_STARTS = ("--", "LLM(")
+#: Characters of a first remedy in words the recap repeats whole (about two lines at 80
+#: columns); a longer one is repeated as its instruction, the words before its first ": "
+#: (the details follow there, printed whole above), with "(remedy 1 above)". A display bound.
+RECAP_ACTION_CHARS = 160
+
+
+def recap_action(action: str) -> str:
+    """A first remedy in words as the recap repeats it: whole up to :data:`RECAP_ACTION_CHARS`;
+    longer, the instruction before its first ": " and "(remedy 1 above)", where that
+    instruction is at least three words (``Find who sent the SIGKILL``) and outside brackets
+    and backquotes; else whole."""
+    if len(action) <= RECAP_ACTION_CHARS:
+        return action
+    depth, quoted = 0, False
+    for i, ch in enumerate(action[:RECAP_ACTION_CHARS]):
+        if ch == "`":
+            quoted = not quoted
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == ":" and action[i + 1 : i + 2] == " " and depth == 0 and not quoted:
+            lead = action[:i]
+            return f"{lead} (remedy 1 above)" if len(lead.split()) >= 3 else action
+    return action
 
 
 def recap(verdict, width: int = 0) -> str:
     """The verdict in one line of at most ``width`` characters (0: no limit), always in the
-    same shape: ``CODE class (severity) · do this first: ACTION · source``. What gives way,
+    same shape: ``CODE class (severity) · do this first: ACTION · source`` (a long ACTION in
+    words as :func:`recap_action` shortens it). What gives way,
     in order: the source, then the severity (with several sources the source is never
     dropped, only shortened after the severity went: it says which of them the line is
     about); when even the shortest does not fit, the severity stays (dropping it would not
@@ -515,7 +541,7 @@ def recap(verdict, width: int = 0) -> str:
     todo = ""
     if p is not None and p.remedies:
         r = p.remedies[0]
-        todo = f"do this first: {r.flag or r.action}"
+        todo = f"do this first: {r.flag or recap_action(r.action)}"
     source = short_source(p.source, 32) if p is not None else ""
     tries = [
         [f"{head} ({verdict.severity})", todo, source],
