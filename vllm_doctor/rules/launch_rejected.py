@@ -277,12 +277,24 @@ def remedies(run: Run, failures: Sequence[Failure]) -> List[Optional[Remedy]]:
             "flags change between releases",
         )
     )
-    # the plan's settings are what a run had in force, and this command never ran
-    return [replace(r, why=f"{r.why}; {NEVER_RAN}" if r.why else NEVER_RAN) for r in out if r is not None]
+    # the plan's settings are what a run had in force, and this command never ran: a remedy that
+    # names one says why it carries no number of the plan (rules/plan.py)
+    return [_never_ran(r) for r in out if r is not None]
 
 
-#: Said of every remedy: no number of the refused command is in force (rules/plan.py).
+#: Said of a remedy that names a memory setting: no number of the refused command is in force.
 NEVER_RAN = "the command never ran, so no setting was in force"
+#: The settings of the run's plan (rules/plan.py), as a remedy's words may name them.
+_PLAN_SETTINGS = regex.compile(
+    r"\b(?:gpu|max|tensor|kv)[_-](?:memory[_-]utilization|model[_-]len|num[_-]seqs|num[_-]batched[_-]tokens|"
+    r"parallel[_-]size|cache[_-]dtype)\b"
+)
+
+
+def _never_ran(r: Remedy) -> Remedy:
+    if not _PLAN_SETTINGS.search(r.action):
+        return r
+    return replace(r, why=f"{r.why}; {NEVER_RAN}" if r.why else NEVER_RAN)
 
 
 def facts(failures: Sequence[Failure]) -> Dict[str, Any]:
