@@ -3391,6 +3391,57 @@ def test_what_is_not_a_missing_accelerator(line):
     assert [e.pattern for e in recognise(line) if e.kind == "no_device"] == []
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        # another program's parser, however its name ends (breakit5 item 2)
+        "fastapi_server.py: error: unrecognized arguments: --prot 8080",
+        "ray_api_server.py: error: the following arguments are required: --config",
+        "usage: train.py [-h]",
+        "train.py: error: the following arguments are required: --data",
+        "pip: error: unrecognized arguments: --foo",
+        # a vLLM client, not the server refusing its command
+        "vllm bench serve: error: unrecognized arguments: --num-prompt 100",
+        "vllm chat: error: unrecognized arguments: --foo",
+        # prose and code that quote the refusal (breakit5 item 3)
+        "Our team hit vllm serve: error: unrecognized arguments: --swap-space 16 yesterday, but it was fixed.",
+        'assert "vllm serve: error: unrecognized arguments: --foo" in proc.stderr',
+        "if you see `vllm serve: error: unrecognized arguments: --swap-space 16`, drop the flag",
+    ],
+)
+def test_what_is_not_the_server_refusing_its_command(line):
+    assert [e.pattern for e in recognise(line) if e.kind == "cli_error"] == []
+
+
+@pytest.mark.parametrize(
+    "line,message",
+    [
+        # compose's status line glued on when the newline was lost (breakit5 item 9)
+        (
+            "vllm serve: error: unrecognized arguments: --max-modle-len 8192vllm-1 exited with code 2",
+            "unrecognized arguments: --max-modle-len 8192",
+        ),
+        # a restart loop's next usage line and refusal joined onto the first
+        (
+            "vllm serve: error: unrecognized arguments: --max-modle-len 8192 usage: vllm serve [model_tag] [options]"
+            "vllm serve: error: unrecognized arguments: --max-modle-len 8192",
+            "unrecognized arguments: --max-modle-len 8192",
+        ),
+    ],
+)
+def test_a_refusal_ends_where_the_next_line_was_glued_on(line, message):
+    (ev,) = [e for e in recognise(line) if e.kind == "cli_error"]
+    assert ev.data["message"] == message
+
+
+def test_a_refused_blob_is_no_flag_and_no_secret_is_shown_in_part():
+    from vllm_doctor.catalog.arguments import MAX_FLAG_CHARS, clip_words
+
+    (ev,) = recognise("vllm serve: error: unrecognized arguments: --" + "a" * 5000)
+    assert len(ev.data["flags"][0]) == MAX_FLAG_CHARS + 1 and ev.data["flags"][0].endswith("\u2026")
+    assert clip_words("x --download-dir https://u:SeCrEtPaSsWoRd@example.com/m", 30) == "x --download-dir\u2026"
+
+
 def test_ray_oom_killer_boilerplate_is_not_a_gpu_oom():
     assert "(1) The process is killed by SIGKILL by OOM killer due to high memory usage." in fixture_line("r028", 1)
     assert kinds(fixture_line("r028", 1)) == ["engine_dead"]

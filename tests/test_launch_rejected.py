@@ -83,7 +83,7 @@ def test_the_value_given_to_a_refused_flag(words, flag, value):
 
 def test_a_flag_of_every_release_refused_with_its_value_was_glued_to_it():
     r = flag_remedy("--host", None, "0.0.0.0")
-    assert r.action.startswith("Pass --host and its value as two arguments, or as --host=0.0.0.0")
+    assert r.action.startswith("Pass `--host` and its value as two arguments, or as --host=0.0.0.0")
 
 
 def test_a_json_value_is_not_inlined_into_the_flag():
@@ -121,5 +121,23 @@ def test_refused_flags_past_the_display_bound_are_named_together():
     flags = ["--aaa-one", "--bbb-two", "--ccc-three", "--ddd-four", "--eee-five"]
     v = diagnose([f"vllm serve: error: unrecognized arguments: {' '.join(flags)}"], name="t.log")
     actions = [r.action for r in v.primary_finding.remedies]
-    assert [a.split(",")[0] for a in actions[:MAX_FLAG_REMEDIES]] == [f"Drop {f}" for f in flags[:MAX_FLAG_REMEDIES]]
+    assert [a.split(",")[0] for a in actions[:MAX_FLAG_REMEDIES]] == [f"Drop `{f}`" for f in flags[:MAX_FLAG_REMEDIES]]
     assert actions[MAX_FLAG_REMEDIES] == f"Check the other flags it refused too: {', '.join(flags[MAX_FLAG_REMEDIES:])}"
+
+
+def test_every_other_servers_name_maps_to_a_vllm_flag_and_is_none():
+    from vllm_doctor.rules.launch_rejected import OTHER_NAMES
+
+    for name, meant in OTHER_NAMES.items():
+        assert name not in serve_flags.FLAGS, name  # a flag of vLLM is never mapped away
+        assert serve_flags.FLAGS[meant][1] == serve_flags.NEWEST, meant
+
+
+@pytest.mark.parametrize(
+    "version,has",
+    [("0.9.2", False), ("0.10.2", True), ("0.33.0", True), ("0.4.0", None), (None, None)],
+)
+def test_whether_a_release_has_a_flag(version, has):
+    from vllm_doctor.rules.launch_rejected import release_has
+
+    assert release_has("--kv-cache-memory-bytes", version) is has  # from 0.10.2 on

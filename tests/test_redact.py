@@ -77,6 +77,12 @@ MESSAGE_KINDS = {
     "access_token query parameter": ("GET /cb?state=1&access_token=Rt8Nv4Lm2Xp9Zk7q 401", ["Rt8Nv4Lm2Xp9Zk7q"]),
     "url user and password": ("cannot reach postgres://admin:Hunt3rPassw0rd@db.internal:5432/x", ["Hunt3rPassw0rd"]),
     "redis password only": ("cannot reach redis://:R3disS3cret@cache:6379/0", ["R3disS3cret"]),
+    # an AWS secret key is base64: "/" in the password (breakit5 item 1)
+    "url password with slashes": (
+        "'model': 's3://AKIAIOSFODNN7EXAMPLE:wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY@bucket/llama'",
+        ["wJalrXUtnFEMI", "K7MDENG", "bPxRfiCYEXAMPLEKEY", "AKIAIOSFODNN7EXAMPLE"],
+    ),
+    "https password with a slash": ("OSError: could not fetch https://bob:hunter2/secret@example.com/m", ["hunter2"]),
     "authorization basic": ("401 for Authorization: Basic dXNlcjpTM2NyZXRQYXNz", ["dXNlcjpTM2NyZXRQYXNz"]),
     "authorization token": ("401 for Authorization: Token 9c8b7a6f5e4d3c2b1a", ["9c8b7a6f5e4d3c2b1a"]),
     "authorization bearer in headers dict": (

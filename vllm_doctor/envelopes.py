@@ -1213,7 +1213,11 @@ def _cell_records(source: str, lineno: int, cells: List[str], row: Record, env: 
 #: frame, a chained header, an exception line (read by vllm_doctor.reassemble too).
 NEW_THING = regex.compile(
     r"(?:Traceback \(|File \"|During handling|The above exception|Process [A-Za-z][\w-]*:$"
-    r"|(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Warning|Interrupt|Exit)(?::|$))"
+    r"|(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Warning|Interrupt|Exit)(?::|$)"
+    # argparse's usage line and its refusal (catalog/arguments.py): after a long command line
+    # they start with a lower-case word, and are never the rest of a cut line (breakit5 item 8)
+    # ("usage: 95.9%" is the rest of "GPU KV cache usage: 95.9%" cut at a width: not argparse's)
+    r"|usage: (?:vllm\b|api_server\.py)|(?:vllm serve|vllm|api_server\.py): error: )"
 )
 
 

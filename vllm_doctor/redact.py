@@ -55,6 +55,7 @@ import regex
 
 from .catalog import regex_timed_out
 from .render.inert import map_strings, one_line
+from .secret_names import SECRET_WORDS, names_secret  # noqa: F401 - names_secret: redact's public name
 
 #: Seconds one rule may spend on one string before the string is withheld.
 TIMEOUT = 0.5
@@ -102,7 +103,9 @@ _TOKENS: List[Tuple["regex.Pattern", str]] = [
         r"|required|scheme|realm|credentials?|none|null)(?![A-Za-z0-9._~+/=-]))(?P<s>[A-Za-z0-9._~+/=-]+)",
         " <redacted>",
     ),
-    _rule(r"(?i)(?P<k>(?<![A-Za-z0-9+.-])[a-z][a-z0-9+.-]{0,20}://)(?P<s>[^\s/?#'\"<>]*:[^\s/?#'\"<>]*)(?P<t>@)"),
+    # user info: the password may hold "/" (an AWS secret key is base64: breakit5 item 1), the
+    # user name may not (a path's "host/a:b@c" is no user info)
+    _rule(r"(?i)(?P<k>(?<![A-Za-z0-9+.-])[a-z][a-z0-9+.-]{0,20}://)(?P<s>[^\s/?#'\"<>@]*:[^\s?#'\"<>@]*)(?P<t>@)"),
     _rule(
         r"(?i)(?P<k>(?:[?&;#]|&amp;|%3F|%26)(?:x-amz-signature|x-amz-credential|x-amz-security-token|x-goog-signature"
         r"|x-goog-credential|signature|sig|token|access_token|id_token|refresh_token|auth|auth_token|api_key|apikey"
@@ -136,10 +139,7 @@ _TOKENS: List[Tuple["regex.Pattern", str]] = [
 # A key word inside a path component (``/etc/passwd: ...``, ``C:\\keys\\token: ...``) names a
 # file, not a key: not matched.
 #: The words a key that names a secret is made of (its value is then a secret).
-_SECRET_WORDS = (
-    r"api[_-]?key|apikey|token|secret|password|passwd|credentials?|private[_-]?key|access[_-]?key"
-    r"|secret[_-]?key|session[_-]?key|client[_-]?secret|cookie|signature"
-)
+_SECRET_WORDS = SECRET_WORDS
 _SECRET_KEY = regex.compile(
     r"(?i)(?<![/\\][\w.-]{0,40})(?P<key>" + _SECRET_WORDS + r"|pwd|x-auth-token)(?![A-Za-z0-9])"
     r"(?:\\{0,2}['\"])?\s*(?:=>|[:=]|%3[Dd])\s*"
@@ -147,15 +147,8 @@ _SECRET_KEY = regex.compile(
 #: Keys whose unquoted value may hold spaces (a passphrase): it runs on past a space up to a
 #: delimiter or the next ``key=`` / ``key:``, not to the first space.
 _PHRASE_KEYS = ("password", "passwd", "pwd")
-#: A configuration key that names a secret, alone (``api_key``, ``hf_token``): the value of
-#: such a key is a secret wherever it is shown without its key (a diff, a table cell).
-_SECRET_NAME = regex.compile(r"(?i)(?:[a-z0-9]+[_-])*(?:" + _SECRET_WORDS + r"|auth[_-]?token)")
-
-
-def names_secret(key: str) -> bool:
-    """True when the configuration key ``key`` names a secret (``api_key``, ``hf_token``,
-    ``--api-key``, ``ssl_keyfile_password``); its value is then redacted wherever it is shown."""
-    return _SECRET_NAME.fullmatch(key.lstrip("-")) is not None
+# names_secret (a configuration key that names a secret) lives in secret_names.py, beside the
+# words, so that the rules can ask it without importing the redactor.
 
 
 #: An environment variable that names a secret, written with its value after spaces alone

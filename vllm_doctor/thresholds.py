@@ -246,3 +246,8 @@ PROFILE_BATCH_SHARE = 0.25
 #: (``--max-modle-len``, ``-language-model-only``), and not a flag that only shares a word
 #: with it or a plugin's flag (``--omni``).
 CLOSE_FLAG_RATIO = 0.8
+#: At most this many characters longer or shorter than the flag meant: a misspelling drops,
+#: doubles or swaps a few letters, or a short word (``--host-ip`` for ``--host``); a longer
+#: word more or less (``--max-len`` against ``--max-log-len``, ``--max-num-tokens`` against
+#: ``--max-num-queued-tokens``) is another flag, not a typo of it (breakit5 item 10).
+CLOSE_FLAG_LENGTH_GAP = 3

@@ -186,13 +186,14 @@ def _superseded(run: Run, events: List[Event]) -> bool:
 def _command_only(run: Run) -> bool:
     """A run opened by a pasted command that holds nothing else vLLM printed: no failure, no
     consequence, no process prefix, no stats, no startup fact, no configuration the command
-    did not give (the command quoted below its run's error, not a second server)."""
+    did not give (the command quoted below its run's error, not a second server). The
+    command's own values (its flags, its image tag's release) are in ``run.command_keys``."""
     return (
         run.opened_by == "command"
         and _alive(run)
         and not run.prefixed_records
         and not run.stats.count
-        and not run.facts
+        and set(run.facts) <= run.command_keys  # an image tag's release is the command's own
         and run.phase <= Phase.CONFIG
         and set(run.config) <= run.command_keys
     )
@@ -866,8 +867,15 @@ class SourceTracker:
                 run.config_lines[key] = line
                 continue
             if key == "vllm_version":
-                run.facts.setdefault("vllm_version", val)
-                run.fact_lines.setdefault("vllm_version", line)
+                # an image tag in a command (catalog/config.py) is a hint: a later command's tag
+                # replaces it, and vLLM's own version line replaces both (breakit5 item 7)
+                if "vllm_version" not in run.facts or "vllm_version" in run.command_keys:
+                    run.facts["vllm_version"] = val
+                    run.fact_lines["vllm_version"] = line
+                    if command:
+                        run.command_keys.add("vllm_version")
+                    else:
+                        run.command_keys.discard("vllm_version")
             elif key == "engine":
                 run.engine_hints.add(val)
             elif key not in run.config:

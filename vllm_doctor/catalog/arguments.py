@@ -27,8 +27,8 @@ from the script). The messages are argparse's own (CPython ``Lib/argparse.py``, 
 
 Events are ``cli_error`` with ``{prog, message, form, argument, value, choices, flags}`` (each
 where printed): ``form`` is ``unrecognized``, ``invalid_choice``, ``invalid_value``,
-``missing_value``, ``required``, ``ambiguous`` or ``conflict`` (none for another message, or a
-record cut inside it: then only ``prog`` and the ``message`` as printed); ``flags`` are the
+``missing_value``, ``required``, ``ambiguous``, ``conflict`` or ``switch_value`` (none for another
+message); ``flags`` are the
 unrecognised flags (tokens that start with ``-``), ``choices`` the allowed values.
 """
 
@@ -55,7 +55,17 @@ _FORMS = (
     ("required", regex.compile(r"the following arguments are required: (?P<rest>.*)")),
     ("ambiguous", regex.compile(r"ambiguous option: (?P<arg>\S+) could match (?P<choices>.*)")),
     ("conflict", regex.compile(r"argument (?P<arg>[^:]+): not allowed with argument (?P<value>.*)")),
+    # a switch given a value with "=" (store_true / BooleanOptionalAction take none)
+    ("switch_value", regex.compile(r"argument (?P<arg>[^:]+): ignored explicit argument (?P<value>.*)")),
 )
+#: Where a message glued to the lines after it ends: the next usage line, the next refusal, a
+#: compose status line ("vllm-1 exited with code 2", its name glued onto the last word when a
+#: paste lost the newline: breakit5 item 9).
+_GLUED_END = regex.compile(
+    r"\s*(?:\busage: |(?<![\w.-])(?:vllm serve|vllm|api_server\.py): error: |(?<![a-z])[a-z][\w.]*-\d+ exited with code )"
+)
+#: Characters of a refused flag kept (a pasted blob is no flag: breakit5 item 11).
+MAX_FLAG_CHARS = 80
 
 
 def _words(text: str) -> List[str]:
@@ -97,17 +107,32 @@ def read_message(message: str) -> Dict[str, Any]:
             data["choices"] = _words(groups["choices"])[:40]
         if form == "unrecognized":
             tokens = groups["rest"].split()
-            data["flags"] = [t.split("=", 1)[0] for t in tokens if t.startswith("-") and len(t) > 1][:10]
-            data["arguments"] = groups["rest"].strip()[:300]
+            # "--" alone is no flag (argparse's end of options; here a word inside a value)
+            flags = [t.split("=", 1)[0] for t in tokens if t.startswith("-") and t.strip("-")]
+            data["flags"] = [f if len(f) <= MAX_FLAG_CHARS else f[:MAX_FLAG_CHARS] + "\u2026" for f in flags][:10]
+            data["arguments"] = clip_words(groups["rest"].strip(), 300)
         elif form == "required":
             data["choices"] = _words(groups["rest"])[:10]
         break
     return data
 
 
+def clip_words(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters at a space, with "…" where it was cut: a
+    token is kept whole or left out, so a secret is never shown in part (redaction, which runs
+    on the verdict, cannot recognise half of one: breakit5 item 1)."""
+    if len(text) <= limit:
+        return text
+    cut = text.rfind(" ", 0, limit)
+    return (text[:cut] if cut > 0 else "") + "\u2026"
+
+
 def _build(m, rec) -> Dict[str, Any]:
     message = (m["msg"] or "").strip()
-    data = {"prog": " ".join(m["prog"].split()), "message": message[:400]}
+    glued = _GLUED_END.search(message)
+    if glued is not None and glued.start() > 0:
+        message = message[: glued.start()]
+    data = {"prog": m["prog"], "message": clip_words(message, 400)}
     data.update(read_message(message))
     return data
 
@@ -117,7 +142,10 @@ PATTERNS = [
         "argparse_error",
         "cli_error",
         ("serve: error: ", "vllm: error: ", "api_server.py: error: "),
-        r"(?<![\w.-])(?P<prog>vllm(?: [a-z][\w-]*){0,2}|[\w.-]*api_server\.py): error: (?P<msg>\S.*)",
+        # the server's programs only (another script's "x_api_server.py", a client's "vllm bench
+        # serve" are not the server refusing its command: breakit5 item 2), where argparse puts
+        # its message: at the start of the line, or after the usage line it glued onto
+        r"(?:^|(?<=\[options\]|\.\.\.|\]))(?P<prog>vllm serve|vllm|api_server\.py): error: (?P<msg>\S.*)",
         "CPython Lib/argparse.py ArgumentParser.error via vLLM's FlexibleArgumentParser "
         "(vllm/utils/argparse_utils.py 0.10-0.33; vllm/utils.py before)",
         Phase.CONFIG,

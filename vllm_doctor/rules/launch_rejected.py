@@ -36,9 +36,11 @@ from typing import Any, Dict, List, Optional, Sequence
 import regex
 
 from .. import serve_flags, thresholds
+from ..catalog.arguments import clip_words
 from ..defaults import parse_version
 from ..limits import MAX_FLAG_REMEDIES
 from ..run import Failure, Run
+from ..secret_names import names_secret
 from ..verdict import Remedy
 from .rule import merged_data, remedy
 
@@ -51,15 +53,56 @@ def known_as(flag: str) -> str:
     return "--" + base[5:] if base.startswith("--no-") else base
 
 
+#: Flags vLLM never had that operators type for a vLLM setting: other servers' names (SGLang,
+#: TGI, llama.cpp) and common guesses, with the vLLM flag that does the job. Checked before the
+#: spelling match, which would offer a flag that only looks alike (``--max-batch-size`` is not
+#: ``--ubatch-size``: breakit5 item 10). Each target is a flag of :data:`serve_flags.FLAGS`
+#: (tests/test_launch_rejected.py).
+OTHER_NAMES: Dict[str, str] = {
+    "--max-batch-size": "--max-num-seqs",
+    "--batch-size": "--max-num-seqs",
+    "--max-concurrent-requests": "--max-num-seqs",
+    "--max-running-requests": "--max-num-seqs",
+    "--max-num-tokens": "--max-num-batched-tokens",
+    "--max-batch-total-tokens": "--max-num-batched-tokens",
+    "--max-batch-prefill-tokens": "--max-num-batched-tokens",
+    "--max-seq-len": "--max-model-len",
+    "--max-seq-length": "--max-model-len",
+    "--max-sequence-length": "--max-model-len",
+    "--context-length": "--max-model-len",
+    "--context-len": "--max-model-len",
+    "--ctx-size": "--max-model-len",
+    "--max-total-tokens": "--max-model-len",
+    "--mem-fraction-static": "--gpu-memory-utilization",
+    "--gpu-memory-fraction": "--gpu-memory-utilization",
+    "--gpu-mem-util": "--gpu-memory-utilization",
+    "--tp-size": "--tensor-parallel-size",
+    "--tp": "--tensor-parallel-size",
+    "--num-shard": "--tensor-parallel-size",
+    "--num-gpus": "--tensor-parallel-size",
+    "--pp-size": "--pipeline-parallel-size",
+    "--dp-size": "--data-parallel-size",
+    "--model-path": "--model",
+    "--model-id": "--model",
+}
+#: Values a switch was given that mean on or off (argparse's store_true and
+#: BooleanOptionalAction take none).
+_BOOL_WORDS = frozenset({"true", "false", "1", "0", "yes", "no", "on", "off"})
+#: Dashes a word processor or a chat puts where "--" was typed (en, em, figure dash, minus,
+#: hyphens): argparse reads "—max-model-len" as a stray word.
+_TYPOGRAPHIC_DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2212"
+
+
 def nearest_flag(flag: str) -> Optional[str]:
-    """The flag of any release most like ``flag`` (a misspelling: at least
-    :data:`thresholds.CLOSE_FLAG_RATIO` alike), or None when ``flag`` is one (:func:`known_as`)
-    or nothing is that close."""
+    """The flag of any release ``flag`` is a misspelling of, or None when ``flag`` is one
+    (:func:`known_as`) or nothing is close: at least :data:`thresholds.CLOSE_FLAG_RATIO` alike
+    (difflib's ratio) and at most :data:`thresholds.CLOSE_FLAG_LENGTH_GAP` characters longer or
+    shorter (a letter or two dropped, doubled or swapped, not a word more)."""
     base = known_as(flag)
     if base in serve_flags.FLAGS:
         return None
-    close = difflib.get_close_matches(base, list(serve_flags.FLAGS), n=1, cutoff=thresholds.CLOSE_FLAG_RATIO)
-    return close[0] if close else None
+    close = difflib.get_close_matches(base, list(serve_flags.FLAGS), n=3, cutoff=thresholds.CLOSE_FLAG_RATIO)
+    return next((c for c in close if abs(len(c) - len(base)) <= thresholds.CLOSE_FLAG_LENGTH_GAP), None)
 
 
 def _span(key: str) -> str:
@@ -70,72 +113,128 @@ def _span(key: str) -> str:
     return f"in vLLM {first} to {last}"
 
 
-def flag_remedy(flag: str, version: Optional[str], value: Optional[str] = None) -> Remedy:
-    """What to do about one flag the parser did not know: its spelling, its release range,
-    or the flag and its value passed as one argument. ``version``: the server's release where
-    the log prints it; ``value``: the word after the flag in the refused arguments."""
-    plain = value is not None and regex.fullmatch(r"[\w.:/@+,<>-]{1,60}", value) is not None
-    given = f"{flag}={value}" if plain else f"{flag}=VALUE"
+def _q(flag: str) -> str:
+    """A flag as the remedies' words name it: in backquotes, so neither a reader nor the
+    redactor (which takes the word after ``--api-key``) reads the next word as its value."""
+    return f"`{flag}`"
+
+
+def release_has(key: str, version: Optional[str]) -> Optional[bool]:
+    """Whether the release ``version`` has the flag ``key`` (a key of :data:`serve_flags.FLAGS`):
+    None when the version is not known or older than the releases scanned."""
+    v = parse_version(version)
+    if v is None or v < parse_version(serve_flags.RELEASES[0]):
+        return None
+    first, last = serve_flags.FLAGS[key]
+    return parse_version(first) <= v and (last == serve_flags.NEWEST or v <= parse_version(last))
+
+
+def flag_remedy(flag: str, version: Optional[str], value: Optional[str] = None, equals: bool = False) -> Remedy:
+    """What to do about one flag the parser did not know: the vLLM flag for another server's
+    name, a switch given a value, a flag the release does not have (removed, or newer), a flag
+    glued to its value, a misspelling, or drop it. ``version``: the server's release where the
+    log shows it; ``value``: the word after the flag in the refused arguments, ``equals`` when it
+    was given as ``--flag=value``."""
+    # a secret's value is never written into the remedy, nor a word right after its flag (the
+    # redactor takes that word as the value)
+    secret = names_secret(known_as(flag))
+    plain = value is not None and regex.fullmatch(r"[\w.:/@+,<>-]{1,60}", value) is not None and not secret
+    given = f"as {flag}={value}" if plain else ("joined by '='" if secret else f"as {flag}=VALUE")
     key = known_as(flag)
-    span = serve_flags.FLAGS.get(key)
-    if span is not None:
-        first, last = span
-        releases = serve_flags.RELEASES
-        if last != serve_flags.NEWEST:
-            after = releases[releases.index(last) + 1]
-            return remedy(
-                f"Drop {flag}: vLLM removed it (it is {_span(key)}, not in {after}); check the release notes "
-                "for what replaced it",
-                None,
-                "the server's parser does not know it, and the flag was last in an older release",
-            )
-        older = parse_version(version) is not None and parse_version(version) < parse_version(first)
-        if older:
-            return remedy(
-                f"{flag} is too new for vLLM {version}: it exists {_span(key)}; upgrade vLLM, or drop it",
-                None,
-                "the server's parser does not know it",
-            )
-        if flag.startswith("--no-"):
-            return remedy(
-                f"Drop {flag}, or check that the installed release's `vllm serve --help` lists it: the --no- "
-                f"spelling is the off switch of {key} only where the parser makes one",
-                None,
-                f"{key} exists {_span(key)}, but the parser refused its off switch",
-            )
-        if value is not None and (first == releases[0] or version is not None):
-            return remedy(
-                f"Pass {flag} and its value as two arguments, or as {given}: the parser most likely got them as one "
-                'word (a YAML list item "- --flag value", a subprocess list element "--flag value", a quoted "$ARGS")',
-                None,
-                f"{flag} is a flag of this release ({_span(key)}): a flag glued to its value is what the parser refuses",
-            )
-        if value is None:
-            return remedy(
-                f"{flag} exists {_span(key)}: the installed release is likely older; upgrade vLLM, or drop it",
-                None,
-                "the server's parser does not know it; the log does not print the release",
-            )
+    if key not in serve_flags.FLAGS and key in OTHER_NAMES:
+        meant = OTHER_NAMES[key]
         return remedy(
-            f"{flag} exists {_span(key)}: on an older release, upgrade vLLM or drop it; on a newer one, pass the "
-            f"flag and its value as two arguments, or as {given} (one word such as a YAML list item "
-            '"- --flag value" is refused)',
+            f"Use {_q(meant)} instead of {_q(flag)}"
+            + (f" ({meant} {value})" if plain else "")
+            + ": vLLM has no such flag; this is its name for that setting",
             None,
-            "the server's parser does not know it; the log does not print the release",
+            f"{_q(flag)} is another server's or a guessed name",
         )
-    near = nearest_flag(flag)
-    if near is not None:
-        # no remedy flag: the plan's settings are what a run had in force, and this one never ran
+    span = serve_flags.FLAGS.get(key)
+    if span is None:
+        near = nearest_flag(flag)
+        if near is not None:
+            return remedy(
+                f"Replace {_q(flag)} with {_q(near)}"
+                + (f" ({near} {value})" if plain else "")
+                + ", the vLLM flag it is a misspelling of",
+                None,
+                f"{_q(flag)} is no flag of any vLLM release; check that {_q(near)} is the one you meant",
+            )
         return remedy(
-            f"Replace {flag} with {near}" + (f" ({near} {value})" if value else "") + ": a misspelt flag",
+            f"Drop {_q(flag)}, or check its spelling against `vllm serve --help` of the installed release (a plugin's "
+            "flag needs the plugin installed)",
             None,
-            f"{flag} is no flag of any vLLM release; {near} is the nearest one",
+            "no vLLM release has this flag",
+        )
+    first, last = span
+    has = release_has(key, version)
+    removed = last != serve_flags.NEWEST
+    if value is not None and value.lower() in _BOOL_WORDS and not flag.startswith("--no-"):
+        return remedy(
+            f"Pass {_q(flag)} alone to switch it on, with no value after it (or leave it out for off)",
+            None,
+            f"{_q(flag)} is a switch: argparse refuses '{value}' after it",
+        )
+    if has is False and removed and parse_version(version) > parse_version(last):
+        return remedy(
+            f"Drop {_q(flag)}: vLLM {version} no longer has it (it is {_span(key)}); check the release notes for what "
+            "replaced it",
+            None,
+            "the server's parser does not know it",
+        )
+    if has is False:
+        return remedy(
+            f"{_q(flag)} is too new for vLLM {version}: it exists {_span(key)}; upgrade vLLM, or drop it",
+            None,
+            "the server's parser does not know it",
+        )
+    if flag.startswith("--no-"):
+        return remedy(
+            f"Drop {_q(flag)}, or check that the installed release's `vllm serve --help` lists it: the --no- "
+            f"spelling is the off switch of {_q(key)} only where the parser makes one",
+            None,
+            f"{_q(key)} exists {_span(key)}, but the parser refused its off switch",
+        )
+    # a value after a space may have been glued to the flag; "--flag=value" is one word by design
+    spaced = value is not None and not equals
+    if removed and has is None:
+        after = serve_flags.RELEASES[serve_flags.RELEASES.index(last) + 1]
+        glued = (
+            f"; on a release up to {last}, pass the flag and its value as two arguments, or {given}" if spaced else ""
+        )
+        return remedy(
+            f"Drop {_q(flag)}: vLLM removed it (it is {_span(key)}, not in {after}){glued}",
+            None,
+            "the server's parser does not know it, and the flag was last in an older release",
+        )
+    if spaced and (first == serve_flags.RELEASES[0] or has):
+        return remedy(
+            f"Pass {_q(flag)} and its value as two arguments, or {given}: the parser most likely got them as one "
+            'word (a YAML list item "- --flag value", a subprocess list element "--flag value", a quoted "$ARGS")',
+            None,
+            f"{_q(flag)} is a flag of this release ({_span(key)}): a flag glued to its value is what the parser refuses",
+        )
+    if first == serve_flags.RELEASES[0] or has:
+        return remedy(
+            f"Retype {_q(flag)}: the release has it ({_span(key)}), so the word the parser got is not exactly it (a "
+            "carriage return from a script saved with Windows line ends, a no-break space), or it went to another "
+            "program",
+            None,
+            "a flag the release has is refused only when the word differs from it",
+        )
+    if not spaced:
+        return remedy(
+            f"{_q(flag)} exists {_span(key)}: the installed release is likely older; upgrade vLLM, or drop it",
+            None,
+            "the server's parser does not know it; the log does not show the release",
         )
     return remedy(
-        f"Drop {flag}, or check its spelling against `vllm serve --help` of the installed release (a plugin's "
-        "flag needs the plugin installed)",
+        f"{_q(flag)} exists {_span(key)}: on an older release, upgrade vLLM or drop it; on a newer one, pass the "
+        f"flag and its value as two arguments, or {given} (one word such as a YAML list item "
+        '"- --flag value" is refused)',
         None,
-        "no vLLM release has this flag",
+        "the server's parser does not know it; the log does not show the release",
     )
 
 
@@ -147,16 +246,24 @@ _SHELL_WORDS = frozenset({"/bin/bash", "/bin/sh", "bash", "sh", "python", "pytho
 
 
 def stray_remedy(prog: str, words: Sequence[str]) -> Remedy:
-    """The refused arguments start with a word that is no flag: a second command, a shell, or
-    the model given bare to an entrypoint that takes ``--model``."""
+    """The refused arguments start with a word that is no flag: a second command, a shell, the
+    server's own entrypoint again, a typographic dash, or the model given bare to an entrypoint
+    that takes ``--model``."""
     head = words[0]
     if head in _SERVE_WORDS:
         return remedy(
-            f"Drop '{' '.join(words[:2]) if words[:2] == ['vllm', 'serve'] else head}' from the container's "
-            "command: the image's entrypoint already runs the server, so pass the model and the flags only "
-            "(docker run IMAGE MODEL --flag value; compose command: [MODEL, --flag, value])",
+            "Drop `vllm serve` from the container's command: the image's entrypoint already runs it, so pass the "
+            "model and the flags only (docker run IMAGE MODEL --flag value; compose command: [MODEL, --flag, value])",
             None,
             f"{prog} got '{head}' as an argument of its own",
+        )
+    if head.startswith(("python", "/usr/bin/python")) and any("vllm.entrypoints" in w for w in words[:4]):
+        server = next(w for w in words[:4] if "vllm.entrypoints" in w)
+        return remedy(
+            f"Drop `{' '.join(words[: words.index(server) + 1])}` from the container's command: the image's "
+            "entrypoint already runs it, so pass the flags only",
+            None,
+            f"{prog} got its own command line as arguments",
         )
     if head in _SHELL_WORDS or head.startswith("/bin/"):
         return remedy(
@@ -165,6 +272,13 @@ def stray_remedy(prog: str, words: Sequence[str]) -> Remedy:
             "its arguments",
             None,
             f"{prog} got '{head}' as an argument",
+        )
+    if head[:1] in _TYPOGRAPHIC_DASHES:
+        return remedy(
+            f"Retype '{head}' with two ASCII hyphens (--{head.lstrip(_TYPOGRAPHIC_DASHES)}): a document or chat turned "
+            "them into a dash",
+            None,
+            "argparse reads a word that starts with a typographic dash as no flag",
         )
     if prog.endswith("api_server.py"):
         return remedy(
@@ -192,6 +306,17 @@ def value_after(words: Sequence[str], flag: str) -> Optional[str]:
     return None
 
 
+def nearest_choice(value: str, choices: Sequence[str]) -> Optional[str]:
+    """The allowed choice ``value`` was meant to be: the same word in another case (``AWQ`` for
+    ``awq``), else the closest by difflib's ratio (at least 0.6, its default), else None."""
+    same = [c for c in choices if c.lower() == value.lower()]
+    if same:
+        return same[0]
+    lower = {c.lower(): c for c in choices}
+    close = difflib.get_close_matches(value.lower(), list(lower), n=1, cutoff=0.6)
+    return lower[close[0]] if close else None
+
+
 def remedies(run: Run, failures: Sequence[Failure]) -> List[Optional[Remedy]]:
     """The remedies for a refused launch command, by what argparse said (catalog/arguments.py
     ``form``), most specific first."""
@@ -202,11 +327,16 @@ def remedies(run: Run, failures: Sequence[Failure]) -> List[Optional[Remedy]]:
     if form == "unrecognized":
         flags = d.get("flags") or []
         words = str(d.get("arguments", "")).split()
-        second_command = bool(words) and (words[0] in _SERVE_WORDS | _SHELL_WORDS or words[0].startswith("/bin/"))
+        second_command = bool(words) and (
+            words[0] in _SERVE_WORDS | _SHELL_WORDS or words[0].startswith(("/bin/", "python", "/usr/bin/python"))
+        )
         if words and not words[0].startswith("-"):
             out.append(stray_remedy(str(d.get("prog", "vllm")), words))
         if not second_command:  # a second command's flags are its own, not the server's
-            out += [flag_remedy(f, version, value_after(words, f)) for f in flags[:MAX_FLAG_REMEDIES]]
+            out += [
+                flag_remedy(f, version, value_after(words, f), any(w.startswith(f + "=") for w in words))
+                for f in flags[:MAX_FLAG_REMEDIES]
+            ]
             if len(flags) > MAX_FLAG_REMEDIES:
                 out.append(remedy(f"Check the other flags it refused too: {', '.join(flags[MAX_FLAG_REMEDIES:])}"))
         if d.get("hint"):
@@ -214,18 +344,20 @@ def remedies(run: Run, failures: Sequence[Failure]) -> List[Optional[Remedy]]:
     elif form == "invalid_choice":
         choices = d.get("choices") or []
         value = d.get("value", "")
-        near = difflib.get_close_matches(value, choices, n=1, cutoff=0.6) if choices else []
+        near = nearest_choice(value, choices)
         if arg == "subparser" or arg.startswith("{"):  # the command after `vllm` (vllm/entrypoints/cli/main.py)
+            # a model name where the command goes: `vllm MODEL` with serve forgotten
+            command = f"serve {value}" if "/" in value and not near else (near or "serve")
             out.append(
                 remedy(
-                    f"Run `vllm {near[0] if near else 'serve'}`: '{value}' is no vllm command"
+                    f"Run `vllm {command}`: '{value}' is no vllm command"
                     + (f" (the commands: {', '.join(choices)})" if choices else ""),
                     None,
                     "vllm's first word names its command",
                 )
             )
         elif near:
-            out.append(remedy(f"Use '{near[0]}' for {arg}: '{value}' is not one of its choices", None))
+            out.append(remedy(f"Use '{near}' for {arg}: '{value}' is not one of its choices", None))
         out.append(
             remedy(
                 f"{arg} takes one of: {', '.join(choices[:20])}" + (" ..." if len(choices) > 20 else ""),
@@ -270,6 +402,15 @@ def remedies(run: Run, failures: Sequence[Failure]) -> List[Optional[Remedy]]:
         out.append(remedy(f"Spell {arg} in full: it could be {', '.join(d.get('choices') or [])}", None))
     elif form == "conflict":
         out.append(remedy(f"Use {arg} or {d.get('value', 'the other flag')}, not both", None))
+    elif form == "switch_value":
+        out.append(
+            remedy(
+                f"Pass {_q(arg)} alone, with no '={d.get('value', '')}': it is a switch (on when given"
+                + (f"; {_q('--no-' + arg[2:])} for off where the release has it)" if arg.startswith("--") else ")"),
+                None,
+                "argparse ignores a value given to a switch, and refuses the command",
+            )
+        )
     out.append(
         remedy(
             "Check the command against `vllm serve --help` of the installed release (`vllm --version`)",
@@ -306,4 +447,4 @@ def facts(failures: Sequence[Failure]) -> Dict[str, Any]:
 def title(failures: Sequence[Failure]) -> str:
     """``Startup failed: vllm serve refused the command: unrecognized arguments: --max-modle-len``."""
     d = merged_data(failures)
-    return f"Startup failed: {d.get('prog', 'vllm')} refused its command line: {d.get('message', '')[:120]}"
+    return f"Startup failed: {d.get('prog', 'vllm')} refused its command line: {clip_words(d.get('message', ''), 120)}"
