@@ -163,7 +163,7 @@ def flag_remedy(flag: str, version: Optional[str], value: Optional[str] = None, 
             )
         return remedy(
             f"Drop {_q(flag)}, or check its spelling against `vllm serve --help` of the installed release (a plugin's "
-            "flag needs the plugin installed)",
+            "flag needs the plugin installed, at the release that matches vLLM's)",
             None,
             "no vLLM release has this flag",
         )
