@@ -80,6 +80,36 @@ def test_a_broken_pool_falls_back_to_reading_here(tmp_path):
     assert got == serial(path)
 
 
+def test_the_first_chunks_are_read_here_while_the_workers_start():
+    class Counting:
+        def __init__(self):
+            self.submitted = []
+
+        def submit(self, fn, *args):
+            from concurrent.futures import Future
+
+            self.submitted.append(args[1])
+            f = Future()
+            f.set_result(fn(*args))
+            return f
+
+    path = max((fixture_path(c["file"]) for c in CASES), key=os.path.getsize)
+    size = os.path.getsize(path)
+    ranges = chunks.plan(str(path), size, 211)
+    assert len(ranges) > 3
+    ex = Counting()
+    results = chunks._ordered(ex, [(str(path), s, e) for s, e in ranges], 2, here=chunks.HERE)
+    first = next(results)
+    # the next chunks were handed to the workers before this process reads the first one
+    assert first == (None, ranges[0]) and ex.submitted == [ranges[1][0], ranges[2][0]]
+    rest = list(results)
+    assert [r[1] for r in rest] == ranges[1:] and all(r[0] is not None for r in rest)
+    assert ranges[0][0] not in ex.submitted
+    results = chunks._ordered(_Here(), [(str(path), s, e) for s, e in ranges], 2, here=chunks.HERE)
+    got = comparable(_read_candidates(str(path), "auto", chunks.ChunkScanner(str(path), results)))
+    assert got == serial(path)
+
+
 BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "generate.py")
 
 
