@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from typing import Iterator, List, Optional, Tuple
 
-from .prefilter import HEAD_BYTES, HEAD_LINES, _starts_after, candidate_starts
+from .prefilter import HEAD_BYTES, HEAD_LINES, _starts_after, candidate_starts, newlines
 from .sources import LINE_LIMIT, WINDOW, Source, cap, spans, text
 
 #: Bytes per chunk: large enough that a worker's start-up and result are small beside its
@@ -103,17 +103,17 @@ def _hits(path: str, start: int, end: int, out: dict, fold=None, base: int = 0) 
                     yield lines + n - 1, None, -1 if at is None else at + first, True
             starts = candidate_starts(block, stop) if not first else _starts_after(block, first, stop)
             cand = set(starts)
-            find, count = block.find, block.count
+            find = block.find
             if want_next:
                 le = find(b"\n")
                 if 0 not in cand:
                     yield lines, cap(block[:le]), -1 if at is None else at + le + 1, False
                 want_next = False
-            pos, line = first, lines + count(b"\n", 0, first)
+            pos, line = first, lines + newlines(block, 0, first)
             for ls in starts:
                 if ls < pos:
                     continue  # taken by the fold
-                line += count(b"\n", pos, ls)
+                line += newlines(block, pos, ls)
                 pos = ls
                 if fold is not None and fold.armed:
                     nxt, n = fold.take(block, ls, stop, base + line + 1)
@@ -133,7 +133,7 @@ def _hits(path: str, start: int, end: int, out: dict, fold=None, base: int = 0) 
             # ``line`` is ``lines`` plus the newlines before ``pos``: only the rest is counted (a
             # second count of the whole block cost as much as the gate). With a fold the whole
             # block is counted again, whatever the fold took.
-            lines = line + count(b"\n", pos, stop) if fold is None else lines + count(b"\n", 0, stop)
+            lines = line + newlines(block, pos, stop) if fold is None else lines + newlines(block, 0, stop)
         out["lines"] = lines
         if want_next and end < os.fstat(fd).st_size:
             nxt, after = line_at(fd, end)
