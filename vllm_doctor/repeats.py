@@ -248,17 +248,22 @@ class Fold:
         self.folds = 0
         self.last_lineno = 0
         self._scratch = Catalog()
+        self.seen: Dict[bytes, int] = {}
+        self.history: Deque[Tuple[int, str, bool]] = deque(maxlen=2 * PERIOD_MAX)
+        self.snaps: Deque[Any] = deque(maxlen=3)
         self._reset()
 
     # -- detection -------------------------------------------------------------------------
     def _reset(self) -> None:
+        # Emptied, not made anew: a busy log resets at almost every candidate (a stats line
+        # after skipped lines), and nothing else holds these (_arm copies the history).
         self.streak = 0
-        self.seen: Dict[bytes, int] = {}
+        self.seen.clear()
         self.index = 0
         self.period = 0
         self.run = 0
-        self.history: Deque[Tuple[int, str, bool]] = deque(maxlen=2 * PERIOD_MAX)
-        self.snaps: Deque[Any] = deque(maxlen=3)
+        self.history.clear()
+        self.snaps.clear()
         self.attempt = SETTLE
         self.backoff = 1
         self.armed = False
