@@ -128,6 +128,24 @@ def test_generated_logs_give_the_serial_verdict_on_every_path(tmp_path, shape, m
         assert want["primary_class"] == "runtime_oom"
 
 
+@pytest.mark.parametrize("shape,mib", [("busy", 3), ("storm", 0.5), ("empty", 0.5)])
+def test_a_real_pool_over_generated_logs_gives_the_serial_verdict(tmp_path, monkeypatch, shape, mib):
+    # The command line's own path: a pool of workers, the first chunk read here while they
+    # start (chunks.HERE), the rest scanned by them; chunks small enough that records, the
+    # fold's cycles and the saturation episode cross their edges.
+    import subprocess
+    import sys
+
+    log = tmp_path / f"{shape}.log"
+    subprocess.run([sys.executable, BENCH, str(log), str(mib), "--shape", shape], check=True)
+    monkeypatch.setattr(chunks, "MIN_BYTES", 1)
+    monkeypatch.setattr(chunks, "CHUNK", 64 * 1024)
+    with open(log, "rb") as fh:
+        got = comparable(diagnose_input(Source(str(log), fh), chunks=True))
+    assert got == serial(log)
+    assert len(chunks.plan(str(log), os.path.getsize(log), chunks.CHUNK)) > chunks.HERE + 1
+
+
 class _Here:
     """An executor that runs each call at once, in this process (for the plan logic)."""
 
