@@ -1,6 +1,6 @@
 """Write a deterministic busy-server vLLM log of a given size, for benchmarks.
 
-Usage: python bench/generate.py OUT.log SIZE_MIB [--seed N] [--shape busy|storm|restarts|traceback|longline]
+Usage: python bench/generate.py OUT.log SIZE_MIB [--seed N] [--shape busy|storm|restarts|traceback|longline|empty]
 
 The log is shaped like a V1 server with request logging: a startup (non-default args,
 engine config, weights, KV sizing, graph capture, ready), then for each request a
@@ -13,8 +13,9 @@ Every line uses the messages of shared/vllm-messages.md, so the tool recognises 
 The other shapes are the adversarial ones of issue 15, where every line is a candidate:
 ``storm`` (a startup, then HTTP 500 access lines), ``restarts`` (a server that restarts
 over and over: its startup lines again and again), ``traceback`` (one traceback that never
-ends: frames and their source lines), ``longline`` (one line of SIZE_MIB without a newline).
-SIZE_MIB is the size for every shape.
+ends: frames and their source lines), ``longline`` (one line of SIZE_MIB without a newline),
+``empty`` (one ERROR record with nothing after its prefix, again and again: breakit4's gzip
+bomb, which took 78 s for 100 MB). SIZE_MIB is the size for every shape.
 """
 
 from __future__ import annotations
@@ -99,6 +100,9 @@ def adversarial(shape: str, out: str, size_mib: float) -> None:
                     f'{E}ERROR 11-30 10:00:00 [core.py:710]   File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core.py", line 701, in run_engine_core'
                 )
                 w(f"{E}ERROR 11-30 10:00:00 [core.py:710]     engine_core.run_busy_loop()")
+        elif shape == "empty":
+            while written < target:
+                w("ERROR 05-01 10:00:12 [core.py:700] ")
         else:
             raise SystemExit(f"unknown shape {shape!r}")
 
@@ -108,7 +112,7 @@ def main() -> None:
     ap.add_argument("out")
     ap.add_argument("size_mib", type=float)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--shape", default="busy", choices=["busy", "storm", "restarts", "traceback", "longline"])
+    ap.add_argument("--shape", default="busy", choices=["busy", "storm", "restarts", "traceback", "longline", "empty"])
     a = ap.parse_args()
     if a.shape != "busy":
         adversarial(a.shape, a.out, a.size_mib)

@@ -1,12 +1,13 @@
 """Benchmark vllm-doctor against what an operator would type instead, in one run.
 
-Usage: python bench/run.py [--sizes 10,100,1024] [--reps 5] [--shapes storm,restarts,traceback,longline]
+Usage: python bench/run.py [--sizes 10,100,1024] [--reps 5] [--shapes storm,restarts,traceback,longline,empty]
                            [--out DIR] [--doctor LABEL=COMMAND ...]
 
 Inputs (made once with bench/generate.py, kept in --out, default /tmp/vllm-doctor-bench):
 busy logs of each size, plain and gzip; and the adversarial shapes of issue 15, where every
-line is a candidate: a 3 M-line HTTP 500 storm, 3 M restart lines, a 200 MiB traceback, and
-one 48 MiB line without a newline (read plain and with ``-F -``, issue 9).
+line is a candidate: a 3 M-line HTTP 500 storm, 3 M restart lines, a 200 MiB traceback,
+one 48 MiB line without a newline (read plain and with ``-F -``, issue 9), and 100 MiB of one
+empty ERROR record (breakit4 item 11).
 
 Tools, per input, run alternately (tool A, B, C, D, then A, B, C, D again ...), each
 --reps times; the median is reported:
@@ -41,7 +42,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 KEYWORDS = os.path.join(HERE, "keywords.txt")
 #: (shape, size in MiB): sizes that give the line counts of issue 15.
-SHAPES = {"storm": 315, "restarts": 390, "traceback": 200, "longline": 48}
+SHAPES = {"storm": 315, "restarts": 390, "traceback": 200, "longline": 48, "empty": 100}
 RESULT_DIR = "/tmp"
 
 
@@ -167,7 +168,7 @@ def main() -> None:
     ap.add_argument("--sizes", default="10,100,1024", help="busy-log sizes in MiB, comma-separated")
     ap.add_argument("--reps", type=int, default=5, help="runs of each tool on each input (median reported)")
     ap.add_argument("--big-reps", type=int, default=3, help="runs on inputs of 1 GiB and more, and the shapes")
-    ap.add_argument("--shapes", default="storm,restarts,traceback,longline")
+    ap.add_argument("--shapes", default="storm,restarts,traceback,longline,empty")
     ap.add_argument("--no-gzip", action="store_true")
     ap.add_argument("--out", default=os.path.join("/tmp", "vllm-doctor-bench"))
     ap.add_argument(

@@ -84,6 +84,36 @@ def test_a_broken_pool_falls_back_to_reading_here(tmp_path):
     assert got == serial(path)
 
 
+def test_the_first_chunks_are_read_here_while_the_workers_start():
+    class Counting:
+        def __init__(self):
+            self.submitted = []
+
+        def submit(self, fn, *args):
+            from concurrent.futures import Future
+
+            self.submitted.append(args[1])
+            f = Future()
+            f.set_result(fn(*args))
+            return f
+
+    path = max((fixture_path(c["file"]) for c in CASES), key=os.path.getsize)
+    size = os.path.getsize(path)
+    ranges = chunks.plan(str(path), size, 211)
+    assert len(ranges) > 3
+    ex = Counting()
+    results = chunks._ordered(ex, [(str(path), s, e) for s, e in ranges], 2, here=chunks.HERE)
+    first = next(results)
+    # the next chunks were handed to the workers before this process reads the first one
+    assert first == (None, ranges[0]) and ex.submitted == [ranges[1][0], ranges[2][0]]
+    rest = list(results)
+    assert [r[1] for r in rest] == ranges[1:] and all(r[0] is not None for r in rest)
+    assert ranges[0][0] not in ex.submitted
+    results = chunks._ordered(_Here(), [(str(path), s, e) for s, e in ranges], 2, here=chunks.HERE)
+    got = comparable(_read_candidates(str(path), "auto", chunks.ChunkScanner(str(path), results)))
+    assert got == serial(path)
+
+
 BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "generate.py")
 
 
@@ -100,6 +130,24 @@ def test_generated_logs_give_the_serial_verdict_on_every_path(tmp_path, shape, m
         assert comparable(diagnose_input(Source(str(log), fh))) == want
     if shape == "busy":
         assert want["primary_class"] == "runtime_oom"
+
+
+@pytest.mark.parametrize("shape,mib", [("busy", 3), ("storm", 0.5), ("empty", 0.5)])
+def test_a_real_pool_over_generated_logs_gives_the_serial_verdict(tmp_path, monkeypatch, shape, mib):
+    # The command line's own path: a pool of workers, the first chunk read here while they
+    # start (chunks.HERE), the rest scanned by them; chunks small enough that records, the
+    # fold's cycles and the saturation episode cross their edges.
+    import subprocess
+    import sys
+
+    log = tmp_path / f"{shape}.log"
+    subprocess.run([sys.executable, BENCH, str(log), str(mib), "--shape", shape], check=True)
+    monkeypatch.setattr(chunks, "MIN_BYTES", 1)
+    monkeypatch.setattr(chunks, "CHUNK", 64 * 1024)
+    with open(log, "rb") as fh:
+        got = comparable(diagnose_input(Source(str(log), fh), chunks=True))
+    assert got == serial(log)
+    assert len(chunks.plan(str(log), os.path.getsize(log), chunks.CHUNK)) > chunks.HERE + 1
 
 
 class _Here:

@@ -195,3 +195,18 @@ def test_the_bulk_of_a_busy_log_does_not_even_hit_the_gate(line):
     # Not just "not a candidate": the gate itself passes them over, so they cost no exact check.
     gates, _, _ = prefilter._automata()
     assert prefilter._gate_hits((line + "\n").encode(), gates) == []
+
+
+@pytest.mark.parametrize(
+    "size", [0, 1, 4095, 4096, 4097, prefilter.PIECE - 1, prefilter.PIECE, 3 * prefilter.PIECE + 5]
+)
+def test_newlines_counts_as_bytes_count_does(size):
+    import random
+
+    rnd = random.Random(size)
+    block = bytes(rnd.choice(b"ab\n\r") for _ in range(size))
+    spans = [(0, None), (0, size), (size // 3, size), (1, max(size - 1, 1))]
+    spans += [(a, b) for a, b in (sorted(rnd.randrange(size + 1) for _ in range(2)) for _ in range(20))]
+    for start, end in spans:
+        assert prefilter.newlines(block, start, end) == block.count(b"\n", start, end), (start, end)
+    assert prefilter.newlines(b"\n" * size) == size

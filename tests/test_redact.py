@@ -556,3 +556,29 @@ def test_redact_secrets_leaves_what_the_operator_typed():
     assert redact_secrets("http://u:pw@h/m?token=T0K: HTTP 500 Boom hf_abcdefghijklmnopqrstu") == (
         "http://<redacted>@h/m?token=<redacted>: HTTP 500 Boom hf_<redacted>"
     )
+
+
+def test_a_verdict_redacted_once_per_distinct_string_equals_every_string_redacted(monkeypatch, tmp_path):
+    # Redactor._string reuses the redaction of a string seen before while no token was added
+    # since; the same text seen again after a new token is redacted again. Both ways must
+    # print the same verdict, on a log whose strings repeat with tokens learned late.
+    import vllm_doctor.redact as redact
+
+    token = "hf_QwErTyUiOpAsDfGhJkLzXcVbNm123"
+    early = f"Startup failure: ValueError: {token[:9]}"  # a cut copy, before the token is seen
+    f = Finding("other", "VD900", "critical", "startup", early, source="x [vllm[1]@alpha]")
+    f.evidence = [
+        Evidence("x [vllm[1]@alpha]", n, text) for n, text in enumerate([early, f"ValueError: {token}", early])
+    ]
+    f.notes = [early, "10.0.0.7:40001", "10.0.0.7:40001", "/home/alice/x", "/home/alice/x"]
+    f.remedies = []
+    v = Verdict("other", "VD900", "critical", early, findings=[f], sources=[SourceSummary("x [vllm[1]@alpha]", "x")])
+    memo = render(redact_verdict(v), "json")
+    log = tmp_path / "busy.log"
+    bench = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "generate.py")
+    subprocess.run([sys.executable, bench, str(log), "2"], check=True)
+    busy = CliRunner().invoke(main, ["diagnose", "-f", "json", str(log)]).stdout
+    monkeypatch.setattr(redact.Redactor, "_string", lambda self, text: self._names.get(text) or self.text(text))
+    assert render(redact_verdict(v), "json") == memo
+    assert token[3:9] not in memo and "<user-1>" in memo and "10.0.0.7" not in memo
+    assert CliRunner().invoke(main, ["diagnose", "-f", "json", str(log)]).stdout == busy

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from typing import Iterator, List, Optional, Tuple
 
-from .prefilter import HEAD_BYTES, HEAD_LINES, _starts_after, candidate_starts
+from .prefilter import HEAD_BYTES, HEAD_LINES, _starts_after, candidate_starts, newlines
 from .sources import LINE_LIMIT, WINDOW, Source, cap, spans, text
 
 #: Bytes per chunk: large enough that a worker's start-up and result are small beside its
@@ -27,6 +27,11 @@ from .sources import LINE_LIMIT, WINDOW, Source, cap, spans, text
 CHUNK = 64 * 2**20
 #: Files smaller than this are scanned in this process (a pool costs about 0.1 s to start).
 MIN_BYTES = 192 * 2**20
+#: Chunks at the start of the file read by this process, not by a worker: a worker's first
+#: result comes about 0.6-0.8 s after the pool is asked for (the fork server imports the
+#: package, then the chunk is scanned), time this process spent idle (measured on the 1 GiB
+#: busy log, quiet machine; bench/results-2026-12-01-speed4.txt).
+HERE = 1
 
 #: One scanned line: (line index within the chunk from 0, capped bytes, offset of the next
 #: line in the file, True when it holds a literal).
@@ -98,17 +103,17 @@ def _hits(path: str, start: int, end: int, out: dict, fold=None, base: int = 0) 
                     yield lines + n - 1, None, -1 if at is None else at + first, True
             starts = candidate_starts(block, stop) if not first else _starts_after(block, first, stop)
             cand = set(starts)
-            find, count = block.find, block.count
+            find = block.find
             if want_next:
                 le = find(b"\n")
                 if 0 not in cand:
                     yield lines, cap(block[:le]), -1 if at is None else at + le + 1, False
                 want_next = False
-            pos, line = first, lines + count(b"\n", 0, first)
+            pos, line = first, lines + newlines(block, 0, first)
             for ls in starts:
                 if ls < pos:
                     continue  # taken by the fold
-                line += count(b"\n", pos, ls)
+                line += newlines(block, pos, ls)
                 pos = ls
                 if fold is not None and fold.armed:
                     nxt, n = fold.take(block, ls, stop, base + line + 1)
@@ -128,7 +133,7 @@ def _hits(path: str, start: int, end: int, out: dict, fold=None, base: int = 0) 
             # ``line`` is ``lines`` plus the newlines before ``pos``: only the rest is counted (a
             # second count of the whole block cost as much as the gate). With a fold the whole
             # block is counted again, whatever the fold took.
-            lines = line + count(b"\n", pos, stop) if fold is None else lines + count(b"\n", 0, stop)
+            lines = line + newlines(block, pos, stop) if fold is None else lines + newlines(block, 0, stop)
         out["lines"] = lines
         if want_next and end < os.fstat(fd).st_size:
             nxt, after = line_at(fd, end)
@@ -264,17 +269,19 @@ class ChunkScanner:
             yield n, text(line or b""), False
 
 
-def _ordered(ex, args, ahead: int):
+def _ordered(ex, args, ahead: int, here: int = 0):
     """Results of ``scan(*a)`` for each ``a`` in ``args``, in order, with at most ``ahead``
-    chunks submitted and not yet handed out (bounded memory). Should the pool break (a
-    worker killed, a platform where workers cannot start), the chunks left are read here:
-    the result is None for them, as for a dense chunk."""
+    chunks submitted and not yet handed out (bounded memory). The first ``here`` chunks are
+    not submitted: their result is None (read here, as a dense chunk), while the workers
+    start on the next ones. Should the pool break (a worker killed, a platform where
+    workers cannot start), the chunks left are read here too."""
     from collections import deque
     from concurrent.futures import BrokenExecutor
 
     pending = deque()
     it = iter(args)
     broken = False
+    local = [a for _, a in zip(range(here), it)]
 
     def submit(a):
         nonlocal broken
@@ -289,6 +296,8 @@ def _ordered(ex, args, ahead: int):
         pending.append((submit(a), a))
         if len(pending) >= ahead:
             break
+    for a in local:  # the workers start meanwhile (a pool takes about half a second to start)
+        yield None, (a[1], a[2])
     while pending:
         fut, a = pending.popleft()
         result = None
@@ -328,7 +337,7 @@ class PooledScan:
         n = self.ex._max_workers
         ranges = plan(path, size, chunk)
         args = [(path, s, e) for s, e in ranges]
-        self.scanner = ChunkScanner(path, _ordered(self.ex, args, 2 * n), on_block)
+        self.scanner = ChunkScanner(path, _ordered(self.ex, args, 2 * n, HERE), on_block)
 
     def close(self) -> None:
         from . import workers as _workers

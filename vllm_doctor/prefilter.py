@@ -189,6 +189,29 @@ def _gate_hits(block: bytes, gates) -> List[Tuple[int, int]]:
     return hits
 
 
+#: Bytes per piece when counting newlines (:func:`newlines`): small enough that each copy
+#: comes from the allocator's free lists (no fresh pages), large enough that slicing costs
+#: little beside the search.
+PIECE = 64 * 1024
+
+
+def newlines(block: bytes, start: int = 0, end: Optional[int] = None) -> int:
+    """The number of newlines in ``block[start:end]``: ``block.count(b"\n", start, end)``,
+    about 3x faster on large spans. CPython's count of one byte is a plain loop (about 2 GB/s
+    here); deleting the byte from a copy (``bytes.replace``) goes through ``memchr``
+    (6.5 GB/s, counting the copy, on bench/generate.py's busy log). Counting the lines of
+    every window costs about a third of the gate's time without this."""
+    if end is None:
+        end = len(block)
+    if end - start < 4096:
+        return block.count(b"\n", start, end)
+    n = 0
+    for s in range(start, end, PIECE):
+        part = block[s : min(s + PIECE, end)]
+        n += len(part) - len(part.replace(b"\n", b""))
+    return n
+
+
 def candidate_starts(block: bytes, end: Optional[int] = None) -> List[int]:
     """Start offsets, ascending, of the lines of ``block[:end]`` (whole lines, ending in a
     newline; bytes past ``end`` are ignored) that hold one of :data:`LITERALS`."""
@@ -241,12 +264,11 @@ def plan_block(block: bytes, end: Optional[int] = None) -> Tuple[int, List[int],
     starts = candidate_starts(block, end)
     index: List[int] = []
     line = pos = 0
-    count = block.count
     for ls in starts:
-        line += count(b"\n", pos, ls)
+        line += newlines(block, pos, ls)
         pos = ls
         index.append(line)
-    return line + count(b"\n", pos, end), starts, index
+    return line + newlines(block, pos, end), starts, index
 
 
 class BlockScanner:
@@ -335,11 +357,10 @@ class BlockScanner:
             cand = set(starts)
             # The caller may still want the line after the last one of the previous block.
             pos = yield from self._follow(block, end, first, cand)
-            count = block.count
             for i, ls in enumerate(starts):
                 if ls < pos:
                     continue
-                gap = count(b"\n", pos, ls) if index is None else index[i] - (self.lines - base)
+                gap = newlines(block, pos, ls) if index is None else index[i] - (self.lines - base)
                 self.lines += gap
                 self.skipped += gap
                 if fold is not None and fold.armed:
@@ -353,7 +374,7 @@ class BlockScanner:
                 self.want_follow = False
                 yield self.lines, text(cap(block[ls:le])), True
                 pos = yield from self._follow(block, end, le + 1, cand)
-            gap = count(b"\n", pos, end) if plan is None else nlines - (self.lines - base)
+            gap = newlines(block, pos, end) if plan is None else nlines - (self.lines - base)
             self.lines += gap
             self.skipped += gap
             if gap:

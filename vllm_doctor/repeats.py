@@ -200,9 +200,9 @@ def shape(env, text: str) -> Optional[Shape]:
     rec = recs[0]
     if rec.inner_bare or rec.wrapper in ("loki-text", "cloudwatch-json"):
         return None
-    body = rec.text
+    body = rec.text  # may be empty (a record with nothing after its prefix: breakit4 item 11)
     line = text.rstrip()
-    if not body or not line.endswith(body):
+    if not line.endswith(body):
         return None
     cut = len(line) - len(body)
     masks: List[Tuple[int, int, int]] = []
@@ -248,17 +248,22 @@ class Fold:
         self.folds = 0
         self.last_lineno = 0
         self._scratch = Catalog()
+        self.seen: Dict[bytes, int] = {}
+        self.history: Deque[Tuple[int, str, bool]] = deque(maxlen=2 * PERIOD_MAX)
+        self.snaps: Deque[Any] = deque(maxlen=3)
         self._reset()
 
     # -- detection -------------------------------------------------------------------------
     def _reset(self) -> None:
+        # Emptied, not made anew: a busy log resets at almost every candidate (a stats line
+        # after skipped lines), and nothing else holds these (_arm copies the history).
         self.streak = 0
-        self.seen: Dict[bytes, int] = {}
+        self.seen.clear()
         self.index = 0
         self.period = 0
         self.run = 0
-        self.history: Deque[Tuple[int, str, bool]] = deque(maxlen=2 * PERIOD_MAX)
-        self.snaps: Deque[Any] = deque(maxlen=3)
+        self.history.clear()
+        self.snaps.clear()
         self.attempt = SETTLE
         self.backoff = 1
         self.armed = False
@@ -328,7 +333,18 @@ class Fold:
         r = self.reader
         tracker = r.current
         if tracker is None:
-            return None
+            # No record has reached a tracker yet (none had an event, a traceback tag or an
+            # unexplained error): the reader counts nothing until one does, so a cycle may fold
+            # only while everything it keeps stays as it is (no counter may grow: _arm).
+            steady = (
+                len(r.trackers),
+                r.catalog.timeouts,
+                tuple(sorted((k, v[0], tuple(v[1]), frozenset(v[2])) for k, v in r.catalog.unread.items())),
+                r.orphan_errors.internal_errors,
+                r.evicted_sources,
+                len(r.budget.lru),
+            )
+            return None, {"index": 0}, {}, {"reader": steady}
         summary = r.summaries[tracker.source]
         counts, run_counts, steady = tracker.fold_state()
         counts = dict(counts)
@@ -360,7 +376,7 @@ class Fold:
         env = r.env
         if env.pretty is not None or env.wrap_width is not None or env.markdown:
             return False  # read line by line by the command line (formats.reads_every_line): not folded
-        if len(self.snaps) < 3 or any(s is None for s in self.snaps):
+        if len(self.snaps) < 3:
             return False
         lines = list(self.history)[-2 * P :]
         if len(lines) < 2 * P or sum(len(t) for _, t, _ in lines[P:]) > CYCLE_CHARS:
@@ -383,6 +399,8 @@ class Fold:
         d1, d2 = _delta(c1, c2), _delta(c2, c3)
         if d1 != d2 or d1.get("index") not in (0, 1):
             return False
+        if t3 is None and (any(d1.values()) or any(r1.values()) or any(r3.values())):
+            return False  # nothing to add the growth to: no tracker yet
         opens_runs = d1["index"] == 1
         if opens_runs:
             if not (r1 == r2 == r3) or d1.get("dropped_runs") != 1:
@@ -502,6 +520,7 @@ class Fold:
         self.folds += 1
         if cycles:
             self.folded += cycles * P
+        if cycles and self.tracker is not None:  # with no tracker yet the cycles changed nothing
             self.tracker.fold_advance(self.delta, self.run_delta, cycles)
             summary = self.reader.summaries[self.tracker.source]
             summary.records += self.delta.get("reader_records", 0) * cycles
