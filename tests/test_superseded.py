@@ -144,6 +144,17 @@ FIXED = {
         "kv_cache_capacity",
         [("gpu_memory_utilization", 0.8, 0.95)],
     ),
+    "kv-then-gpu-memory-utilization-from-the-default": (
+        [
+            args(100, max_model_len=32768),
+            *kv_fail(),
+            banner(300),
+            args(300, max_model_len=32768, gpu_memory_utilization=0.95),
+            *serving(),
+        ],
+        "kv_cache_capacity",
+        [("gpu_memory_utilization", None, 0.95)],  # the first non-default args name none: the default
+    ),
     "load-oom-then-quantization": (
         [args(100), *load_oom(), banner(300), args(300, quantization="awq"), *serving()],
         "weight_load_oom",
@@ -222,6 +233,15 @@ def test_a_change_that_fixes_no_memory_failure_is_the_same_configuration():
     before = args(100, max_model_len=32768, served_model_name=["a"])
     after = args(300, max_model_len=32768, served_model_name=["b"])
     v = diagnose([before, *kv_fail(), banner(300), after, *serving()], name="renamed.log")
+    assert v.primary_class == "kv_cache_capacity" and not v.primary.superseded
+    assert any("same configuration" in n for n in v.primary.notes)
+
+
+def test_naming_the_default_is_no_change():
+    # 0.9 is vLLM's default (0.92 from 0.20): a non-default args line naming it changes nothing
+    before = args(100, max_model_len=32768)
+    after = args(300, max_model_len=32768, gpu_memory_utilization=0.9)
+    v = diagnose([before, *kv_fail(), banner(300), after, *serving()], name="default.log")
     assert v.primary_class == "kv_cache_capacity" and not v.primary.superseded
     assert any("same configuration" in n for n in v.primary.notes)
 

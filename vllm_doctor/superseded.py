@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from . import defaults
 from .events import Phase
 from .run import Run, same_value
 from .verdict import SEVERITY_RANK, Finding
@@ -76,11 +77,12 @@ def compare(failed: Run, newest: Run, findings: Sequence[Finding]) -> Tuple[List
     same: List[str] = []
     for key in dict.fromkeys((*SETTINGS, *named)):
         was, now = failed.config.get(key), newest.config.get(key)
-        if (was is None) != (now is None) and _at_default(
-            failed if was is None else newest, key, newest if was is None else failed
-        ):
-            # one run's non-default args name it, the other's do not: that one ran vLLM's default
-            changes.append({"setting": key, "was": was, "now": now})
+        at_default, printed = (failed, newest) if was is None else (newest, failed)
+        if (was is None) != (now is None) and _at_default(at_default, key, printed):
+            # one run's non-default args name it, the other's do not: that one ran vLLM's
+            # default, a change unless the value printed may be that default itself
+            if not _may_be_default(key, printed.config[key], at_default):
+                changes.append({"setting": key, "was": was, "now": now})
             continue
         if was is None or now is None:
             continue
@@ -98,6 +100,22 @@ def _at_default(run: Run, key: str, other: Run) -> bool:
     mine, theirs = run.markers.get("non_default_args"), other.markers.get("non_default_args")
     line = other.config_lines.get(key)
     return mine is not None and theirs is not None and line is not None and line.lineno == theirs.lineno
+
+
+def _may_be_default(key: str, value: Any, run: Run) -> bool:
+    """``value`` is within vLLM's default for ``key`` in ``run`` (:mod:`vllm_doctor.defaults`,
+    by the run's version and engine; the GPU size where the log prints it): a ``non-default
+    args`` line that names it anyway changes nothing against a run that does not."""
+    if key == "gpu_memory_utilization":
+        d = defaults.gpu_memory_utilization(run.facts.get("vllm_version"), run.engine)
+    elif key == "max_num_seqs":
+        d = defaults.max_num_seqs(run.facts.get("vllm_version"), run.engine, run.value("gpu_total_gib"))
+    else:
+        return False
+    try:
+        return d.low <= float(value) <= d.high
+    except (TypeError, ValueError):
+        return False
 
 
 def describe(changes: Sequence[Dict[str, Any]]) -> str:
