@@ -271,6 +271,30 @@ def test_a_newest_run_that_does_not_serve_supersedes_nothing(after):
     assert not any("came back" in n for f in v.findings for n in f.notes)
 
 
+def test_a_restart_cut_during_startup_leaves_the_failure_read_against_its_settings():
+    # run 2 starts at 8192 and the log ends while it loads: VD101 of run 1 stands, but its
+    # "lower max_model_len to 12288" is already done (and more) by run 2: no flag that would
+    # raise 8192 back to 12288; the other remedies keep theirs
+    after = NOT_SERVING["cut-during-loading"]
+    v = diagnose([args(100, max_model_len=32768), *kv_fail(), *after], name="retry.log")
+    assert v.primary_class == "kv_cache_capacity" and v.primary.run == 1 and v.exit_code == 1
+    note = next(n for n in v.primary.notes if n.startswith("A later start (run 2)"))
+    assert "max_model_len 32768 -> 8192" in note and "loading weights" in note
+    first = v.primary.remedies[0]
+    assert first.setting == "max_model_len" and first.flag is None
+    assert first.why.startswith("run 2 already runs max_model_len 8192")
+    assert any(r.flag == "--kv-cache-dtype fp8" for r in v.primary.remedies)
+    assert "--max-model-len 12288" not in render_text(v, width=120)
+
+
+def test_a_restart_cut_during_startup_keeps_a_remedy_it_does_not_carry_out():
+    # 16384 is still above the 12288 that fits: the lowering stands, with its number
+    after = [banner(300), args(300, max_model_len=16384)]
+    v = diagnose([args(100, max_model_len=32768), *kv_fail(), *after], name="retry.log")
+    assert v.primary.remedies[0].flag == "--max-model-len 12288"
+    assert any("max_model_len 32768 -> 16384" in n for n in v.primary.notes)
+
+
 def test_it_is_said_once_however_often_the_verdict_is_built():
     from vllm_doctor.pipeline import build_verdict, diagnose_source
 

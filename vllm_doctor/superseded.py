@@ -19,6 +19,11 @@ severity, each earlier failing run is set beside it (breakit4 item 3):
 * no setting is printed by both: the failure stands, with a note that the log does not show
   whether anything changed.
 
+When the newest run has not stopped but the log ends before it serves (a restart cut during
+startup) and it changed such a setting, the failure stands (nothing shows the change worked),
+says so in a note, and a remedy the newest run already carries out loses its number: "lower
+max_model_len to 12288" is no advice where 8192 already runs.
+
 A run of another instance (up while the newest started: :attr:`Run.neighbours`), or of
 another server compared in a table's rows, is no restart of it: it is left alone. This
 module judges nothing about the failure itself; it only places it in time.
@@ -31,7 +36,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from . import defaults
 from .events import Phase
 from .run import Run, same_value
-from .verdict import SEVERITY_RANK, Finding
+from .verdict import SEVERITY_RANK, Finding, Remedy
 
 #: Settings whose change between two starts of a server can make a failure go away: the
 #: memory and parallelism knobs of shared/domain.md's tuning order, the model and how it is
@@ -125,16 +130,25 @@ def describe(changes: Sequence[Dict[str, Any]]) -> str:
     return ", ".join(f"{c['setting']} {word(c['was'])} -> {word(c['now'])}" for c in changes)
 
 
-def _newest_serving(runs: Sequence[Run], findings: Sequence[Finding]) -> Optional[Run]:
-    """The source's newest run when it reached serving with no failing finding, else None."""
+def _newest(runs: Sequence[Run], findings: Sequence[Finding]) -> Optional[Tuple[Run, bool]]:
+    """``(newest run, True)`` when the source's newest run reached serving with no failing
+    finding; ``(newest run, False)`` when it has not stopped (no failure, no "engine died"
+    marker) but the log ends before it serves (a restart cut during startup); else None."""
     if len(runs) < 2:
         return None
     newest = runs[-1]
-    if newest.phase < Phase.READY or newest.opened_by in OTHER_SERVER:
+    if newest.opened_by in OTHER_SERVER:
         return None
-    if any(failing(f) for f in findings if f.run == newest.index):
+    own = [f for f in findings if f.run == newest.index and failing(f)]
+    if newest.phase >= Phase.READY:
+        return None if own else (newest, True)
+    if newest.failures or newest.consequences or newest.phase < Phase.CONFIG:
         return None
-    return newest
+    # VD901's "the log ends after the startup arguments" is no failure of the run: it says
+    # nothing shows how its startup went, which is what this case is
+    if any(f.class_id != "unknown" or f.facts.get("phase_reached") != Phase.CONFIG.label for f in own):
+        return None
+    return newest, False
 
 
 def _add_note(f: Finding, note: str) -> None:
@@ -142,13 +156,49 @@ def _add_note(f: Finding, note: str) -> None:
         f.notes.append(note)
 
 
+def _done(r: Remedy, now: Any) -> bool:
+    """The remedy's change is what ``now`` already is, or beyond it in its direction (a
+    "lower to 12288" where 8192 runs)."""
+    if r.value is None:
+        return False
+    if r.direction == "set":
+        return same_value(r.value, now)
+    try:
+        a, b = float(now), float(r.value)
+    except (TypeError, ValueError):
+        return False
+    return (r.direction == "lower" and a <= b) or (r.direction == "raise" and a >= b)
+
+
+def _read_against(newest: Run, mine: Sequence[Finding], changes: Sequence[Dict[str, Any]]) -> None:
+    """The newest run started with ``changes`` and the log ends before it serves: the failure
+    stands, and says so; a remedy the newest run already carries out (its setting changed to
+    the remedy's value or beyond) loses its number: its flag would undo the change."""
+    note = (
+        f"A later start (run {newest.index}) changed {describe(changes)}, and the log ends before it serves "
+        f"(it reached {newest.phase.label}): whether the change fixed this is not shown; the remedies are this "
+        "run's, read against its own settings"
+    )
+    now = {c["setting"]: c["now"] for c in changes}
+    for f in mine:
+        if not failing(f):
+            continue
+        _add_note(f, note)
+        for r in f.remedies:
+            if r.flag and r.setting in now and now[r.setting] is not None and _done(r, now[r.setting]):
+                done = f"run {newest.index} already runs {r.setting} {now[r.setting]}"
+                r.why = f"{done}; {r.why}" if r.why else done
+                r.flag, r.value = None, None
+
+
 def place_failures(runs: Sequence[Run], findings: Sequence[Finding]) -> None:
     """Mark or annotate, in place, the findings of ``runs`` (one source's, oldest first) that
     the newest run got past (see the module's doc). Idempotent: a second call changes
     nothing."""
-    newest = _newest_serving(runs, findings)
-    if newest is None:
+    found = _newest(runs, findings)
+    if found is None:
         return
+    newest, serves = found
     neighbours = {n.index for n in newest.neighbours}
     served = newest.phase_lines.get(Phase.SERVING) or newest.phase_lines.get(Phase.READY)
     where = f"run {newest.index}" + (f", line {served.lineno}" if served is not None else "")
@@ -159,6 +209,10 @@ def place_failures(runs: Sequence[Run], findings: Sequence[Finding]) -> None:
         if not any(failing(f) for f in mine):
             continue
         changes, same = compare(run, newest, [f for f in mine if failing(f)])
+        if not serves:
+            if changes:
+                _read_against(newest, mine, changes)
+            continue
         if changes:
             for f in mine:
                 f.superseded = {"run": newest.index, "changes": [dict(c) for c in changes]}
