@@ -229,6 +229,27 @@ def test_an_automatic_restart_with_the_same_configuration_leaves_the_failure_sta
     assert "will likely recur" in render_text(v, width=120) and "will likely recur" in render_markdown(v)
 
 
+def test_each_earlier_failure_is_set_beside_the_newest_run():
+    # a restart loop: 32768 fails, 8192 fails (another cause: the weights), then 8192 serves.
+    # The first is superseded by the change; the second ran what serves now, so it stands,
+    # heads the verdict and will likely recur.
+    lines = [
+        args(100, max_model_len=32768),
+        *kv_fail(),
+        banner(300),
+        args(300, max_model_len=8192),
+        *load_oom(400),
+        banner(500),
+        args(500, max_model_len=8192),
+        *serving(600, 700),
+    ]
+    v = diagnose(lines, name="loop.log")
+    by_run = {f.run: f for f in v.findings if f.severity != "info"}
+    assert by_run[1].superseded == {"run": 3, "changes": [{"setting": "max_model_len", "was": 32768, "now": 8192}]}
+    assert v.primary is by_run[2] and not by_run[2].superseded and v.exit_code == 1
+    assert any("same configuration" in n for n in v.primary.notes)
+
+
 def test_a_change_that_fixes_no_memory_failure_is_the_same_configuration():
     before = args(100, max_model_len=32768, served_model_name=["a"])
     after = args(300, max_model_len=32768, served_model_name=["b"])

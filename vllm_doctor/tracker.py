@@ -980,6 +980,7 @@ class SourceTracker:
             "preemption_warnings": run.preemption.warnings,
             "preemption_messages": run.preemption.messages,
             "prefixed_records": run.prefixed_records,
+            "import_records": run.import_records,
             "records_after_last": run.stats.records_after_last,
             "access_after_last": run.stats.access_after_last,
         }

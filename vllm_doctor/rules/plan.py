@@ -391,8 +391,8 @@ class Constraints:
         whose = now.why.split(f", {not_printed(self.run)}")[0]
         shown = fmt(setting, round(target, 2) if setting in FRACTIONS else int(target))
         said = (
-            f"{action}: the log does not print the value in force, {whose} unless set: raise {setting} to {shown} "
-            "if it runs at the default, never below the value you run with"
+            f"{action}: the value in force is {not_printed(self.run)}, {whose} unless set: raise {setting} to "
+            f"{shown} if it runs at the default, never below the value you run with"
         )
         return self.unset(setting, "raise", said, why)
 
