@@ -221,7 +221,7 @@ def place_failures(runs: Sequence[Run], findings: Sequence[Finding]) -> None:
             note = (
                 f"The server came back ({where}) with the same configuration as far as the log prints it "
                 f"({', '.join(same)}) and reached serving: an automatic restart (systemd, Kubernetes, a "
-                "supervisor) fixes nothing, so this failure will likely recur"
+                "supervisor) changes nothing, so this failure will likely recur"
             )
         else:
             note = (
