@@ -204,7 +204,7 @@ def test_runtime_oom_ticket_has_a_symptom_title_time_source_and_no_local_path(tm
     assert str(tmp_path) not in md and "/deep/dir" not in md
     assert "1. `--gpu-memory-utilization 0.85`: Lower gpu_memory_utilization" in md
     assert "Does not help:" in md and "- Raising gpu_memory_utilization" in md
-    assert md.rstrip().splitlines()[-1].startswith("vllm-log-doctor 0.1.0 (`vllm-doctor diagnose`) · schema 1.4")
+    assert md.rstrip().splitlines()[-1].startswith("vllm-log-doctor 0.1.0 (`vllm-doctor diagnose`) · schema 1.5")
     # a source given relative keeps its directories, as given
     monkeypatch.chdir(tmp_path)
     md = CliRunner().invoke(main, ["diagnose", "-f", "markdown", "deep/dir/server.log"]).stdout

@@ -657,6 +657,8 @@ REVIEWED_FIELDS = {
     "fact_lines facts failures first_error first_unexplained_error http index markers phase phase_lines "
     "preemption recognised records sibling_tags source stalls start_line start_patterns stats "
     "trainer trainer_line unexplained_errors vllm_pids worker_procs roles process_names prefixed_records opened_by "
+    # import_records: a counter, as prefixed_records (fold_state's run counts)
+    "import_records "
     "neighbours",
     "Failure": "context_tags data exception kind kinds last_seq lines patterns phase_at repeats seq served_after stream tags "
     "text_hashes",

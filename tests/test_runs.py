@@ -460,3 +460,104 @@ def test_a_refusal_and_its_engine_wrapper_stay_one_run():
         "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",
     ]
     assert len(track(lines).runs) == 1
+
+
+# -- a launch command that no server output follows is a note, not a run (breakit4 item 9) ------
+# An issue's "How to reproduce" block repeats the command that produced the failure above it,
+# then its "Environment" block: collect_env output, which imports vllm and so prints the
+# platform line vLLM prints on import. No server started there: the command's values are the
+# failing run's (0.95 was in force), and no phantom run gets advice of its own.
+KV_FAIL = [
+    "(APIServer pid=100) INFO 05-01 10:00:01 [utils.py:326] non-default args: {'model': "
+    "'meta-llama/Llama-3.1-8B-Instruct', 'max_model_len': 32768}",
+    "(EngineCore_0 pid=200) INFO 05-01 10:00:10 [gpu_model_runner.py:1892] Model loading took 14.9889 GiB and 5.1 s",
+    "(EngineCore_0 pid=200) INFO 05-01 10:00:20 [gpu_worker.py:255] Available KV cache memory: 1.51 GiB",
+    "(EngineCore_0 pid=200) ERROR 05-01 10:00:20 [core.py:700] ValueError: To serve at least one request with the "
+    "models's max seq len (32768), (4.00 GiB KV cache is needed, which is larger than the available KV cache memory "
+    "(1.51 GiB). Based on the available memory, the estimated maximum model length is 12368. Try increasing "
+    "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
+]
+REPRO = {
+    "indented": [
+        "",
+        "### How to reproduce",
+        "",
+        "    vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 32768 --gpu-memory-utilization 0.95",
+        "",
+    ],
+    "shell-prompt": [
+        "$ vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 32768 --gpu-memory-utilization 0.95"
+    ],
+    "python-m": [
+        "python -m vllm.entrypoints.openai.api_server --model meta-llama/Llama-3.1-8B-Instruct "
+        "--max-model-len 32768 --gpu-memory-utilization 0.95"
+    ],
+}
+ENVIRONMENT = {
+    "nothing": [],
+    "collect-env": [
+        "### Environment",
+        "INFO 05-01 09:59:00 [__init__.py:244] Automatically detected platform cuda.",
+        "Collecting environment information...",
+        "PyTorch version: 2.7.1+cu126",
+        "vLLM Version: 0.10.1",
+        "GPU 0: NVIDIA GeForce RTX 4090",
+    ],
+    "platform-line-prefixed": [
+        "(APIServer pid=300) INFO 05-01 10:05:00 [__init__.py:244] Automatically detected platform cuda."
+    ],
+}
+
+
+@pytest.mark.parametrize("env", ENVIRONMENT.values(), ids=ENVIRONMENT.keys())
+@pytest.mark.parametrize("repro", REPRO.values(), ids=REPRO.keys())
+def test_the_failing_runs_command_repeated_below_it_is_that_runs_note(repro, env):
+    lines = [*KV_FAIL, *repro, *env]
+    t = track(lines)
+    assert len(t.runs) == 1, [(r.start_line, r.opened_by) for r in t.runs]
+    (run,) = t.runs
+    assert run.config["gpu_memory_utilization"] == 0.95 and "gpu_memory_utilization" in run.command_keys
+    assert run.config["max_model_len"] == 32768 and "max_model_len" not in run.command_keys  # vLLM printed it
+    v = diagnose(lines, name="issue.log")
+    assert v.primary_class == "kv_cache_capacity" and {f.run for f in v.findings} == {1}
+    # the plan knows 0.95 was in force: no "0.90" advice for the same server beside the failure
+    assert not any(r.flag == "--gpu-memory-utilization 0.90" for f in v.findings for r in f.remedies)
+
+
+@pytest.mark.parametrize("env", ENVIRONMENT.values(), ids=ENVIRONMENT.keys())
+def test_another_command_below_the_failure_with_no_output_is_no_run_and_lends_it_no_values(env):
+    # the command names another max_model_len: not the failing run's, and never run here
+    lines = [
+        *KV_FAIL,
+        "next I will try:",
+        "vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 8192 --gpu-memory-utilization 0.95",
+        *env,
+    ]
+    t = track(lines)
+    assert len(t.runs) == 1
+    (run,) = t.runs
+    assert run.config["max_model_len"] == 32768 and "gpu_memory_utilization" not in run.config
+    assert "launch_command" not in run.markers and run.markers["later_command"].lineno == 6
+
+
+@pytest.mark.parametrize(
+    "startup",
+    [
+        ["(APIServer pid=300) INFO 05-01 10:05:01 [api_server.py:1395] vLLM API server version 0.10.1"],
+        ["(APIServer pid=300) INFO 05-01 10:05:01 [utils.py:326] non-default args: {'max_model_len': 8192}"],
+        [
+            "(EngineCore_0 pid=400) INFO 05-01 10:05:10 [gpu_model_runner.py:1892] Model loading took 14.9889 GiB and 5.1 s"
+        ],
+    ],
+    ids=["banner", "non-default-args", "engine-init"],
+)
+def test_a_command_that_startup_output_follows_opens_the_next_run(startup):
+    lines = [
+        *KV_FAIL,
+        "$ vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 8192",
+        "INFO 05-01 10:05:00 [__init__.py:244] Automatically detected platform cuda.",
+        *startup,
+    ]
+    t = track(lines)
+    assert [r.opened_by for r in t.runs] == [None, "command"]
+    assert t.runs[1].config["max_model_len"] == 8192 and t.runs[0].config["max_model_len"] == 32768

@@ -30,7 +30,7 @@ def _json(*args):
 
 def test_json_names_the_selected_rules_and_validates():
     code, d = _json(str(FAILED), "--select", "VD2")
-    assert code == 0 and d["schema_version"] == "1.4"
+    assert code == 0 and d["schema_version"] == "1.5"
     assert d["primary_class"] == "healthy" and d["selected_rules"] == VD2
     jsonschema.validate(d, SCHEMA)
 

@@ -25,6 +25,7 @@ from .reassemble import MAX_JOINED, WRAP_MIN_WIDTH, Reassembler, _open_oom, shel
 from .rules import BY_NAME, diagnose_run, healthy, new_observers
 from .rules.rule import read_from
 from .sources import ARCHIVE_ERRORS
+from .superseded import place_failures, serving_title
 from .tracker import RunBudget, SourceTracker, unexplained_error
 from .verdict import SEVERITY_RANK, Finding, RunSummary, SourceSummary, Verdict
 
@@ -509,9 +510,10 @@ def primary_finding(findings: List[Finding]) -> Optional[Finding]:
     newest failing run, ties broken by diagnosis order; None when no run failed. A run with a
     critical finding is newer news than a later run with warnings only (a text-only retry cut
     after its startup arguments, after the run that crashed: hunt7 q04), so the newest run
-    with a critical finding is taken first. Used for the verdict's headline and by
-    :mod:`vllm_doctor.compare`."""
-    failing = [f for f in findings if SEVERITY_RANK.get(f.severity, 0) >= 2]
+    with a critical finding is taken first. A superseded finding (a newer run serves with a
+    setting changed that can fix it: :mod:`vllm_doctor.superseded`) is never taken. Used for
+    the verdict's headline and by :mod:`vllm_doctor.compare`."""
+    failing = [f for f in findings if SEVERITY_RANK.get(f.severity, 0) >= 2 and not f.superseded]
     if not failing:
         return None
     worst = max(SEVERITY_RANK[f.severity] for f in failing)
@@ -614,6 +616,9 @@ def build_verdict(
     runs: List[RunSummary] = []
     primaries: List[Finding] = []
     for res in results:
+        place_failures(res.tracker.runs, res.findings)  # failures the newest run got past
+        # superseded findings after the others: the notes of the run that serves come first
+        res.findings.sort(key=lambda f: f.superseded is not None)
         for run in reversed(res.tracker.runs):  # newest first
             runs.append(_run_summary(run, [f for f in res.findings if f.run == run.index]))
         p = primary_finding(res.findings)
@@ -630,7 +635,8 @@ def build_verdict(
     elif any(s.vllm_output for s in sources):
         h = BY_NAME["healthy"]
         notes = [f for r in results for f in r.findings]
-        verdict = Verdict("healthy", h.code, "ok", _healthy_title(healthy.title(_read_from(results)), notes, select))
+        title = serving_title(notes) or _healthy_title(healthy.title(_read_from(results)), notes, select)
+        verdict = Verdict("healthy", h.code, "ok", title)
     else:
         u = BY_NAME["unknown"]
         verdict = Verdict("unknown", u.code, "unknown", "Nothing recognisable as vLLM output in the input")

@@ -518,6 +518,9 @@ class Run:
     process_names: Set[str] = field(default_factory=set)
     #: Records with vLLM's own record prefix or a process prefix (not quoted bare lines).
     prefixed_records: int = 0
+    #: Of those, records that hold only what vLLM prints on import (tracker.IMPORT_PATTERNS:
+    #: the platform it detected), which ``collect_env`` or any script importing vllm prints too.
+    import_records: int = 0
     #: What opened the run: ``start`` (a startup marker), ``instance`` (a second instance's
     #: process), ``row`` (stats of another row of a Markdown table: another server compared),
     #: None for a source's first run.
@@ -573,3 +576,18 @@ class Run:
     def add_consequence(self, c: Consequence) -> None:
         if len(self.consequences) < self.MAX_CONSEQUENCES:
             self.consequences.append(c)
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """Two configuration values as vLLM or a command printed them are the same setting:
+    numbers by value (``32768`` and ``32768.0``, ``0.95`` and ``"0.95"``), words by their
+    case-insensitive text (``FP8`` and ``fp8``), lists as the sets of their items' text."""
+    if isinstance(a, (list, tuple, set)) or isinstance(b, (list, tuple, set)):
+        items = lambda x: {str(i).strip().lower() for i in (x if isinstance(x, (list, tuple, set)) else [x])}  # noqa: E731
+        return items(a) == items(b)
+    if isinstance(a, bool) or isinstance(b, bool):
+        return str(a).strip().lower() == str(b).strip().lower()
+    try:
+        return float(a) == float(b)
+    except (TypeError, ValueError):
+        return str(a).strip().lower() == str(b).strip().lower()

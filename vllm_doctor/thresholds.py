@@ -32,6 +32,13 @@ FULL_KV_LAST_INTERVAL_PCT = 95.0
 #: Requests waiting per running request from which that last interval's queue is demand the KV
 #: cache cannot hold, not a burst being admitted: 3 x (k030: 115 waiting, 35 running; q16: 20, 2).
 QUEUE_OVER_RUNNING = 3.0
+#: Saturated intervals at the END of a log (the last one full, FULL_KV_LAST_INTERVAL_PCT) that
+#: make a storm when an earlier interval of the run was below saturation: one alone, after
+#: healthy serving, is a burst that just began (a load test starting: breakit4 item 8, where
+#: the verdict flipped on thresholds at that one sample), so a second one (or a preemption)
+#: must show it lasting. A log whose every stats line is saturated (q16, k030: the line the
+#: reporter quoted as the symptom) has no healthy interval to say so, and one line stands.
+SATURATED_END_MIN_INTERVALS = 2
 
 #: How much a "give the KV cache more memory" remedy raises gpu_memory_utilization (about
 #: 2.4 GiB of KV cache on an 80 GiB GPU; capped at MAX_ADVISED_UTILIZATION).

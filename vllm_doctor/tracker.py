@@ -32,7 +32,7 @@ from .events import Event, Phase
 from .frames import code_tags, engine_of_frame, frame_tags, looks_like_code, vllm_console_script
 from .processes import engine_of_process, is_vllm_path, is_vllm_process, is_worker_process, trainer_of
 from .record import Record
-from .run import Consequence, Failure, Line, Neighbour, Run, StatsSample
+from .run import Consequence, Failure, Line, Neighbour, Run, StatsSample, same_value
 
 #: Processes whose tracebacks are kept apart at once; the least recently seen is closed first.
 MAX_STREAMS = 64
@@ -82,6 +82,13 @@ def instance_role(proc: Optional[str], rank: Optional[int]) -> Optional[str]:
 #: Patterns of what the operator wrote (a pasted launch command), not of what vLLM printed:
 #: they give configuration but never make an input vLLM output.
 OPERATOR_PATTERNS = frozenset({"launch_command", "offline_llm_call"})
+#: Patterns of what vLLM prints when it is imported, before any server starts (vllm/platforms/
+#: __init__.py resolve_current_platform_cls_qualname): ``collect_env``, a script or a notebook
+#: that imports vllm prints them too, so after a pasted command they prove no server started
+#: (breakit4 item 9: an issue's "How to reproduce" command, then its collect_env output).
+IMPORT_PATTERNS = frozenset({"platform_detected"})
+#: The configuration those lines give (the platform vllm resolved).
+IMPORT_KEYS = frozenset({"platform"})
 #: Failure kinds that stop a server at its configuration checks, before it allocates anything
 #: (``vllm/config.py`` / ``vllm/platforms/cuda.py`` dtype and quantization checks, the config
 #: limits, no accelerator): a memory failure after one in the same paste is another attempt,
@@ -184,18 +191,20 @@ def _superseded(run: Run, events: List[Event]) -> bool:
 
 
 def _command_only(run: Run) -> bool:
-    """A run opened by a pasted command that holds nothing else vLLM printed: no failure, no
-    consequence, no process prefix, no stats, no startup fact, no configuration the command
-    did not give (the command quoted below its run's error, not a second server). The
+    """A run opened by a pasted command that no startup output of a new server follows: no
+    failure, no consequence, no process prefix, no stats, no startup fact, no configuration
+    the command did not give, beside what vLLM prints on import (:data:`IMPORT_PATTERNS`:
+    ``collect_env`` prints it too). The command quoted below its run's error (an issue's "How
+    to reproduce"), or pasted again, is a note about that run, not a second server. The
     command's own values (its flags, its image tag's release) are in ``run.command_keys``."""
     return (
         run.opened_by == "command"
         and _alive(run)
-        and not run.prefixed_records
+        and run.prefixed_records <= run.import_records
         and not run.stats.count
         and set(run.facts) <= run.command_keys  # an image tag's release is the command's own
         and run.phase <= Phase.CONFIG
-        and set(run.config) <= run.command_keys
+        and set(run.config) <= run.command_keys | IMPORT_KEYS
     )
 
 
@@ -741,6 +750,8 @@ class SourceTracker:
         vllm_proc = is_vllm_process(rec.proc)
         if rec.vllm_header or rec.proc:
             run.prefixed_records += 1
+            if events and all(ev.pattern in IMPORT_PATTERNS for ev in events):
+                run.import_records += 1
         if rec.proc and len(run.process_names) < MAX_STREAMS:
             run.process_names.add(rec.proc)
         if rec.pid is not None and vllm_proc and len(run.vllm_pids) < MAX_PIDS:
@@ -978,6 +989,7 @@ class SourceTracker:
             "preemption_warnings": run.preemption.warnings,
             "preemption_messages": run.preemption.messages,
             "prefixed_records": run.prefixed_records,
+            "import_records": run.import_records,
             "records_after_last": run.stats.records_after_last,
             "access_after_last": run.stats.access_after_last,
         }
@@ -1108,21 +1120,30 @@ class SourceTracker:
 
     def _fold_trailing_command(self) -> None:
         """A run opened by a command after a failure, that holds nothing but the command
-        (:func:`_command_only`) and ends the input, is the failed run's own command pasted
-        below its error: its configuration goes back to that run (what the run's own lines
-        printed stays), and the run is dropped."""
+        (:func:`_command_only`) and ends the input, is no second server: the run is dropped.
+        When the command agrees with what the failed run printed (the same command pasted
+        below its error, an issue's "How to reproduce"), its values are that run's: they go
+        back to it (what the run's own lines printed stays), so its remedies know e.g. the
+        gpu_memory_utilization that was in force. A command that contradicts what the run
+        printed (another max_model_len) is another command, never run here: none of its
+        values are the failed run's."""
         if len(self.runs) < 2 or not _command_only(self.run):
             return
         cmd, run = self.runs.pop(), self.runs[-1]
         if self.budget is not None:
             self.budget.forget(cmd)
+        same = all(same_value(run.config[k], v) for k, v in cmd.config.items() if k in run.config)
         for key, val in cmd.config.items():
-            if key not in run.config:
+            if same and key not in run.config:
                 run.config[key] = val
                 run.config_lines[key] = cmd.config_lines[key]
-                run.command_keys.add(key)
+                if key in cmd.command_keys:
+                    run.command_keys.add(key)
         for name, line in cmd.markers.items():
-            run.markers.setdefault(name, line)
+            if same or name != "launch_command":
+                run.markers.setdefault(name, line)
+            else:
+                run.markers.setdefault("later_command", line)  # the operator's next command, never run here
         run.records += cmd.records
         run.recognised += cmd.recognised
         run.end_line = max(run.end_line, cmd.end_line)

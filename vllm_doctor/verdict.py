@@ -19,7 +19,9 @@ Shapes (also in ``vllm_doctor/verdict.schema.json``, the published contract):
   ``medium`` traceback frames or the phase decide, ``low`` a judgement from stats lines),
   ``phase`` (``startup`` / ``runtime``), ``title``, ``facts``
   (vocabulary of ``shared/corpus/README.md``; memory in GiB), ``evidence``, ``remedies``,
-  ``does_not_help``;
+  ``does_not_help``; ``superseded`` (since 1.5) when a newer run of its source serves with a
+  setting changed that can fix it (it then never heads the verdict: see
+  :mod:`vllm_doctor.superseded`);
 * :class:`RunSummary` - one server start in one source, with its ``config`` and ``facts``,
   and ``series``: its stats lines as at most 256 points in line order, each
   ``{line, time, intervals, kv_usage_pct, running, waiting, generation_tps}`` (the maxima
@@ -29,7 +31,8 @@ Shapes (also in ``vllm_doctor/verdict.schema.json``, the published contract):
   thing left unread (files of a scrape directory that are no scrapes, samples ignored,
   lines whose numbers cannot be read), so a partial read never passes for a whole one;
 * :class:`Verdict` - the whole answer: ``primary_class`` (the most severe finding of the
-  newest failing run; ``healthy`` when nothing is wrong; ``unknown`` when nothing is
+  newest failing run, superseded findings aside; ``healthy`` when nothing is wrong, or when
+  the newest run serves after a change that superseded the earlier failure; ``unknown`` when nothing is
   recognisable or the root cause is not in the log), ``primary`` (that finding itself, so
   its facts and remedies are the headline's own), ``selected_rules`` (the class ids
   ``--select`` ran, null when all ran) and everything above.
@@ -40,7 +43,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-SCHEMA_VERSION = "1.4"
+SCHEMA_VERSION = "1.5"
 SEVERITY_RANK = {"critical": 3, "warning": 2, "info": 1, "ok": 0}
 
 
@@ -82,6 +85,10 @@ class Finding:
     remedies: List[Remedy] = field(default_factory=list)
     does_not_help: List[str] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)
+    #: Since schema 1.5: set when a newer run of the source serves with a setting changed that
+    #: can fix this: ``{"run": N, "changes": [{"setting", "was", "now"}]}`` (see
+    #: :mod:`vllm_doctor.superseded`); such a finding never heads the verdict. None otherwise.
+    superseded: Optional[Dict[str, Any]] = None
     #: (setting, direction, why) the finding rules out, for the run's plan; not in the JSON.
     forbids: List[Tuple[str, str, str]] = field(default_factory=list, repr=False)
 

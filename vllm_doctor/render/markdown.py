@@ -195,7 +195,14 @@ def _evidence(f) -> List[str]:
 
 
 def _remedies(f, numbered_title: str = "Remedies, in order:") -> List[str]:
+    from ..superseded import superseded_line
+
     out: List[str] = []
+    instead = superseded_line(f)
+    if instead is not None:  # acted on: its remedies (and their old numbers) are no to-do
+        return [f"> {prose(instead, line_start=True)}", ""] + [
+            line for n in f.notes for line in (f"> {prose(n, line_start=True)}", "")
+        ]
     if f.remedies:
         out += [numbered_title, ""]
         for r in f.remedies:
@@ -221,7 +228,8 @@ def _finding(verdict, f) -> List[str]:
     out = [
         f"### {prose(f.code)} {prose(f.class_id)} ({prose(f.severity)}, {prose(f.phase)}{when}): {prose(f.title)}",
         "",
-        f"{prose(f.confidence).capitalize()} confidence · {code(display_source(f.source))} run {f.run}",
+        f"{prose(f.confidence).capitalize()} confidence · {code(display_source(f.source))} run {f.run}"
+        + (f" · superseded by run {f.superseded['run']}" if f.superseded else ""),
         "",
     ]
     return out + _sparklines(verdict, f) + _evidence(f) + _remedies(f)
@@ -269,7 +277,7 @@ def render_markdown(verdict) -> str:
     if p is not None:
         out += _sparklines(verdict, p) + _evidence(p) + _remedies(p)
     others = [f for f in verdict.findings if f is not p]
-    others = [f for f in others if f.severity != "info"] + [f for f in others if f.severity == "info"]
+    others = sorted(others, key=lambda f: (f.superseded is not None, f.severity == "info"))
     for f in others:
         out += _finding(verdict, f)
     out += _source_notes(verdict)
@@ -312,6 +320,8 @@ def render_follow_summary(verdict, lines: int = 0) -> str:
             t, _ = incident_times(f, verdict)
             r = f.remedies[0] if f.remedies else None
             first = (code(r.flag, in_table=True) if r.flag else prose(r.action)) if r else ""
+            if f.superseded:
+                first = prose(f"nothing: superseded by run {f.superseded['run']}")
             out.append(
                 f"| {_time(t) if t else ''} | {prose(f.code)} | {prose(f.class_id)} | "
                 f"{code(display_source(f.source), in_table=True)} | {first} |"

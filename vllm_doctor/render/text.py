@@ -382,6 +382,14 @@ def _evidence(v: _View, f) -> bool:
 def _remedies(v: _View, f) -> None:
     from rich.text import Text
 
+    from ..superseded import superseded_line
+
+    instead = superseded_line(f)
+    if instead is not None:  # acted on: its remedies (and their old numbers) are no to-do
+        v.hang(Text(instead, style="italic"), indent=4, lead=2)
+        for n in f.notes:
+            v.hang(Text(n, style="italic"), indent=8, prefix=Text("note:", style="dim"), lead=2)
+        return
     if f.remedies:
         v.add_line(Text("  remedies, in order:", style="dim"))
     for r in f.remedies:
@@ -440,6 +448,8 @@ def _finding(v: _View, verdict, f, primary: bool, full_title: bool, sparks_done:
     head = Text.assemble((f"{f.code} {f.class_id}", _STYLE.get(f.severity, "bold")))
     if not primary:
         head.append(f" ({f.severity}, {f.phase}, {f.confidence} confidence)", style="dim")
+    if f.superseded:
+        head.append(f" superseded by run {f.superseded['run']}", style="dim")
     if when:
         head.append(f" \u00b7 {when}", style="dim")
     runs = sum(1 for r in verdict.runs if r.source == f.source)
@@ -676,13 +686,14 @@ def render_follow_summary(verdict, color: bool = False, width: int = 0, lines: i
         rows = []
         for f in shown:
             r = f.remedies[0] if f.remedies else None
+            todo = (r.flag or r.action) if r else "-"
             rows.append(
                 [
                     finding_time(f, verdict) or "-",
                     f.code,
                     f.class_id,
                     short_source(f.source, 28),
-                    (r.flag or r.action) if r else "-",
+                    f"nothing: superseded by run {f.superseded['run']}" if f.superseded else todo,
                 ]
             )
         v.blank()

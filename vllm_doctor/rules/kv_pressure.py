@@ -4,6 +4,8 @@ What it means:
     The KV cache filled up for a moment: V0 printed a preemption warning (its count stayed
     below a storm's), or a few stats intervals showed the KV cache nearly full with requests
     waiting, fewer than make a sustained episode. Requests were slowed for those seconds.
+    Or the log ends on one full interval after intervals below saturation (a load test
+    that just began): too little to call a storm (preemption_storm.lone_burst_at_the_end).
 
 Why it happens:
     A burst of long requests; concurrency close to what the KV cache holds.
@@ -29,7 +31,15 @@ from typing import Any, Dict, List, Optional, Sequence
 from .. import thresholds
 from ..run import Failure, Run
 from ..verdict import Finding
-from .preemption_storm import V0_PREEMPTION_LOG_EVERY, Episode, episode_of, is_storm, warning_facts
+from .preemption_storm import (
+    V0_PREEMPTION_LOG_EVERY,
+    Episode,
+    episode_of,
+    full_at_the_end,
+    is_storm,
+    lone_burst_at_the_end,
+    warning_facts,
+)
 from .rule import Rule, ev, finding, remedy, stats_from
 
 #: Why the remedy carries no number (every server remedy without one says so).
@@ -94,6 +104,22 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List
     evidence = [ev(p.first, "preemption warning"), ev(ep.first if ep else None, "saturated interval")]
     rem = [_remedy(run, ep, p.warnings)]
     title = "Mild KV cache pressure (not sustained: not a storm)"
+    if lone_burst_at_the_end(run):
+        end = full_at_the_end(run)
+        facts["saturated_at_the_end"] = True
+        title = (
+            f"KV cache full in one interval at the end of the log ({end.kv_usage_pct:.1f}%, {end.waiting} waiting, "
+            f"{end.running} running) after intervals below saturation: one interval is no storm yet"
+        )
+        rem = [
+            remedy(
+                f"One interval is too little to size memory by: if {stats_from(run)} show the next intervals full "
+                "with requests waiting (or preemptions), it is a storm (vllm-doctor explain VD201): then give the "
+                "KV cache more memory before raising max_num_seqs",
+                None,
+                "the intervals before it were below saturation, and the log ends on this one; " + WHY.split("; ", 1)[1],
+            )
+        ]
     return [finding(RULE, run, "runtime", title, facts, evidence, rem, confidence="low")]
 
 

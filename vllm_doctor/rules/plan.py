@@ -32,6 +32,14 @@ from ..verdict import Finding, Remedy
 from .oom import co_tenants_of, held_unlisted
 from .rule import not_printed, read_from
 
+#: Settings a raise worked out from vLLM's default (the log does not print the value in force)
+#: gives no flag for, only a number the action makes conditional: operators often run them above
+#: the default (0.95 to chase KV space; a larger token budget), so the default-based target
+#: may be below what runs (fresh20 item 3). tensor_parallel_size has its own guard
+#: (:meth:`Constraints._tp_unsafe`: what the log proves of the world size); max_num_seqs is
+#: raised only where as many requests ran as its default allows (VD302: the cap shows).
+SAID_IF_ASSUMED = ("gpu_memory_utilization", "max_num_batched_tokens")
+
 #: The tensor-parallel rank in a V1 worker's name (``Worker_TP1``, ``Worker_PP0_TP3_EP3``).
 _TP_NAME = regex.compile(r"_TP(?P<tp>[0-9]{1,4})(?![0-9])")
 
@@ -371,7 +379,22 @@ class Constraints:
         if now.high is not None and target <= now.high:
             reason = f"the value in force is already {now.why}"
             return self.unset(setting, "raise", action, f"{why}; {reason}" if why else reason)
+        if setting in SAID_IF_ASSUMED and not now.known and now.low is not None:
+            return self._raise_if_default(setting, target, action, why, now)
         return self.set_to(setting, target, action, self._with_in_force(why, now), "raise")
+
+    def _raise_if_default(self, setting: str, target: float, action: str, why: Optional[str], now: InForce) -> Remedy:
+        """A raise worked out from vLLM's default where the log does not print the value in
+        force (fresh20 item 3): a bare ``--gpu-memory-utilization 0.93`` would LOWER a 0.95
+        the operator runs with. No flag: the action says the number holds only at the default,
+        and never to go below the value they run with."""
+        whose = now.why.split(f", {not_printed(self.run)}")[0]
+        shown = fmt(setting, round(target, 2) if setting in FRACTIONS else int(target))
+        said = (
+            f"{action}: the value in force is {not_printed(self.run)}, {whose} unless set: raise {setting} to "
+            f"{shown} if it runs at the default, never below the value you run with"
+        )
+        return self.unset(setting, "raise", said, why)
 
     @staticmethod
     def _with_in_force(why: Optional[str], now: InForce) -> Optional[str]:

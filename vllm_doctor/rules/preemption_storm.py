@@ -9,6 +9,8 @@ What it means:
     ``Preemptions:`` count), for at least 3 consecutive intervals; or in the log's LAST
     interval, KV usage at 95 % or more (85 % with a V0 preemption after it) with 3 times the
     running requests waiting: nothing after it shows the peak passed (a hang, a cut paste).
+    After intervals below saturation, that last one alone is a burst that just began (a
+    VD301 note): a second saturated interval or a preemption must show it lasting.
 
 Why it happens:
     More concurrent demand (``max_num_seqs`` x sequence length) than the KV cache holds:
@@ -153,18 +155,16 @@ def warning_facts(run: Run) -> Dict[str, Any]:
     return facts
 
 
-def saturated_at_the_end(run: Run) -> Optional[StatsSample]:
+def full_at_the_end(run: Run) -> Optional[StatsSample]:
     """remedies2: the run's last stats interval, when it shows the KV cache full with a queue
     several times the running batch and nothing after it shows the queue drained (it is the
-    last interval the log has), else None. One such interval is no "passing peak": a peak
-    passes only where a later interval shows it passed. Full means KV usage at or above
+    last interval the log has), else None. Full means KV usage at or above
     :data:`~vllm_doctor.thresholds.FULL_KV_LAST_INTERVAL_PCT`, or at or above SATURATED_KV_PCT
     with a V0 preemption warning at or after it (V0 preempts only when no block is left:
     vllm/core/scheduler.py _preempt). The queue counts from
     :data:`~vllm_doctor.thresholds.QUEUE_OVER_RUNNING` times the running requests (at least
     one). Not for an offline ``LLM()`` batch, whose queue holds every prompt by design.
-    Fixtures q16 (2 running, 20 pending, 98.7 %, then a hang), k030 (35, 115, 99 %), h022
-    (2, 98, 86.1 % and a SWAP preemption)."""
+    Whether that one interval is a storm is :func:`saturated_at_the_end`'s call."""
     if "offline_batch" in run.markers or not run.stats.recent:
         return None
     s = run.stats.recent[-1]
@@ -175,6 +175,46 @@ def saturated_at_the_end(run: Run) -> Optional[StatsSample]:
     if kv >= thresholds.FULL_KV_LAST_INTERVAL_PCT or (preempted and kv >= thresholds.SATURATED_KV_PCT):
         return s
     return None
+
+
+def saturated_intervals_at_the_end(run: Run) -> int:
+    """How many saturated intervals (the observer's sense: KV usage at or above SATURATED_KV_PCT
+    with requests waiting, swapped or preempted) end the run on the last interval's engine; 0
+    when the last interval is not one (or no observer ran)."""
+    obs = run.stats.observers.get("preemption_storm")
+    if obs is None or not run.stats.recent:
+        return 0
+    st = obs.any_pressure.streak.get(run.stats.recent[-1].engine_index)
+    return st.intervals if st is not None else 0
+
+
+def lone_burst_at_the_end(run: Run) -> bool:
+    """The log ends on ONE full interval (:func:`full_at_the_end`) after serving below
+    saturation, with no preemption anywhere in the run: a burst that just began (a load test
+    starting), weak evidence of a capacity problem (breakit4 item 8: the verdict flipped on
+    thresholds at that one sample). Fewer than
+    :data:`~vllm_doctor.thresholds.SATURATED_END_MIN_INTERVALS` saturated intervals end the
+    run and an earlier one was not saturated. A run whose every stats line is saturated (the
+    line an issue quotes as its symptom: q16, k030) has no healthy interval to say so."""
+    if full_at_the_end(run) is None:
+        return False
+    if run.preemption.warnings or run.stats.preemptions_total:
+        return False
+    streak = saturated_intervals_at_the_end(run)
+    return streak < thresholds.SATURATED_END_MIN_INTERVALS and run.stats.count > streak
+
+
+def saturated_at_the_end(run: Run) -> Optional[StatsSample]:
+    """The last interval (:func:`full_at_the_end`) when it is a capacity signal on its own,
+    else None. One such interval is no "passing peak": a peak passes only where a later
+    interval shows it passed. But one alone after healthy serving is a burst that just began
+    (:func:`lone_burst_at_the_end`: VD301's note, not a storm). Fixtures q16 (2 running, 20
+    pending, 98.7 %, then a hang), k030 (35, 115, 99 %), h022 (2, 98, 86.1 % and a SWAP
+    preemption)."""
+    s = full_at_the_end(run)
+    if s is None or lone_burst_at_the_end(run):
+        return None
+    return s
 
 
 def is_storm(run: Run) -> bool:
