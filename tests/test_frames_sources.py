@@ -260,6 +260,8 @@ def test_a_worker_oom_with_only_the_dispatch_frame_and_nothing_served_makes_no_r
     v = diagnose(_wrap(prefix, lines), name="t.log")
     assert v.primary_class != "runtime_oom"
     assert all("while serving" not in t and "oversized request" not in t for t in _titles(v))
+    # the verdict says why it places the OOM at startup, and that the step is a guess
+    assert "the method cut" in v.findings[0].facts.get("step_placed_by_memory", "")
 
 
 @pytest.mark.parametrize("prefix", sorted(DISPATCH))

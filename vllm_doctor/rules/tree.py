@@ -109,14 +109,20 @@ def failure_phase(f: Failure, run: Run) -> Optional[Phase]:
     # A worker's OOM whose traceback shows only the executor dispatching a method to it (its
     # method cut): the startup steps run under it as the serving loop does, and with nothing
     # served in the log, "while serving" would be a claim no line makes (hunt10 w01)
-    oom = bool(f.kinds & MEMORY_KINDS)
-    entry = entry or (oom and is_engine_process(f.lines[0].proc) and dispatch_only(f.data.get("frames")))
+    entry = entry or dispatched(f)
     if "startup" in hints or (entry and nothing_served(run)):
         # The operator's command (or a retry after a failed startup: tracker.CONFIG_FATAL_KINDS,
         # or the API server's entry in the failure's frames: run_server), then the failure, and
         # nothing served in between: the server never came up, though no line names the step.
         return placed_by_memory(f, run) or Phase.CONFIG
     return None
+
+
+def dispatched(f: Failure) -> bool:
+    """An out-of-memory failure of an engine or worker process whose traceback shows only the
+    executor dispatching a method to it (:func:`vllm_doctor.frames.dispatch_only`): its step
+    is cut from the paste (hunt10 w01)."""
+    return bool(f.kinds & MEMORY_KINDS) and is_engine_process(f.lines[0].proc) and dispatch_only(f.data.get("frames"))
 
 
 #: Tags of a request's own path (frames.py): a single image, video or long prompt's work.
@@ -382,6 +388,16 @@ def route(f: Failure, run: Run) -> Route:
             p = placement(f, run)
             if p is not None and p[0] == phase:
                 r = Route(r.name, r.phase, r.confidence, p[1])
+            elif p is None and phase == Phase.CONFIG and dispatched(f) and nothing_served(run):
+                frames = ", ".join(f.data.get("frames") or ())
+                r = Route(
+                    r.name,
+                    r.phase,
+                    r.confidence,
+                    f"no step is named: the traceback shows only the executor "
+                    f"dispatching a method to the worker ({frames}), the method cut, and nothing was served: "
+                    "loading or profiling at startup, not a request",
+                )
         return r
     if f.kind == "exception":
         if f.served_after is not None:
