@@ -336,9 +336,8 @@ def colocated_engine_remedy(facts: Dict[str, Any]):
         )
     pid, gib = holder
     return remedy(
-        "Free what the colocated vLLM engine holds before the trainer allocates: put it to sleep (enable_sleep_mode, "
-        "sleep() before the trainer's init or step) or offload it, or lower its gpu_memory_utilization in the rollout "
-        "config",
+        "Free what the colocated vLLM engine holds before the trainer allocates: put it to sleep before the trainer's "
+        "init or step (enable_sleep_mode), offload it, or lower its gpu_memory_utilization in the rollout config",
         None,
         f"process {pid} holds {gib_text(gib)} of the {gib_text(facts['gpu_total_gib'])} GPU, most likely the "
         "colocated engine: the engine keeps its weights and KV cache on the GPU unless it sleeps",
