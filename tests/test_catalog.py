@@ -1641,10 +1641,13 @@ OOM = [
         "reserve 51.43G at the bottom of memory. That was not possible. There are 46.61G free, 0B reserved, and "
         "46.61G reservable.",
         form="xla",
-        backend="XLA",
+        # loading a program "at the bottom of memory" is the TPU runtime's (openxla/xla error docs:
+        # "XLA backends: TPU"; hunt9 v04)
+        backend="TPU",
         tried_to_allocate_gib=51.43,
         gpu_free_gib=46.61,
         reserve=True,
+        program_load=True,
     ),
     case(
         "xla_compile_hbm_oom",
@@ -2649,6 +2652,66 @@ ERRORS = [
         phase_hint="runtime",
     ),
     case("ray_worker_died", "engine_dead", fixture_line("r028", 1), marker="ray_worker_died"),
+    # Ray's ActorDiedError (python/ray/exceptions.py): vLLM's engine actor (hunt10 w03) and a
+    # trainer's, bare and after Ray's "Exception raised in creation task:" prefix
+    case(
+        "ray_actor_creation_failed",
+        "engine_dead",
+        fixture_line("w03", 5),
+        marker="ray_actor_creation_failed",
+        phase_hint="startup",
+        who="AsyncVLLMInferenceEngine",
+    ),
+    case(
+        "ray_actor_creation_failed",
+        "engine_dead",
+        "ray.exceptions.ActorDiedError: The actor died because of an error raised in its creation task, "
+        "ray::RayWorkerWrapper.__init__() (pid=2757112, ip=192.0.2.2, actor_id=aa71786a87ed51cca52a281401000000, "
+        "repr=<vllm.executor.ray_utils.RayWorkerWrapper object at 0xfff594ef0d00>)",
+        marker="ray_actor_creation_failed",
+        phase_hint="startup",
+        who="RayWorkerWrapper",
+    ),
+    # RayTaskError(Cause): a trainer's OOM (hunt10 w02) is the application's; vLLM's actor, a
+    # rollout's, or another cause is not
+    case(
+        "ray_task_error",
+        "marker",
+        fixture_line("w02", 5),
+        marker="foreign_actor_oom",
+        actor="FSDPPolicyWorkerBase.init_model()",
+    ),
+    case(
+        "ray_task_error",
+        "marker",
+        "ray.exceptions.RayTaskError(OutOfMemoryError): ray::CriticModelRayActor.fit() (pid=4121, ip=192.0.2.7)",
+        marker="foreign_actor_oom",
+        actor="CriticModelRayActor.fit()",
+    ),
+    case(
+        "ray_task_error",
+        "marker",
+        "ray.exceptions.RayTaskError(OutOfMemoryError): ray::RayWorkerWrapper.execute_method() (pid=17335, "
+        "ip=192.0.2.136, repr=<vllm.executor.ray_utils.RayWorkerWrapper object at 0x71ac9e8a3fe0>)",
+        marker="ray_task_error",
+        actor="RayWorkerWrapper.execute_method()",
+    ),
+    case(
+        "ray_task_error",
+        "marker",
+        "ray.exceptions.RayTaskError(OutOfMemoryError): ray::WorkerDict.actor_rollout_generate_sequences() "
+        "(pid=99, ip=192.0.2.9, repr=<verl.single_controller.ray.base.WorkerDict object at 0x7f0>)",
+        marker="ray_task_error",
+        actor="WorkerDict.actor_rollout_generate_sequences()",
+    ),
+    case(
+        "ray_task_error",
+        "marker",
+        "ray.exceptions.RayTaskError(ValueError): ray::FSDPPolicyWorkerBase.init_model() (pid=1, ip=192.0.2.1, "
+        "repr=<skyrl.workers.fsdp.fsdp_worker.FSDPPolicyWorkerBase object at 0x1>)",
+        marker="ray_task_error",
+        actor="FSDPPolicyWorkerBase.init_model()",
+    ),
     # Rendered from vllm/v1/executor/multiproc_executor.py get_response and the V1 executor.
     case(
         "worker_failed_with_error",

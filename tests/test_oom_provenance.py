@@ -154,3 +154,74 @@ def test_c10s_allocator_warning_at_the_end_of_a_log_is_an_oom_in_gib():
     assert facts["tried_to_allocate_gib"] == pytest.approx(0.2539, rel=1e-3)
     assert facts["gpu_free_gib"] == pytest.approx(0.1167, rel=1e-3)
     assert facts["gpu_total_gib"] == pytest.approx(79.18, rel=1e-3)
+
+
+# -- hunt10 kind 2: whose process raised it, when a Ray task says ------------------------------
+
+#: hunt10 w02's OOM: the trainer ("this process", 3.28 GiB) beside the colocated engine (PID 136096)
+_W02_OOM = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 260.00 MiB. GPU 0 has a total capacity of 21.95 "
+    "GiB of which 202.62 MiB is free. Process 136096 has 18.46 GiB memory in use. Including non-PyTorch memory, this "
+    "process has 3.28 GiB memory in use. Of the allocated memory 2.86 GiB is allocated by PyTorch, and 112.47 MiB is "
+    "reserved by PyTorch but unallocated."
+)
+#: Ray's RayTaskError line for each actor (python/ray/exceptions.py), and whether it is vLLM's
+RAY_ACTORS = {
+    "skyrl_fsdp": (
+        "FAILED tests/test_e2e.py::test_colocate - ray.exceptions.RayTaskError(OutOfMemoryError): "
+        "ray::FSDPPolicyWorkerBase.init_model() (pid=141722, ip=192.0.2.164, actor_id=a28f, "
+        "repr=<skyrl.backends.skyrl_train.workers.fsdp.fsdp_worker.FSDPPolicyWorkerBase object at 0x7475d6699df0>)",
+        False,
+    ),
+    "openrlhf_actor": (
+        "ray.exceptions.RayTaskError(OutOfMemoryError): ray::ActorModelRayActor.fit() (pid=4121, ip=192.0.2.7)",
+        False,
+    ),
+    "vllm_worker": (
+        "ray.exceptions.RayTaskError(OutOfMemoryError): ray::RayWorkerWrapper.execute_method() (pid=17335, "
+        "ip=192.0.2.136, repr=<vllm.executor.ray_utils.RayWorkerWrapper object at 0x71ac9e8a3fe0>)",
+        True,
+    ),
+    "openrlhf_engine": (
+        "ray.exceptions.RayTaskError(OutOfMemoryError): ray::LLMRayActor.generate() (pid=5, ip=192.0.2.5, "
+        "repr=<openrlhf.trainer.ray.vllm_engine.LLMRayActor object at 0x1>)",
+        True,
+    ),
+    "verl_rollout": (
+        "ray.exceptions.RayTaskError(OutOfMemoryError): ray::WorkerDict.actor_rollout_generate_sequences() "
+        "(pid=9, ip=192.0.2.9, repr=<verl.single_controller.ray.base.WorkerDict object at 0x7f0>)",
+        True,
+    ),
+}
+
+
+@pytest.mark.parametrize("before", [True, False], ids=["ray_line_after", "ray_line_before"])
+@pytest.mark.parametrize("actor", sorted(RAY_ACTORS))
+def test_an_oom_of_an_applications_ray_actor_is_outside_vllm(actor, before):
+    line, vllm = RAY_ACTORS[actor]
+    lines = [_W02_OOM, line] if before else [line, _W02_OOM]
+    v = diagnose(lines, name="t.log")
+    f = v.findings[0]
+    if vllm:
+        assert f.class_id != "other" and not f.facts.get("raised_outside_vllm")
+        return
+    assert f.class_id == "other" and f.facts.get("raised_outside_vllm") is True
+    assert "vllm_process_gib" not in f.facts  # "this process" is the trainer's
+    assert f.facts["co_tenant_pids"] == [136096]
+    # the colocated engine (the other process) is freed first, then the trainer's own diet
+    assert "colocated vLLM engine" in f.remedies[0].action and "136096" in (f.remedies[0].why or "")
+    assert "trainer's memory" in f.remedies[1].action
+    assert not any(r.flag and "gpu-memory-utilization" in r.flag for r in f.remedies)
+
+
+def test_an_oom_in_vllms_own_record_is_vllms_even_beside_a_trainers_ray_failure():
+    own = "(EngineCore_DP0 pid=136096) ERROR 05-10 16:00:00 [core.py:708] " + _W02_OOM
+    v = diagnose([own, RAY_ACTORS["skyrl_fsdp"][0]], name="t.log")
+    assert not v.findings[0].facts.get("raised_outside_vllm")
+
+
+def test_an_outside_oom_with_no_large_other_process_leads_with_the_trainer():
+    bare = _W02_OOM.replace("Process 136096 has 18.46 GiB memory in use. ", "")
+    v = diagnose([bare, RAY_ACTORS["openrlhf_actor"][0]], name="t.log")
+    f = v.findings[0]
+    assert f.class_id == "other" and "trainer's memory" in f.remedies[0].action

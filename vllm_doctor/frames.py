@@ -231,6 +231,12 @@ TAG_FUNCS = {
         "_validate_model_inputs",
         "_validate_prompt",
     },
+    # The API server tokenizing one request's prompt (vllm/entrypoints/openai/serving_engine.py,
+    # 0.10 to 0.15: _tokenize_prompt_input(s)_async; the older names are FRAME_TAGS'). A
+    # traceback cut in them, under "Error in preprocessing prompt inputs" (serving_chat.py's
+    # logger.exception, 0.6.4 to 0.17), is a request the server rejected: its only raise of
+    # vLLM's own there is the too-long error (hunt9 v14). Phase: serving (TAG_PHASE).
+    "tokenize": {"_tokenize_prompt_input_async", "_tokenize_prompt_inputs_async"},
     "quant_check": {"_check_scheme_supported", "verify_quantization", "_verify_quantization"},
     # V1's sampler (vllm/v1/sample/ops/topk_topp_sampler.py, vllm/v1/sample/sampler.py;
     # 0.8.5 to 0.33): it runs for every step, and at startup in _dummy_sampler_run (profile_run,
@@ -265,6 +271,50 @@ TAG_FUNCS = {
     },
 }
 _FUNC_TAG = {f: tag for tag, funcs in TAG_FUNCS.items() for f in funcs}
+#: Tags read from a frame's function only (``File "...", line N, in func``), never from a
+#: source line under it: the pre-filter passes every frame line, but a source line only where
+#: it names a :data:`TAG_FUNCS` function, whose names must stay within its gate.
+FRAME_TAGS = {
+    # serving_engine.py 0.5.5 to 0.9: _tokenize_prompt_input(s) -> _normalize_prompt_text_to_input /
+    # _normalize_prompt_tokens_to_input, which end in _validate_input (0.5.5 to 0.15)
+    "tokenize": {
+        "_tokenize_prompt_input",
+        "_tokenize_prompt_inputs",
+        "_normalize_prompt_text_to_input",
+        "_normalize_prompt_tokens_to_input",
+    },
+    # The API server's entry (vllm/entrypoints/openai/api_server.py run_server / run_server_worker,
+    # 0.4 to 0.33): the engine starts under it (``async with build_async_engine_client``), then
+    # serve_http serves. No phase of its own: with nothing served before the failure, the server
+    # never came up (rules/tree.py failure_phase; hunt9 v04).
+    "server_entry": {"run_server", "run_server_worker"},
+}
+_FRAME_TAG = {f: tag for tag, funcs in FRAME_TAGS.items() for f in funcs}
+#: The executors' dispatch of a method to a worker: every startup step and the serving loop
+#: run under them, so a traceback of these alone (its deeper frames cut) names no step and no
+#: request. ``vllm/executor/multiproc_worker_utils.py`` ``_run_worker_process`` (V0, 0.5 to
+#: 0.10), ``vllm/v1/executor/multiproc_executor.py`` ``worker_main`` / ``worker_busy_loop``
+#: (0.6.6 to 0.33), ``worker_base.py`` ``execute_method`` (V0 and V1), ``vllm/utils``
+#: ``run_method`` (0.8 to 0.10; ``v1/serial_utils.py`` later), ``collective_rpc``, ``_run_workers``.
+DISPATCH_FUNCS = frozenset(
+    {
+        "_run_worker_process",
+        "worker_main",
+        "worker_busy_loop",
+        "execute_method",
+        "run_method",
+        "collective_rpc",
+        "_run_workers",
+    }
+)
+
+
+def dispatch_only(frames) -> bool:
+    """True when a failure's frames (function names, innermost last) are all executors'
+    dispatch (:data:`DISPATCH_FUNCS`): the method the worker ran is cut from the paste."""
+    return bool(frames) and all(f in DISPATCH_FUNCS for f in frames)
+
+
 #: Functions that only run for quantized weights (a second tag beside their phase tag):
 #: ``vllm/_custom_ops.py`` repacks of GPTQ / AWQ checkpoints for the Marlin kernels.
 QUANTIZED_FUNCS = frozenset(
@@ -319,6 +369,7 @@ TAG_PHASE = (
     ("quant_check", Phase.CONFIG),
     ("startup", Phase.CONFIG),
     ("too_long", Phase.SERVING),
+    ("tokenize", Phase.SERVING),
     ("wake_up", Phase.SERVING),
     ("runtime", Phase.SERVING),
     # Prompt logprobs are computed for a real request only (execute_model; no dummy or
@@ -419,7 +470,7 @@ _OFFLINE_ENTRY = ("/vllm/entrypoints/llm.py", "/vllm/entrypoints/common/offline.
 def frame_tags(func: str, path: str) -> Set[str]:
     """Tags for one frame ``File "path", line N, in func`` (and who wrote it: :func:`origin_tags`)."""
     tags: Set[str] = origin_tags(path)
-    tag = _FUNC_TAG.get(func)
+    tag = _FUNC_TAG.get(func) or _FRAME_TAG.get(func)
     if tag:
         tags.add(tag)
     if func in QUANTIZED_FUNCS or "/layers/quantization/" in path:
@@ -465,6 +516,27 @@ def looks_like_code(text: str) -> bool:
     starts with a call (:data:`_STATEMENT`) where a shipper stripped the indentation, or
     IPython's ``---> N`` arrow line (:data:`_IPYTHON_ARROW`)."""
     return text[:1].isspace() or _STATEMENT.match(text) is not None or _IPYTHON_ARROW.match(text) is not None
+
+
+#: A traceback's source line that is a statement raising an exception or a string literal of
+#: one (``raise RuntimeError(f"NCCL error: {error_str}")``, pynccl_wrapper.py; Python 3.11+
+#: prints every line of a multi-line statement, 3.13 elides the middle: ``"CUDA out of memory
+#: occurred when warming up sampler with "``, ``f"{num_reqs} dummy requests. ..."``): the
+#: message's template in the source, never the message printed (hunt10 w03).
+_SOURCE_STATEMENT = regex.compile(r"\s*(?:raise\s+[A-Za-z_][\w.]*\s*\(|(?:[rR]?[fF]|[fF][rR])[\"'])")
+
+
+#: A placeholder of a message template: an f-string field (``{error_str}``, ``{x!r}``,
+#: ``{n:.2f}``) or a %-format one (``%d``, ``%(name)s``).
+_PLACEHOLDER = regex.compile(r"\{[A-Za-z_][^{}\n]*\}|%(?:\([A-Za-z_]\w*\))?[-+ #0]*\d*(?:\.\d+)?[sdifrx]\b")
+
+
+def source_statement(text: str) -> bool:
+    """True when ``text`` is a ``raise`` statement or an f-string literal of a traceback's
+    source (:data:`_SOURCE_STATEMENT`) holding a placeholder (:data:`_PLACEHOLDER`): what it
+    quotes is a template, not a message printed. A literal message (``raise ValueError("No
+    available memory for the cache blocks. "``) is the message itself and stays one."""
+    return _SOURCE_STATEMENT.match(text) is not None and _PLACEHOLDER.search(text) is not None
 
 
 def code_tags(code: str) -> Set[str]:

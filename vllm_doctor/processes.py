@@ -120,3 +120,43 @@ def trainer_of(proc: Optional[str] = None, path: str = "") -> Optional[str]:
             if part in path:
                 return framework
     return None
+
+
+#: Words of a Ray actor's class or method that may be vLLM's side of an RL job (a rollout
+#: worker, an inference engine, a generate call): such an actor is never called foreign.
+_ENGINE_SIDE_WORDS = ("vllm", "rollout", "generat", "inference", "llm", "engine", "sampl", "serve")
+#: Words of a trainer's Ray actor class (SkyRL's ``FSDPPolicyWorkerBase``, OpenRLHF's
+#: ``ActorModelRayActor`` / ``CriticModelRayActor`` / ``ReferenceModelRayActor``, verl's
+#: ``CriticWorker``, a ``Trainer`` / ``Learner``).
+_TRAINER_WORDS = (
+    "fsdp",
+    "megatron",
+    "deepspeed",
+    "policy",
+    "critic",
+    "trainer",
+    "learner",
+    "reward",
+    "actormodel",
+    "referencemodel",
+    "refmodel",
+    "optimizer",
+)
+
+
+def vllm_actor(cls: str, method: str = "", module: str = "") -> Optional[bool]:
+    """Whose Ray actor ``ray::cls.method()`` is (Ray's ``RayTaskError`` / ``ActorDiedError``
+    text, ``repr=<module.Class object at 0x..>`` giving ``module``): True for vLLM's (a vLLM
+    class or package: ``RayWorkerWrapper``, ``vllm.executor.ray_utils``, SkyRL's
+    ``AsyncVLLMInferenceEngine``), False for an application's (a package path with no vLLM in
+    it, or a trainer's class name: :data:`_TRAINER_WORDS`), None when it cannot be told (a word
+    of vLLM's side of an RL job, :data:`_ENGINE_SIDE_WORDS`: verl's ``WorkerDict`` runs its
+    rollout's vLLM under ``actor_rollout_*`` methods)."""
+    words = f"{cls} {method} {module}".lower()
+    if "vllm" in words or is_vllm_process(cls):
+        return True
+    if any(w in words for w in _ENGINE_SIDE_WORDS):
+        return None
+    if module or any(w in cls.lower() for w in _TRAINER_WORDS):
+        return False
+    return None

@@ -29,7 +29,7 @@ from typing import Any, Callable, Deque, Dict, List, Optional, Set, Tuple
 import regex
 
 from .events import Event, Phase
-from .frames import code_tags, engine_of_frame, frame_tags, looks_like_code, vllm_console_script
+from .frames import code_tags, engine_of_frame, frame_tags, looks_like_code, source_statement, vllm_console_script
 from .processes import engine_of_process, is_vllm_path, is_vllm_process, is_worker_process, trainer_of
 from .record import Record
 from .run import Consequence, Failure, Line, Neighbour, Run, StatsSample, same_value
@@ -577,7 +577,7 @@ class SourceTracker:
         """A traceback whose exception line never came: keep it as a ``traceback`` failure."""
         if st.open and st.frames and st.lines:
             lines = list(st.lines)
-            frames = [fn for fn, _, _ in st.frames][-12:]
+            frames = [fn for fn, _, _ in st.frames if fn != "<code>"][-12:]  # source lines are no frames
             if st.logged_open and st.logged is not None:
                 # logger.exception(msg)'s traceback cut before its exception line: the message
                 # logged with it is what failed
@@ -675,6 +675,10 @@ class SourceTracker:
         already computed them. So skipping records without anchors gives the same state.
         """
         self.records += 1
+        if events and source_statement(rec.text):
+            # ``raise RuntimeError(f"NCCL error: {error_str}")``: the source of the exception
+            # line that follows, a template (frames.source_statement); no failure of its own
+            events = [ev for ev in events if ev.kind not in FAILURE_KINDS]
         if code_line_tags is None and not events and looks_like_code(rec.text):
             code_line_tags = code_tags(rec.text)  # not computed by the caller
         if not events and not code_line_tags:

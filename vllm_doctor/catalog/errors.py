@@ -49,6 +49,7 @@ from __future__ import annotations
 from typing import Any, Dict, Optional
 
 from ..events import Phase
+from ..processes import vllm_actor
 from .pattern import NO_CUT, Pattern
 
 _STARTUP, _RUNTIME = "startup", "runtime"
@@ -94,6 +95,26 @@ def _dead(marker: str, phase: Optional[str]):
         return data
 
     return build
+
+
+#: A Ray task's exception as Ray prints it (python/ray/exceptions.py ``RayTaskError``: the
+#: class is made per cause, ``RayTaskError(OutOfMemoryError)``, and its text is
+#: ``ray::Class.method() (pid=N, ip=A, actor_id=H, repr=<module.Class object at 0x..>)``).
+RAY_TASK = (
+    r"RayTaskError\((?P<cause>[\w.]+)\): ray::(?P<cls>[A-Za-z_]\w*)\.(?P<method>[A-Za-z_]\w*)\(\)"
+    r"(?:[^\n<]*?\brepr=<(?P<module>[A-Za-z_][\w.]*?)\.[A-Za-z_]\w* object)?"
+)
+
+
+def _ray_task(m, rec) -> Dict[str, Any]:
+    """A Ray task failed: ``foreign_actor_oom`` when its cause is an out-of-memory error and the
+    actor is an application's (:func:`vllm_doctor.processes.vllm_actor` False: a trainer's
+    ``FSDPPolicyWorkerBase.init_model()``), else ``ray_task_error``."""
+    oom = m["cause"].rsplit(".", 1)[-1] in ("OutOfMemoryError", "OOMError")
+    foreign = vllm_actor(m["cls"], m["method"], m["module"] or "") is False
+    data: Dict[str, Any] = {"marker": "foreign_actor_oom" if oom and foreign else "ray_task_error"}
+    data["actor"] = f"{m['cls']}.{m['method']}()"
+    return data
 
 
 def _frame(m, rec) -> Dict[str, Any]:  # never cut (NO_CUT): a frame cut before its function names nothing
@@ -476,6 +497,28 @@ PATTERNS = [
         "vllm/v1/engine/utils.py wait_for_engine_startup; vllm/engine/multiprocessing (MQEngineDeadError)",
         None,
         _dead("see_root_cause_above", None),
+    ),
+    Pattern(
+        "ray_actor_creation_failed",
+        "engine_dead",
+        ("died because of an error raised in its creation task",),
+        r"died because of an error raised in its creation task, ray::(?P<who>[A-Za-z_]\w*)\.__init__\(\)",
+        "ray python/ray/exceptions.py ActorDiedError ('The actor died because of an error raised in its creation "
+        "task, ray::Class.__init__() (pid=...)'): the actor's constructor failed, a startup",
+        None,
+        _dead("ray_actor_creation_failed", _STARTUP),
+    ),
+    Pattern(
+        "ray_task_error",
+        "marker",
+        ("RayTaskError(",),
+        RAY_TASK,
+        "ray python/ray/exceptions.py RayTaskError (its class named after the cause: 'RayTaskError(OutOfMemoryError): "
+        "ray::Class.method() (pid=..., repr=<module.Class object at 0x..>)')",
+        None,
+        _ray_task,
+        # cut before the actor's name and method, it names no actor to judge
+        cut_from=r"RayTaskError\([\w.]+\): ray::[A-Za-z_]\w*\.[A-Za-z_]\w*\(\)",
     ),
     Pattern(
         "ray_worker_died",

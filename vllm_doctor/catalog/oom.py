@@ -275,7 +275,14 @@ def _xla_gib(text: str) -> float:
 
 def _xla(m, rec) -> Dict[str, Any]:
     # "XLA": the device is not named (in what the record holds: its name follows the sizes)
-    data: Dict[str, Any] = {"form": "xla", "backend": "TPU" if "HBM" in m.string or "TPU" in m.string else "XLA"}
+    # The TPU runtime's program loader reserves a compiled program's memory "at the bottom of
+    # memory" ("Error loading program: Attempting to reserve 1.04G at the bottom of memory",
+    # libtpu through torch_xla / jax; hunt9 v04): a TPU, loading a program
+    loading = "Error loading program" in m.string or "at the bottom of memory" in m.string
+    tpu = loading or "HBM" in m.string or "TPU" in m.string
+    data: Dict[str, Any] = {"form": "xla", "backend": "TPU" if tpu else "XLA"}
+    if loading:
+        data["program_load"] = True
     if m["req"]:
         data["tried_to_allocate_gib"] = _xla_gib(m["req"])
     if m["free"]:

@@ -34,15 +34,18 @@ Sources: pytorch c10/cuda/CUDACachingAllocator.cpp (``malloc``, ``alloc_block``,
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import regex
 
 from .. import thresholds
+from ..catalog.errors import RAY_TASK
 from ..memory import gib_text
 from ..run import Failure, Run
 from ..verdict import Finding
 from . import impossible_allocation
 from .oom import device_memory, oom_facts
-from .rule import Rule, consequence_evidence, failure_evidence, finding, remedy
+from .rule import Rule, consequence_evidence, ev, failure_evidence, finding, remedy
 
 #: c10's ``kLargeBuffer``: the smallest segment the allocator asks the driver for a request
 #: between 1 and 10 MiB (20 MiB), in GiB.
@@ -90,6 +93,8 @@ def raised_outside(f: Failure, run: Run) -> bool:
     """Positive evidence that OOM failure ``f`` was raised outside vLLM (see the module doc)."""
     if _outside_frames(f.all_tags):
         return True
+    if foreign_actor(f, run) is not None:
+        return True
     if f.all_tags:
         return False  # frames of its own that are vLLM's, or say nothing of who called them
     line = f.lines[0]
@@ -99,6 +104,22 @@ def raised_outside(f: Failure, run: Run) -> bool:
         return False
     ranked = [g for g in run.failures if g is not f and g.lines and g.lines[0].rank is not None]
     return any(_outside_frames(g.all_tags) for g in ranked)
+
+
+def foreign_actor(f: Failure, run: Run) -> Optional[str]:
+    """``Class.method()`` of the application's Ray actor whose task the run shows failing with
+    an out-of-memory error (``RayTaskError(OutOfMemoryError): ray::FSDPPolicyWorkerBase.init_model()``,
+    the ``foreign_actor_oom`` marker of catalog/errors.py), when OOM failure ``f`` is no vLLM
+    record's or process's and has no vLLM frame; else None (hunt10 w02: the trainer's OOM,
+    with the colocated vLLM engine as the other process on the GPU)."""
+    line = run.markers.get("foreign_actor_oom")
+    if line is None or "vllm_code" in f.all_tags or _vllm_line(f.lines[0]):
+        return None
+    m = _RAY_TASK.search(line.text)
+    return f"{m['cls']}.{m['method']}()" if m else "a Ray task"
+
+
+_RAY_TASK = regex.compile(RAY_TASK)
 
 
 def _later_lines(run: Run) -> List[int]:
@@ -259,34 +280,69 @@ def _outside_finding(rule: Rule, run: Run, failures: Sequence[Failure], phase: s
     # "this process" is the application's, not vLLM's
     for key in ("vllm_process_gib", "vllm_pid"):
         facts.pop(key, None)
-    title = (
-        f"Out of {device_memory(facts)} outside vLLM: the frames that lead to the OOM are an application's "
-        "(a trainer or a script), none of them vLLM's"
+    actor = next((a for a in (foreign_actor(f, run) for f in failures) if a is not None), None)
+    where = (
+        f"raised in the application's Ray actor {actor}, not in vLLM"
+        if actor
+        else "the frames that lead to the OOM are an application's (a trainer or a script), none of them vLLM's"
     )
-    rem = [
-        fragmentation_remedy(facts, run, failures, "the process that failed"),
-        remedy(
-            "Reduce the trainer's memory: a smaller micro batch, gradient checkpointing, ZeRO-3 or FSDP with "
-            "parameter and optimizer offload",
-            None,
-            "the OOM was raised in the trainer's own code",
-            "host",
-        ),
-        remedy(
-            "If a vLLM engine is colocated on these GPUs, its share is not the trainer's: lower the engine's "
-            "gpu_memory_utilization in the trainer's rollout config, or put it to sleep while the trainer steps",
-            None,
-            "the engine keeps its weights and KV cache on the GPU unless it sleeps",
-            "host",
-        ),
-    ]
+    title = f"Out of {device_memory(facts)} outside vLLM: {where}"
+    trainer = remedy(
+        "Reduce the trainer's memory: a smaller micro batch, gradient checkpointing, ZeRO-3 or FSDP with "
+        "parameter and optimizer offload",
+        None,
+        "the OOM was raised in the trainer's own code",
+        "host",
+    )
+    engine = colocated_engine_remedy(facts)
+    rem = [fragmentation_remedy(facts, run, failures, "the process that failed")]
+    # another process holding a large share of the GPU beside the trainer is most likely the
+    # colocated engine: freeing it is the first fix, the trainer's own diet the second
+    rem += [engine, trainer] if colocated_holder(facts) is not None else [trainer, engine]
     why = "the OOM was not raised in vLLM"
     dont = [f"vLLM serving flags (max_num_seqs, max_model_len, max_num_batched_tokens): {why}"]
     forbids = [(s, "lower", why) for s in ("max_num_seqs", "max_model_len", "max_num_batched_tokens")]
     evidence = failure_evidence(failures, "out of memory outside vLLM") + failure_evidence(
         [g for g in run.failures if g not in failures and _outside_frames(g.all_tags)][:1], "the application's frames"
     )
+    if actor:
+        evidence.append(ev(run.markers.get("foreign_actor_oom"), "the application's Ray task that failed"))
     return finding(rule, run, phase, title, facts, evidence, rem, dont, forbids=forbids)
+
+
+def colocated_holder(facts: Dict[str, Any]) -> Optional[Tuple[str, float]]:
+    """``(pid, GiB)`` of the largest other process an OOM raised outside vLLM lists on its GPU
+    when it holds at least :data:`~vllm_doctor.thresholds.SIGNIFICANT_FOREIGN_SHARE` of it (the
+    colocated engine, most likely, in an RL job), else None."""
+    held, total = facts.get("co_tenant_gib") or {}, facts.get("gpu_total_gib")
+    if not held or not total:
+        return None
+    pid, gib = max(held.items(), key=lambda kv: kv[1])
+    return (pid, gib) if gib >= thresholds.SIGNIFICANT_FOREIGN_SHARE * total else None
+
+
+def colocated_engine_remedy(facts: Dict[str, Any]):
+    """Free the colocated vLLM engine's share for the trainer: sleep it (``enable_sleep_mode``,
+    ``LLM.sleep()`` before the trainer allocates) or lower its ``gpu_memory_utilization``; naming
+    the process that holds it where the OOM message lists one (:func:`colocated_holder`)."""
+    holder = colocated_holder(facts)
+    if holder is None:
+        return remedy(
+            "If a vLLM engine is colocated on these GPUs, its share is not the trainer's: lower the engine's "
+            "gpu_memory_utilization in the trainer's rollout config, or put it to sleep while the trainer steps",
+            None,
+            "the engine keeps its weights and KV cache on the GPU unless it sleeps",
+            "host",
+        )
+    pid, gib = holder
+    return remedy(
+        "Free what the colocated vLLM engine holds before the trainer allocates: put it to sleep before the trainer's "
+        "init or step (enable_sleep_mode), offload it, or lower its gpu_memory_utilization in the rollout config",
+        None,
+        f"process {pid} holds {gib_text(gib)} of the {gib_text(facts['gpu_total_gib'])} GPU, most likely the "
+        "colocated engine: the engine keeps its weights and KV cache on the GPU unless it sleeps",
+        "host",
+    )
 
 
 def findings(rule: Rule, run: Run, failures: Sequence[Failure], phase: str) -> List[Finding]:

@@ -462,6 +462,8 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List
     name = f.data.get("exception") or f.exception or "error"
     msg = f.data.get("message", "")
     facts = {"exception": name, "message": msg[:300]}
+    if nccl_setup_error(name, msg):
+        return [_nccl(run, failures, phase, facts)]
     words = device_words(run, failures)
     cuda = name in ("CUDA error", "NCCL error") and bool(words["blocking"])
     blocking = words["blocking"]
@@ -493,6 +495,74 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List
         )
     dont = [] if allocation else ["Memory tuning: this failure is not about capacity"]
     return [_finding(run, failures, phase, title, facts, "the error", rem, dont)]
+
+
+#: NCCL's own failures outside CUDA (``ncclGetErrorString``, nccl src/init.cc): ``ncclSystemError``
+#: "unhandled system error" (a system call: sockets, shared memory, /dev/shm), ``ncclRemoteError``
+#: "remote process exited or there was a network error", ``ncclInternalError`` "internal error",
+#: ``ncclInvalidUsage`` / ``ncclInvalidArgument`` "invalid usage" / "invalid argument". Not
+#: ``ncclUnhandledCudaError`` ("unhandled cuda error"): a CUDA failure under NCCL, for the CUDA
+#: remedies.
+_NCCL_SETUP = regex.compile(
+    r"(?i)unhandled system error|remote process exited|network error|internal error|invalid (?:usage|argument)"
+    r"|ncclSystemError|ncclRemoteError|ncclInternalError|ncclInvalid"
+)
+
+
+def nccl_setup_error(name: str, msg: str) -> bool:
+    """True when exception ``name: msg`` is NCCL failing outside CUDA (:data:`_NCCL_SETUP`): a
+    communicator's system calls, network or usage, whose fixes are NCCL's environment, not CUDA
+    graphs or memory."""
+    text = f"{name}: {msg}"
+    return "NCCL" in text and _NCCL_SETUP.search(text) is not None
+
+
+def _nccl(run: Run, failures: Sequence[Failure], phase: str, facts) -> Finding:
+    """NCCL failed in a system call, the network or its use (:func:`nccl_setup_error`), most
+    often while the tensor-parallel communicators are built at startup. Remedies from NCCL's own
+    docs (environment variables, troubleshooting: shared memory in containers, interfaces, P2P
+    and InfiniBand) and vLLM's distributed troubleshooting (``NCCL_DEBUG=INFO``)."""
+    msg = facts["message"]
+    title = (
+        f"{phase.capitalize()} failure: NCCL error: {msg[:100]}" if msg else f"{phase.capitalize()} failure: NCCL error"
+    )
+    rem = [
+        remedy(
+            "Rerun with NCCL_DEBUG=INFO in the environment of every process (the engine and its workers): NCCL "
+            "then prints the system call or connection that failed",
+            None,
+            "NCCL says only that a system call, the network or its use failed",
+            "host",
+        ),
+        remedy(
+            "In a container, give NCCL enough shared memory: docker run --ipc=host (or a larger --shm-size); on "
+            "Kubernetes mount an emptyDir with medium: Memory at /dev/shm",
+            None,
+            "the default 64 MiB /dev/shm is too small for NCCL's buffers between GPUs of one host",
+            "host",
+        ),
+        remedy(
+            "Across hosts, name the network interface NCCL should use: NCCL_SOCKET_IFNAME=<interface> (the one "
+            "the hosts reach each other on; also GLOO_SOCKET_IFNAME)",
+            None,
+            None,
+            "host",
+        ),
+        remedy(
+            "To rule out the GPU-to-GPU paths, try once with NCCL_P2P_DISABLE=1, then NCCL_IB_DISABLE=1 "
+            "(slower; a diagnosis, not the fix)",
+            None,
+            None,
+            "host",
+        ),
+    ]
+    why = "NCCL failed outside the GPU's memory and kernels"
+    dont = [
+        f"Memory tuning (gpu_memory_utilization, max_model_len): {why}",
+        f"--enforce-eager or CUDA_LAUNCH_BLOCKING=1: {why}",
+    ]
+    forbids = [(s, "lower", why) for s in ("gpu_memory_utilization", "max_model_len", "max_num_seqs")]
+    return _finding(run, failures, phase, title, facts, "the error", rem, dont, forbids=forbids)
 
 
 #: Words of an allocation that failed: a message holding one is never said to be "not about

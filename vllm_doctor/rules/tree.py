@@ -15,7 +15,7 @@ from typing import Optional, Tuple
 from .. import thresholds
 from ..defaults import gpu_memory_utilization
 from ..events import Phase
-from ..frames import phase_of, startup_step_of
+from ..frames import dispatch_only, phase_of, startup_step_of
 from ..memory import model_weights_estimate
 from ..processes import is_engine_process
 from ..run import Failure, Run
@@ -85,6 +85,11 @@ def failure_phase(f: Failure, run: Run) -> Optional[Phase]:
         return Phase.SERVING
     if f.data.get("form") == "xla-compile":
         return Phase.GRAPH_CAPTURE  # XLA compiles the model for its shapes in capture_model
+    if f.data.get("program_load") and f.phase_at < Phase.READY:
+        # The TPU runtime loading a compiled program ("Error loading program: Attempting to
+        # reserve"): the programs compiled for the model's shapes, run first in the profiling run
+        # and loaded one by one in capture_model's precompile, after the KV cache (hunt9 v04)
+        return Phase.GRAPH_CAPTURE
     if f.phase_at >= Phase.READY:
         return Phase.SERVING
     hints = {c.phase_hint for c in run.consequences}
@@ -100,12 +105,24 @@ def failure_phase(f: Failure, run: Run) -> Optional[Phase]:
     # bar after the traceback, so take the furthest phase the run reached).
     if Phase.CONFIG <= run.phase < Phase.READY:
         return run.phase if run.phase > Phase.CONFIG else placed_by_memory(f, run) or Phase.CONFIG
-    if "startup" in hints or (("launch_command" in run.markers or run.opened_by == "attempt") and nothing_served(run)):
-        # The operator's command (or a retry after a failed startup: tracker.CONFIG_FATAL_KINDS),
-        # then the failure, and nothing served in between: the server never came up, though
-        # no line names the step.
+    entry = "launch_command" in run.markers or run.opened_by == "attempt" or "server_entry" in f.all_tags
+    # A worker's OOM whose traceback shows only the executor dispatching a method to it (its
+    # method cut): the startup steps run under it as the serving loop does, and with nothing
+    # served in the log, "while serving" would be a claim no line makes (hunt10 w01)
+    entry = entry or dispatched(f)
+    if "startup" in hints or (entry and nothing_served(run)):
+        # The operator's command (or a retry after a failed startup: tracker.CONFIG_FATAL_KINDS,
+        # or the API server's entry in the failure's frames: run_server), then the failure, and
+        # nothing served in between: the server never came up, though no line names the step.
         return placed_by_memory(f, run) or Phase.CONFIG
     return None
+
+
+def dispatched(f: Failure) -> bool:
+    """An out-of-memory failure of an engine or worker process whose traceback shows only the
+    executor dispatching a method to it (:func:`vllm_doctor.frames.dispatch_only`): its step
+    is cut from the paste (hunt10 w01)."""
+    return bool(f.kinds & MEMORY_KINDS) and is_engine_process(f.lines[0].proc) and dispatch_only(f.data.get("frames"))
 
 
 #: Tags of a request's own path (frames.py): a single image, video or long prompt's work.
@@ -180,6 +197,11 @@ def placement(f: Failure, run: Run) -> Optional[Tuple[Phase, str]]:
     if not isinstance(util, (int, float)):
         util = gpu_memory_utilization(run.value("vllm_version"), run.engine).low
     budget = f"the {util:g} x {total:.2f} GiB = {util * total:.2f} GiB budget"
+    if share >= util * total:
+        # The weights alone fill the budget: no KV cache could have been allocated (vLLM stops at
+        # its KV check first), so the OOM came while the weights or the profiling run took the
+        # card, and what does not fit is the model (hunt9 v19: 8B in fp16 on a 16 GiB V100).
+        return Phase.LOADING_WEIGHTS, f"no step is named; {weights} fill {budget}: the model does not fit"
     if allocated >= util * total:
         return Phase.GRAPH_CAPTURE, (
             f"no step is named; PyTorch held {allocated:.2f} GiB, past {budget}: the KV cache was allocated"
@@ -212,6 +234,31 @@ CUT_OOM_SPELLINGS = (
     ("npu out of memory", len("npu o")),
     ("out of memory", len("out of m")),
 )
+#: The shortest cut of each spelling that no other message of its runtime starts with: "CUDA
+#: error: o" may go on to "operation not permitted when stream is capturing" (a graph capture
+#: error), "CUDA o" to nothing else torch or vLLM prints, "out of m" to nothing but memory.
+#: Cut there or later, the message was an out-of-memory (:func:`cut_oom`).
+SURE_CUT_OOM = {
+    "cuda error: out of memory": len("cuda error: out"),
+    "hip error: out of memory": len("hip error: out"),
+    "cuda out of memory": len("cuda out"),
+    "hip out of memory": len("hip out"),
+    "xpu out of memory": len("xpu out"),
+    "npu out of memory": len("npu out"),
+    "out of memory": len("out of m"),
+}
+
+
+def _cut_at(f: Failure, run: Run, sure: bool) -> bool:
+    if f.kind != "exception" or f.lines[-1].lineno < run.end_line:
+        return False
+    msg = str(f.data.get("message", "")).strip().lower()
+    for whole, shortest in CUT_OOM_SPELLINGS:
+        for k in range(SURE_CUT_OOM[whole] if sure else shortest, len(whole)):
+            part = whole[:k].rstrip()
+            if msg.endswith(part) and (len(msg) == len(part) or not msg[-len(part) - 1].isalnum()):
+                return True
+    return False
 
 
 def cut_short(f: Failure, run: Run) -> bool:
@@ -219,15 +266,24 @@ def cut_short(f: Failure, run: Run) -> bool:
     in a strict prefix of an out-of-memory spelling (:data:`CUT_OOM_SPELLINGS`, at least its
     shortest cut) that starts at a word: the paste was cut where the message may have said
     "out of memory" (hunt6 p01: ``RuntimeError: CUDA Error: o``)."""
-    if f.kind != "exception" or f.lines[-1].lineno < run.end_line:
-        return False
-    msg = str(f.data.get("message", "")).strip().lower()
-    for whole, shortest in CUT_OOM_SPELLINGS:
-        for k in range(shortest, len(whole)):
-            part = whole[:k].rstrip()
-            if msg.endswith(part) and (len(msg) == len(part) or not msg[-len(part) - 1].isalnum()):
-                return True
-    return False
+    return _cut_at(f, run, sure=False)
+
+
+def cut_oom(f: Failure, run: Run) -> bool:
+    """:func:`cut_short`, cut at or past the point where the spelling can only be an
+    out-of-memory (:data:`SURE_CUT_OOM`: ``RuntimeError: CUDA out of``, hunt9 v03)."""
+    return _cut_at(f, run, sure=True)
+
+
+def cut_oom_step(f: Failure, run: Run) -> Optional[Phase]:
+    """The startup step of an out-of-memory message cut short (:func:`cut_oom`) that the
+    failure's own frames (or its chained traceback's) place before the server was ready
+    (``_dummy_sampler_run``, ``capture_model``, ``load_model``, ``profile_run``), else None:
+    the frame and the words printed are the proof, not the run's progress."""
+    if not cut_oom(f, run):
+        return None
+    p = phase_of(f.tags) or phase_of(f.context_tags)
+    return p if p is not None and Phase.CONFIG < p < Phase.READY else None
 
 
 def _fatal(f: Failure, run: Run, phase: Optional[Phase]) -> bool:
@@ -332,6 +388,16 @@ def route(f: Failure, run: Run) -> Route:
             p = placement(f, run)
             if p is not None and p[0] == phase:
                 r = Route(r.name, r.phase, r.confidence, p[1])
+            elif p is None and phase == Phase.CONFIG and dispatched(f) and nothing_served(run):
+                frames = ", ".join(f.data.get("frames") or ())
+                r = Route(
+                    r.name,
+                    r.phase,
+                    r.confidence,
+                    f"no step is named: the traceback shows only the executor "
+                    f"dispatching a method to the worker ({frames}), the method cut, and nothing was served: "
+                    "loading or profiling at startup, not a request",
+                )
         return r
     if f.kind == "exception":
         if f.served_after is not None:
@@ -341,6 +407,11 @@ def route(f: Failure, run: Run) -> Route:
             # A bare exception line, no vLLM frame under it and nothing else to say it hurt
             # the server: a client's or a script's error pasted beside the log.
             return Route(None, label, "low")
+        step = cut_oom_step(f, run)
+        if step is not None:
+            # "RuntimeError: CUDA out of" under _dummy_sampler_run: the step's frame and the
+            # words printed name the out-of-memory the cut hides (hunt9 v03)
+            return Route(memory_class_at(step), "startup", "medium")
         if cut_short(f, run):
             return Route("unknown", label, "medium")  # the one word that would name it is cut
         if fatal:
@@ -351,6 +422,10 @@ def route(f: Failure, run: Run) -> Route:
     if f.kind == "cuda_error":
         return Route("other", label, "high")
     if f.kind == "traceback":
+        if "tokenize" in f.tags and not f.kinds - {"traceback"}:
+            # Cut inside the API server's tokenizing of one prompt, whose only raise of vLLM's
+            # own is the length check (_validate_input): a request rejected, the engine is fine.
+            return Route("request_too_long", "runtime", "medium")
         if "kv_check" in f.tags:
             # Cut inside vLLM's KV capacity check, whose only raise is the KV capacity error.
             return Route("kv_cache_capacity", "startup", "medium")
