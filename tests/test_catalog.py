@@ -2716,6 +2716,7 @@ TIMING = [
         init_engine_s=126.24,
         compile_s=47.09,
     ),
+    case("warmup_run_seconds", "facts", fixture_line("t015", 8), warmup_run_s=107.62),  # monitor.py, 0.18+
     case("model_load_seconds", "facts", fixture_line("x006", 2), model_load_s=12.799889),  # "GiB and"
     case(
         "model_load_seconds",
@@ -2865,6 +2866,31 @@ STALLS = [
         "DEBUG 01-10 08:00:00 shm_broadcast.py:356] No available block found in 60 second. ",
         **_SHM,
         idle_prints=True,
+    ),
+    case(
+        "engine_loop_unfinished",
+        "stall",
+        fixture_line("v26", 11),  # V1 0.8.4 core.py:416
+        signal="loop_unfinished",
+        fatal=False,
+        local_unfinished=True,
+        finished=False,
+    ),
+    case(
+        "engine_loop_unfinished",
+        "stall",
+        "(EngineCore_1 pid=2461252) DEBUG 04-14 08:14:10 [core.py:416] EngineCore loop active - local unfinished: False",
+        signal="loop_unfinished",
+        fatal=False,
+        local_unfinished=False,
+    ),
+    case(
+        "engine_loop_waiting",
+        "stall",
+        "(EngineCore_0 pid=2461251) DEBUG 04-14 08:14:09 [core.py:408] EngineCore waiting for work.",
+        signal="loop_waiting",
+        fatal=False,
+        local_unfinished=False,
     ),
     case(
         "rpc_call_timed_out",

@@ -33,11 +33,9 @@ KNOWN_WRONG_CLASS: set = {
     "v13-v0-mllama-11b-h100-max-num-seqs-128-blocks-2252-graphs-then-cut.log",
     "v19-aibrix-v100-16gb-v0-mqllmengine-oom-96mib-this-process-15p70-startup-probe.log",
     "v22-ray-serve-replicas-two-tinyllama-0p2-custom-prints-negative-blocks-cut.log",
-    "v26-v1-dp2-enginecore-0-and-1-debug-idle-loop-engine-000-001-zero-request-stuck.log",
     "w01-aria-v0-multiproc-worker-oom-1p88gib-gpu3-21p96.log",
     "w02-skyrl-ci-fsdp-trainer-init-oom-vllm-cotenant-18p46gib-ray-task-error.log",
     "w04-verl-8-node-qwen25-32b-ppo-rollout-hangs-last-v0-stats-line-backticks.log",
-    "w27-notes-intel-b70-xpu-minimax-ep-tp4-untuned-moe-config-shm-broadcast-60s-run-killed.log",
     "w30-moe-router-sweep-journal-tp4-47p37gib-sampler-warmup-256-oom-prose-budget.log",
 }
 KNOWN_WRONG_FACTS: set = {

@@ -5,7 +5,8 @@ repeated; and the queue that is never admitted, with different counts and KV lev
 Each log is put through the whole pipeline (:func:`vllm_doctor.diagnose`), and the expectation
 is the rule's own reasoning, not a recorded answer: a wait is a stall when one process waited
 at least ``thresholds.STALL_MIN_WAIT_S`` (its warnings x the interval they name) with nothing
-after that shows progress, in a release whose idle workers do not print it; a timeout that
+after that shows progress, in a release whose idle workers do not print it (fewer, still the
+last word of the log, are a possible stall of low confidence: never health); a timeout that
 ends the engine is a stall at once; a queue is never admitted when ``QUEUE_BLOCKED_MIN_INTERVALS``
 intervals in a row admit nothing while others decode below saturation.
 
@@ -147,9 +148,33 @@ def test_shm_wait_warnings_in_every_wording_wrapper_and_count(wording, count, in
         assert f.remedies[0].action.startswith("Find the stuck process")
         assert not any(r.setting == "gpu_memory_utilization" for r in f.remedies)
         assert [e.line for e in f.evidence[:2]] == [3, 2 + count]  # the first and the last warning
+    elif not WORDINGS[wording][3]:
+        # fewer than make a stall, the last word of the log: a possible stall, never health
+        assert verdict.primary_class == "engine_stall", verdict.title
+        f = stalls[0]
+        assert f.confidence == "low" and f.title.startswith("Possible stall: the log ends while a process waits")
+        assert f.facts["stall_wait_s"] == count * interval and f.facts["log_ends_waiting"] is True
+        assert f.remedies[0].action.startswith("Find the stuck process")
     else:
         assert not stalls, [f.title for f in stalls]
         assert verdict.primary_class == "healthy", verdict.title
+
+
+@pytest.mark.parametrize("wording", sorted(WORDINGS))
+@pytest.mark.parametrize(
+    "progress",
+    [
+        "init engine (profile, create kv cache, warmup model) took 124.16 seconds",
+        "Initial profiling/warmup run took 107.62 s",
+        "Engine 000: Avg prompt throughput: 310.2 tokens/s, Avg generation throughput: 55.0 tokens/s, "
+        "Running: 2 reqs, Waiting: 0 reqs, GPU KV cache usage: 1.2%, Prefix cache hit rate: 0.0%",
+    ],
+)
+def test_a_short_wait_that_ends_in_progress_stays_healthy(wording, progress):
+    version = WORDINGS[wording][0]
+    then = [record(version, "info", "core.py", 9, progress, PROCS["v1-engine"])]
+    verdict = diagnose(waits(wording, 2, 60, PROCS["v1-engine"], "plain", then), name="stall.log")
+    assert verdict.primary_class == "healthy", verdict.title
 
 
 @pytest.mark.parametrize("proc", sorted(PROCS))
@@ -175,8 +200,11 @@ def test_waits_of_two_dp_engines_count_per_engine_and_start_again_after_progress
         assert verdict.primary_class == "engine_stall", verdict.title
         assert verdict.primary.facts["stall_wait_s"] == per_engine * 60  # not the two engines' sum
         assert verdict.primary.facts["waiting_processes"] == 2
-    else:
-        assert verdict.primary_class == "healthy", verdict.title
+        assert "Possible stall" not in verdict.primary.title
+    else:  # the log still ends on the waits: a possible stall, never health
+        assert verdict.primary_class == "engine_stall", verdict.title
+        assert verdict.primary.confidence == "low" and verdict.primary.title.startswith("Possible stall")
+        assert verdict.primary.facts["stall_wait_s"] == per_engine * 60
 
 
 @pytest.mark.parametrize("wording", ["0.5.5", "0.10.2"])

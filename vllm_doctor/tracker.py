@@ -906,6 +906,8 @@ class SourceTracker:
             prefix_hit_pct=d.get("prefix_hit_pct"),
         )
         run.stats.add(sample, d.get("engine"))
+        if run.stalls.unfinished:
+            run.stalls.stats(sample)
         run.reached(Phase.SERVING, line)
         if d.get("engine"):
             run.engine_hints.add(d["engine"])
@@ -1045,6 +1047,8 @@ class SourceTracker:
                 tuple(sorted(run.stalls.signals)),
                 run.stalls.episode is None,
                 run.stalls.longest_resolved is None,
+                # an open claim counts every idle interval: a cycle that adds one is never folded
+                tuple(sorted((i, c.idle_intervals) for i, c in run.stalls.unfinished.items())),
             ),
         }
         return counts, rc, steady

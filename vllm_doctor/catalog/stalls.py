@@ -48,6 +48,14 @@ Sources, every wording by release (read in the cached source of vLLM 0.5.5 ... 0
   ... Timed out waiting for object available to read`` / ``... increase RAY_CGRAPH_get_timeout
   which is currently N seconds. Otherwise, this may indicate that the execution is hanging.``
 
+* ``vllm/v1/engine/core.py`` ``EngineCore._process_input_queue`` (V1 0.8.4 only, DEBUG):
+  ``EngineCore loop active - local unfinished: %s, finished: %s.``, printed when the engine's
+  loop wakes from waiting for work, with whether its scheduler holds unfinished requests
+  (0.8.5 prints only ``EngineCore loop active.``, read in 0.8.5.post1 - 0.33.0: no values,
+  not read). ``local_unfinished`` True followed by stats at 0 running, 0 waiting and 0
+  tokens/s is work the engine believes it has and does not schedule; ``EngineCore waiting
+  for work.`` (DEBUG, 0.8.4 - 0.33.0) is the loop gone back to waiting: no such work.
+
 Not in this family: V0's client-side ``RPCServer didn't reply within N ms`` / ``MQLLMEngine
 didn't reply within N ms`` (``vllm/engine/multiprocessing/client.py``): the front end cannot
 reach the engine process, which has mostly died first (a consequence, not a hang).
@@ -94,6 +102,13 @@ def _signal(name: str, fatal: bool, ints=(), texts=()):
         return data
 
     return build
+
+
+def _loop_active(m, rec) -> Dict[str, Any]:
+    data: Dict[str, Any] = {"signal": "loop_unfinished", "fatal": False, "local_unfinished": m["local"] == "True"}
+    if m["finished"]:
+        data["finished"] = m["finished"] == "True"
+    return data
 
 
 PATTERNS = [
@@ -148,6 +163,26 @@ PATTERNS = [
         "vllm/distributed/utils.py StatelessProcessGroup.barrier (0.9.2+)",
         None,
         _signal("barrier_timeout", True, ints=("timeout_s",)),
+    ),
+    Pattern(
+        "engine_loop_unfinished",
+        "stall",
+        ("EngineCore loop active - local unfinished: ",),
+        # the first value decides; a paste cut before ", finished: ..." still says it
+        r"EngineCore loop active - local unfinished: (?P<local>True|False)(?:, finished: (?P<finished>True|False))?",
+        "vllm/v1/engine/core.py EngineCore._process_input_queue (V1 0.8.4, DEBUG)",
+        None,
+        _loop_active,
+        cut_from=r"local unfinished: (?:True|False)",  # the value decides: cut before it, nothing
+    ),
+    Pattern(
+        "engine_loop_waiting",
+        "stall",
+        ("EngineCore waiting for work",),
+        r"EngineCore waiting for work",
+        "vllm/v1/engine/core.py EngineCore._process_input_queue (V1, DEBUG)",
+        None,
+        lambda m, rec: {"signal": "loop_waiting", "fatal": False, "local_unfinished": False},
     ),
     Pattern(
         "stack_dump_watchdog",
