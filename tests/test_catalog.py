@@ -2892,6 +2892,8 @@ STALLS = [
         fatal=False,
         local_unfinished=False,
     ),
+    case("reported_hang", "marker", fixture_line("w04", 3), marker="reported_hang", prose=True),  # "stuck"
+    case("reported_failure", "marker", fixture_line("v13", 1), marker="reported_failure", prose=True),  # "OOM"
     case(
         "rpc_call_timed_out",
         "stall",
@@ -3538,6 +3540,8 @@ def test_look_alikes_of_the_stall_messages_are_not_stalls():
 
 #: Patterns that never fire cut short (they declare cut_from=NO_CUT), with the reason.
 NOT_CUTTABLE = {
+    "reported_hang": "a reporter's word is whole or absent: the regex needs the whole word, nothing to cut into",
+    "reported_failure": "a reporter's word is whole or absent: the regex needs the whole word, nothing to cut into",
     "argparse_error": "argparse's message is free text to the end of the line: cut inside it, '(?P<msg>.*)' takes "
     "it as it is; cut before it, nothing was said",
     "lmcache_engine_created": "the instance's name is the fact: cut, it may be another name",

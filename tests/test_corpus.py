@@ -30,12 +30,10 @@ KNOWN_WRONG_CLASS: set = {
     "v03-v1-gpt-oss-120b-h100-dummy-sampler-run-oom-py313-elided-cut.log",
     "v04-tpu-gemma3-resource-exhausted-reserve-1p04g-bin-vllm-traceback.log",
     "v06-k8s-rfc3339-wrapped-v1-kv-99-waiting-47-after-oversized-requests-zh.log",
-    "v13-v0-mllama-11b-h100-max-num-seqs-128-blocks-2252-graphs-then-cut.log",
     "v19-aibrix-v100-16gb-v0-mqllmengine-oom-96mib-this-process-15p70-startup-probe.log",
     "v22-ray-serve-replicas-two-tinyllama-0p2-custom-prints-negative-blocks-cut.log",
     "w01-aria-v0-multiproc-worker-oom-1p88gib-gpu3-21p96.log",
     "w02-skyrl-ci-fsdp-trainer-init-oom-vllm-cotenant-18p46gib-ray-task-error.log",
-    "w04-verl-8-node-qwen25-32b-ppo-rollout-hangs-last-v0-stats-line-backticks.log",
     "w30-moe-router-sweep-journal-tp4-47p37gib-sampler-warmup-256-oom-prose-budget.log",
 }
 KNOWN_WRONG_FACTS: set = {

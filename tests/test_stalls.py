@@ -304,3 +304,42 @@ def test_a_queue_that_admits_now_and_then_is_no_block():
         lines.append(V1_STATS.format(m=i, p=p, g="5.4", r=1, w=14, kv="76.5"))
     verdict = diagnose(lines, name="queue.log")
     assert not any(f.class_id == "engine_stall" for f in verdict.findings)
+
+
+#: A reporter's words of a hang, each wording the catalog reads (catalog/stalls.py REPORTED_WORDS).
+HANG_WORDS = ["stuck", "hangs", "hanging", "hung", "stalled", "freezes", "frozen", "deadlocked", "not responding"]
+V0_STATS = (
+    "INFO 11-12 22:04:23 metrics.py:406] Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 103.0 "
+    "tokens/s, Running: 2 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 11.0%, CPU KV cache usage: 0.0%."
+)
+
+
+@pytest.mark.parametrize("quoted", [V0_STATS, f"`{V0_STATS}`"], ids=["bare", "backticks"])
+@pytest.mark.parametrize("where", ["before", "after"])
+@pytest.mark.parametrize("word", HANG_WORDS)
+def test_a_hang_the_report_names_is_never_health(word, where, quoted):
+    said = f"During the rollout the engine {word} and prints nothing more."
+    lines = [said, "", quoted] if where == "before" else [quoted, "", said]
+    verdict = diagnose(lines, name="report.log")
+    assert verdict.primary_class == "engine_stall", verdict.title
+    assert verdict.primary.confidence == "low" and verdict.primary.title.startswith("Reported hang")
+    assert verdict.exit_code == 1
+
+
+@pytest.mark.parametrize("word", HANG_WORDS)
+def test_a_hang_word_inside_a_vllm_record_is_not_the_reporter_s(word):
+    record = f"(APIServer pid=1) INFO 05-10 16:00:00 [api_server.py:1885] model {word}-7b is served"
+    verdict = diagnose([record, V0_STATS], name="report.log")
+    assert verdict.primary_class == "healthy", verdict.title
+
+
+@pytest.mark.parametrize("word", ["error", "errors", "OOM", "out of memory", "crashed", "failed", "failure"])
+def test_a_failure_the_report_names_and_the_log_does_not_show_is_never_health(word):
+    capture = (
+        "INFO 10-24 18:12:41 model_runner.py:1395] Capturing the model for CUDA graphs. This may lead to unexpected "
+        "consequences if the model is not static."
+    )
+    verdict = diagnose([f"With max-num-seqs I see a different {word} (below)", "", capture], name="report.log")
+    assert verdict.primary_class == "unknown" and verdict.primary.severity == "warning", verdict.title
+    assert verdict.primary.facts["phase_reached"] == "CUDA graph capture"
+    assert diagnose([capture], name="report.log").primary_class == "healthy"  # the corpus's mid-startup convention

@@ -705,7 +705,7 @@ class SourceTracker:
         continued = st.last_failure if st.fresh and not any(ev.kind in TB_KINDS for ev in events) else None
         if self._traceback(run, st, events, code_line_tags, line):
             vllmish = True
-        if events:
+        if any(not ev.data.get("prose") for ev in events):  # a reporter's words are no vLLM output
             self.recognised += 1
             run.recognised += 1
             run.stats.records_after_last += 1
@@ -762,7 +762,10 @@ class SourceTracker:
         return (
             rec.vllm_header
             or vllm_proc
-            or any(ev.kind not in GENERIC_KINDS and ev.pattern not in OPERATOR_PATTERNS for ev in events)
+            or any(
+                ev.kind not in GENERIC_KINDS and ev.pattern not in OPERATOR_PATTERNS and not ev.data.get("prose")
+                for ev in events
+            )
         )
 
     def _traceback(self, run: Run, st: _Stream, events: List[Event], code_line_tags, line: Line) -> bool:

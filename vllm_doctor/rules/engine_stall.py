@@ -9,6 +9,16 @@ What it means:
       execute_model timed out``, V0's ``Engine iteration timed out``, a stack dump of vLLM's
       watchdog; PyTorch's NCCL watchdog (``Watchdog caught collective operation timeout``) and
       a Ray compiled-graph channel timeout say it of a collective or a pipeline stage.
+    * **The log ends waiting:** fewer such warnings than make a stall by themselves (0.11+
+      wordings, printed only by a process waiting for an answer), the last word of the log:
+      a possible stall, of low confidence (a long compile prints it too, and then goes on).
+    * **Work claimed, none scheduled:** an engine says its scheduler holds unfinished requests
+      (V1 0.8.4's DEBUG ``EngineCore loop active - local unfinished: True``) and the stats
+      after it show 0 running, 0 waiting and 0 tokens/s (a data-parallel wedge, vllm issue
+      16580).
+    * **A hang the report names:** the text around a pasted log says it hangs (``stuck``,
+      ``hangs``, ``stalled``...: the reporter's words, never vLLM's) and the log shows no
+      failure, queue, preemption or saturation: low confidence, the log cannot rule it out.
     * **At startup, a trap:** the KV cache holds fewer tokens than ``max_model_len`` while the
       scheduler reserves a request's full input before admitting it
       (``scheduler_reserve_full_isl``, on by default since 0.19): a request longer than the
@@ -66,6 +76,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence
 
 from .. import defaults, thresholds
+from ..catalog.stalls import reported_excerpt
 from ..events import Phase
 from ..memory import floor_tidy
 from ..run import Failure, Line, Run, StallSignal, StatsSample, WaitEpisode, process_label
@@ -785,8 +796,47 @@ def _queued(run: Run) -> Optional[Finding]:
     )
 
 
+# -- a hang the report around the log names --------------------------------------------------
+
+
+def _reported_hang(run: Run) -> Optional[Finding]:
+    """The text around the log says it hangs (catalog/stalls.py ``reported_hang``: prose, not
+    vLLM's words), and the log shows no failure, no queue, no preemption and no saturated KV
+    cache (each a slowness of its own, which its rule names): a stall the report names, which
+    the log can neither show nor rule out (its last line is the last thing anyone saw). Low
+    confidence."""
+    said = run.markers.get("reported_hang")
+    if said is None or run.failures or run.consequences or run.phase == Phase.NONE:
+        return None  # a failure says more; no vLLM step at all: nothing recognisable to judge
+    s = run.stats
+    if (
+        run.preemption.warnings
+        or s.preemptions_total
+        or s.max_waiting
+        or ((s.peak_kv_usage_pct or 0) >= thresholds.SATURATED_KV_PCT)
+    ):
+        return None  # requests queue or are preempted: that is the slowness the report calls a hang
+    last = run.stats.recent[-1] if run.stats.recent else None
+    tail = f"; its last stats line is at line {last.line.lineno}" if last is not None else ""
+    title = (
+        f"Reported hang: the text around the log says it hangs ('{reported_excerpt('reported_hang', said.text)}'); the log shows no stall "
+        f"message and nothing that rules one out{tail}"
+    )
+    facts: Dict[str, Any] = {"reported_hang": True}
+    evidence = [ev(said, "the report's words")]
+    if last is not None:
+        facts["running_at_last_stats"] = last.running
+        evidence.append(ev(last.line, "the last stats line: nothing after it shows progress"))
+    notes = [
+        "this rests on the report's words: vLLM's own log here holds no timeout or wait warning; "
+        "a log taken while it hangs (with VLLM_LOGGING_LEVEL=DEBUG) shows which process waits"
+    ]
+    rem = _diagnose_remedies(run, False, False) + [_watch(run)]
+    return finding(RULE, run, _stall_phase(run), title, facts, evidence, rem, _no_memory_remedy(run), notes, "low")
+
+
 def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List[Finding]:
-    for shape in (_hung, _waited, _unfinished_idle, _blocked, _queued, _wedged, _startup_trap):
+    for shape in (_hung, _waited, _unfinished_idle, _blocked, _queued, _wedged, _startup_trap, _reported_hang):
         found = shape(run)
         if found is not None:
             return [found]
