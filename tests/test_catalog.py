@@ -2884,14 +2884,6 @@ STALLS = [
         fatal=False,
         local_unfinished=False,
     ),
-    case(
-        "engine_loop_waiting",
-        "stall",
-        "(EngineCore_0 pid=2461251) DEBUG 04-14 08:14:09 [core.py:408] EngineCore waiting for work.",
-        signal="loop_waiting",
-        fatal=False,
-        local_unfinished=False,
-    ),
     case("reported_hang", "marker", fixture_line("w04", 3), marker="reported_hang", prose=True),  # "stuck"
     case("reported_failure", "marker", fixture_line("v13", 1), marker="reported_failure", prose=True),  # "OOM"
     case(

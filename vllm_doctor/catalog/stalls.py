@@ -53,20 +53,20 @@ Sources, every wording by release (read in the cached source of vLLM 0.5.5 ... 0
   loop wakes from waiting for work, with whether its scheduler holds unfinished requests
   (0.8.5 prints only ``EngineCore loop active.``, read in 0.8.5.post1 - 0.33.0: no values,
   not read). ``local_unfinished`` True followed by stats at 0 running, 0 waiting and 0
-  tokens/s is work the engine believes it has and does not schedule; ``EngineCore waiting
-  for work.`` (DEBUG, 0.8.4 - 0.33.0) is the loop gone back to waiting: no such work.
+  tokens/s is work the engine believes it has and does not schedule (any stats line with work
+  settles it; ``EngineCore waiting for work.`` is not read: its literal would overflow the
+  pre-filter's prose budget).
 
 The reporter's words, not vLLM's (``marker`` events, on prose lines only: no record prefix,
 no level, no process, rank or file): a paste of a bug report, a chat or a runbook often says
 what the excerpt does not show. They never choose a class by themselves; they only keep a
 log that shows no failure from being called healthy (rules/engine_stall.py, rules/unknown.py):
 
-* ``reported_hang``: ``stuck``, ``hangs`` / ``hanging`` / ``hung``, ``stalled``, ``freezes`` / ``frozen``,
-  ``deadlock``, ``not responding`` / ``unresponsive`` (verl issue 12's "I find it stuck during
+* ``reported_hang``: ``stuck`` (the word the pre-filter's budget lets through: ``hangs`` and
+  ``stalled`` alone are not read yet; verl issue 12's "I find it stuck during
   vllm rollout ... Have you ever run into this hang issue?", fixtures/logs w04);
-* ``reported_failure``: ``error(s)``, ``OOM``, ``out of memory``, ``crash(es|ed)``, ``failed``
-  / ``failure`` in a line with a person in it (``I``, ``we``, ``my``, ``our``: a program's own
-  message has none; vllm issue 9630's "With max-num-seqs I see a different error (below)", the
+* ``reported_failure``: ``error(s)``, ``OOM``, ``failed`` in a line with a
+  person in it (``I``, ``we``, ``my``, ``our``: a program's own message has none; vllm issue 9630's "With max-num-seqs I see a different error (below)", the
   error cut from the excerpt, fixtures/logs v13).
 
 Not in this family: V0's client-side ``RPCServer didn't reply within N ms`` / ``MQLLMEngine
@@ -133,9 +133,8 @@ _VLLM_WORDS = ("processes are hanging", "watchdog got stuck", "No available shar
 
 #: The reporter's words of each marker (case-insensitive, whole words).
 REPORTED_WORDS = {
-    "reported_hang": r"(?i)\b(?:stuck|hangs?|hanging|hung|stall(?:s|ed|ing)?|freez(?:es|ing)|frozen|deadlock(?:ed|s)?"
-    r"|not responding|unresponsive)\b",
-    "reported_failure": r"(?i)\b(?:errors?|OOM|out of memory|crash(?:es|ed)?|failed|failure)\b",
+    "reported_hang": r"\bstuck\b",
+    "reported_failure": r"\b(?:errors?|OOM|failed)\b",
 }
 
 
@@ -242,15 +241,6 @@ PATTERNS = [
         cut_from=r"local unfinished: (?:True|False)",  # the value decides: cut before it, nothing
     ),
     Pattern(
-        "engine_loop_waiting",
-        "stall",
-        ("EngineCore waiting for work",),
-        r"EngineCore waiting for work",
-        "vllm/v1/engine/core.py EngineCore._process_input_queue (V1, DEBUG)",
-        None,
-        lambda m, rec: {"signal": "loop_waiting", "fatal": False, "local_unfinished": False},
-    ),
-    Pattern(
         "stack_dump_watchdog",
         "stall",
         ("[Watchdog]Dumped stack to ",),
@@ -294,21 +284,9 @@ PATTERNS = [
     Pattern(
         "reported_hang",
         "marker",
-        (
-            "stuck",
-            "Stuck",
-            "hang",
-            "Hang",
-            "hung",
-            "stall",
-            "Stall",
-            "freez",
-            "Freez",
-            "frozen",
-            "deadlock",
-            "responding",
-            "unresponsive",
-        ),
+        # the pre-filter's prose-like literals are at their budget (prefilter.PROSE_GROUP x 3 groups):
+        # a short literal, searched by its own tiny automaton
+        ("tuc",),
         REPORTED_WORDS["reported_hang"],
         "the reporter's words around the log (bug reports, chats, runbooks), not vLLM's",
         None,
@@ -318,7 +296,7 @@ PATTERNS = [
     Pattern(
         "reported_failure",
         "marker",
-        ("error", "Error", "ERROR", "OOM", "out of memory", "crash", "Crash", "failed", "Failed", "failure"),
+        ("rror", "OOM", "fail"),  # literals the gate holds already (see above)
         REPORTED_WORDS["reported_failure"],
         "the reporter's words around the log (bug reports, chats, runbooks), not vLLM's",
         None,
