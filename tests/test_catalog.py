@@ -2779,6 +2779,7 @@ TIMING = [
         init_engine_s=126.24,
         compile_s=47.09,
     ),
+    case("warmup_run_seconds", "facts", fixture_line("t015", 8), warmup_run_s=107.62),  # monitor.py, 0.18+
     case("model_load_seconds", "facts", fixture_line("x006", 2), model_load_s=12.799889),  # "GiB and"
     case(
         "model_load_seconds",
@@ -2929,6 +2930,25 @@ STALLS = [
         **_SHM,
         idle_prints=True,
     ),
+    case(
+        "engine_loop_unfinished",
+        "stall",
+        fixture_line("v26", 11),  # V1 0.8.4 core.py:416
+        signal="loop_unfinished",
+        fatal=False,
+        local_unfinished=True,
+        finished=False,
+    ),
+    case(
+        "engine_loop_unfinished",
+        "stall",
+        "(EngineCore_1 pid=2461252) DEBUG 04-14 08:14:10 [core.py:416] EngineCore loop active - local unfinished: False",
+        signal="loop_unfinished",
+        fatal=False,
+        local_unfinished=False,
+    ),
+    case("reported_hang", "marker", fixture_line("w04", 3), marker="reported_hang", prose=True),  # "stuck"
+    case("reported_failure", "marker", fixture_line("v13", 1), marker="reported_failure", prose=True),  # "OOM"
     case(
         "rpc_call_timed_out",
         "stall",
@@ -3626,6 +3646,8 @@ def test_look_alikes_of_the_stall_messages_are_not_stalls():
 
 #: Patterns that never fire cut short (they declare cut_from=NO_CUT), with the reason.
 NOT_CUTTABLE = {
+    "reported_hang": "a reporter's word is whole or absent: the regex needs the whole word, nothing to cut into",
+    "reported_failure": "a reporter's word is whole or absent: the regex needs the whole word, nothing to cut into",
     "argparse_error": "argparse's message is free text to the end of the line: cut inside it, '(?P<msg>.*)' takes "
     "it as it is; cut before it, nothing was said",
     "lmcache_engine_created": "the instance's name is the fact: cut, it may be another name",

@@ -28,11 +28,7 @@ KNOWN_WRONG_CLASS: set = {
     "p03-discuss-v0180-kv-100-to-0-bench-80k-x18-prose-zh.log",
     # -- hunt9 (blind, scored once at 804eebe: 19/26) and hunt10 (26/31); each is a kind being fixed --
     "v06-k8s-rfc3339-wrapped-v1-kv-99-waiting-47-after-oversized-requests-zh.log",
-    "v13-v0-mllama-11b-h100-max-num-seqs-128-blocks-2252-graphs-then-cut.log",
     "v22-ray-serve-replicas-two-tinyllama-0p2-custom-prints-negative-blocks-cut.log",
-    "v26-v1-dp2-enginecore-0-and-1-debug-idle-loop-engine-000-001-zero-request-stuck.log",
-    "w04-verl-8-node-qwen25-32b-ppo-rollout-hangs-last-v0-stats-line-backticks.log",
-    "w27-notes-intel-b70-xpu-minimax-ep-tp4-untuned-moe-config-shm-broadcast-60s-run-killed.log",
     "w30-moe-router-sweep-journal-tp4-47p37gib-sampler-warmup-256-oom-prose-budget.log",
 }
 KNOWN_WRONG_FACTS: set = {

@@ -668,7 +668,7 @@ REVIEWED_FIELDS = {
     "series series_stride",
     "HttpSummary": "by_bucket by_status first_5xx last_5xx",
     "PreemptionSummary": "first last max_cumulative modes warnings by_process messages",
-    "StallLog": "episode longest_resolved signals",
+    "StallLog": "episode longest_resolved signals unfinished",  # unfinished: fold_state steady["stalls"]
     "_Stream": "chained fresh frames last_failure lines logged logged_open open",
 }
 

@@ -5,7 +5,8 @@ repeated; and the queue that is never admitted, with different counts and KV lev
 Each log is put through the whole pipeline (:func:`vllm_doctor.diagnose`), and the expectation
 is the rule's own reasoning, not a recorded answer: a wait is a stall when one process waited
 at least ``thresholds.STALL_MIN_WAIT_S`` (its warnings x the interval they name) with nothing
-after that shows progress, in a release whose idle workers do not print it; a timeout that
+after that shows progress, in a release whose idle workers do not print it (fewer, still the
+last word of the log, are a possible stall of low confidence: never health); a timeout that
 ends the engine is a stall at once; a queue is never admitted when ``QUEUE_BLOCKED_MIN_INTERVALS``
 intervals in a row admit nothing while others decode below saturation.
 
@@ -147,9 +148,33 @@ def test_shm_wait_warnings_in_every_wording_wrapper_and_count(wording, count, in
         assert f.remedies[0].action.startswith("Find the stuck process")
         assert not any(r.setting == "gpu_memory_utilization" for r in f.remedies)
         assert [e.line for e in f.evidence[:2]] == [3, 2 + count]  # the first and the last warning
+    elif not WORDINGS[wording][3]:
+        # fewer than make a stall, the last word of the log: a possible stall, never health
+        assert verdict.primary_class == "engine_stall", verdict.title
+        f = stalls[0]
+        assert f.confidence == "low" and f.title.startswith("Possible stall: the log ends while a process waits")
+        assert f.facts["stall_wait_s"] == count * interval and f.facts["log_ends_waiting"] is True
+        assert f.remedies[0].action.startswith("Find the stuck process")
     else:
         assert not stalls, [f.title for f in stalls]
         assert verdict.primary_class == "healthy", verdict.title
+
+
+@pytest.mark.parametrize("wording", sorted(WORDINGS))
+@pytest.mark.parametrize(
+    "progress",
+    [
+        "init engine (profile, create kv cache, warmup model) took 124.16 seconds",
+        "Initial profiling/warmup run took 107.62 s",
+        "Engine 000: Avg prompt throughput: 310.2 tokens/s, Avg generation throughput: 55.0 tokens/s, "
+        "Running: 2 reqs, Waiting: 0 reqs, GPU KV cache usage: 1.2%, Prefix cache hit rate: 0.0%",
+    ],
+)
+def test_a_short_wait_that_ends_in_progress_stays_healthy(wording, progress):
+    version = WORDINGS[wording][0]
+    then = [record(version, "info", "core.py", 9, progress, PROCS["v1-engine"])]
+    verdict = diagnose(waits(wording, 2, 60, PROCS["v1-engine"], "plain", then), name="stall.log")
+    assert verdict.primary_class == "healthy", verdict.title
 
 
 @pytest.mark.parametrize("proc", sorted(PROCS))
@@ -175,8 +200,11 @@ def test_waits_of_two_dp_engines_count_per_engine_and_start_again_after_progress
         assert verdict.primary_class == "engine_stall", verdict.title
         assert verdict.primary.facts["stall_wait_s"] == per_engine * 60  # not the two engines' sum
         assert verdict.primary.facts["waiting_processes"] == 2
-    else:
-        assert verdict.primary_class == "healthy", verdict.title
+        assert "Possible stall" not in verdict.primary.title
+    else:  # the log still ends on the waits: a possible stall, never health
+        assert verdict.primary_class == "engine_stall", verdict.title
+        assert verdict.primary.confidence == "low" and verdict.primary.title.startswith("Possible stall")
+        assert verdict.primary.facts["stall_wait_s"] == per_engine * 60
 
 
 @pytest.mark.parametrize("wording", ["0.5.5", "0.10.2"])
@@ -276,3 +304,42 @@ def test_a_queue_that_admits_now_and_then_is_no_block():
         lines.append(V1_STATS.format(m=i, p=p, g="5.4", r=1, w=14, kv="76.5"))
     verdict = diagnose(lines, name="queue.log")
     assert not any(f.class_id == "engine_stall" for f in verdict.findings)
+
+
+#: A reporter's words of a hang, each wording the catalog reads (catalog/stalls.py REPORTED_WORDS).
+HANG_WORDS = ["stuck", "got stuck", "is stuck"]
+V0_STATS = (
+    "INFO 11-12 22:04:23 metrics.py:406] Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 103.0 "
+    "tokens/s, Running: 2 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 11.0%, CPU KV cache usage: 0.0%."
+)
+
+
+@pytest.mark.parametrize("quoted", [V0_STATS, f"`{V0_STATS}`"], ids=["bare", "backticks"])
+@pytest.mark.parametrize("where", ["before", "after"])
+@pytest.mark.parametrize("word", HANG_WORDS)
+def test_a_hang_the_report_names_is_never_health(word, where, quoted):
+    said = f"During the rollout the engine {word} and prints nothing more."
+    lines = [said, "", quoted] if where == "before" else [quoted, "", said]
+    verdict = diagnose(lines, name="report.log")
+    assert verdict.primary_class == "engine_stall", verdict.title
+    assert verdict.primary.confidence == "low" and verdict.primary.title.startswith("Reported hang")
+    assert verdict.exit_code == 1
+
+
+@pytest.mark.parametrize("word", HANG_WORDS)
+def test_a_hang_word_inside_a_vllm_record_is_not_the_reporter_s(word):
+    record = f"(APIServer pid=1) INFO 05-10 16:00:00 [api_server.py:1885] model {word}-7b is served"
+    verdict = diagnose([record, V0_STATS], name="report.log")
+    assert verdict.primary_class == "healthy", verdict.title
+
+
+@pytest.mark.parametrize("word", ["error", "errors", "OOM", "failed"])
+def test_a_failure_the_report_names_and_the_log_does_not_show_is_never_health(word):
+    capture = (
+        "INFO 10-24 18:12:41 model_runner.py:1395] Capturing the model for CUDA graphs. This may lead to unexpected "
+        "consequences if the model is not static."
+    )
+    verdict = diagnose([f"With max-num-seqs I see a different {word} (below)", "", capture], name="report.log")
+    assert verdict.primary_class == "unknown" and verdict.primary.severity == "warning", verdict.title
+    assert verdict.primary.facts["phase_reached"] == "CUDA graph capture"
+    assert diagnose([capture], name="report.log").primary_class == "healthy"  # the corpus's mid-startup convention

@@ -16,6 +16,7 @@ thresholds; the tracker only feeds it (see :attr:`StatsSeries.observers`).
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Deque, Dict, List, Optional, Set, Tuple
@@ -409,6 +410,25 @@ class WaitEpisode:
 
 
 @dataclass
+class UnfinishedClaim:
+    """An engine's word that it holds unfinished requests (V1 0.8.4's ``EngineCore loop
+    active - local unfinished: True``, catalog/stalls.py) and what the stats said since:
+    ``idle_intervals``, the stats lines (of any engine) at 0 running, 0 waiting and 0
+    tokens/s."""
+
+    line: Line
+    engine_index: int
+    idle_intervals: int = 0
+
+
+def engine_index_of(line: Line) -> int:
+    """The data-parallel engine a line's process prefix names (``EngineCore_1``,
+    ``EngineCore_DP1`` -> 1), 0 without one (V1 prints ``Engine 000`` for the only engine)."""
+    m = re.search(r"EngineCore_(?:DP)?(\d{1,4})$", line.proc or "")
+    return int(m[1]) if m else 0
+
+
+@dataclass
 class StallLog:
     """What the run's no-progress messages said: one :class:`StallSignal` per signal, the
     current :class:`WaitEpisode` (``episode``: repeated wait warnings since the last progress)
@@ -418,10 +438,17 @@ class StallLog:
     signals: Dict[str, StallSignal] = field(default_factory=dict)
     episode: Optional[WaitEpisode] = None
     longest_resolved: Optional[WaitEpisode] = None
+    #: open :class:`UnfinishedClaim` by engine index (at most :data:`MAX_STALL_STREAMS`)
+    unfinished: Dict[int, UnfinishedClaim] = field(default_factory=dict)
 
     def add(self, data: Dict[str, Any], line: Line, phase: Phase) -> None:
         name = str(data.get("signal", "stall"))
         self.signals.setdefault(name, StallSignal()).add(data, line)
+        if "local_unfinished" in data:
+            index = engine_index_of(line)
+            self.unfinished.pop(index, None)
+            if data["local_unfinished"] and len(self.unfinished) < MAX_STALL_STREAMS:
+                self.unfinished[index] = UnfinishedClaim(line, index)
         if not data.get("repeats"):
             return
         ep = self.episode
@@ -432,6 +459,17 @@ class StallLog:
         who = process_label(line)
         if who in ep.by_stream or len(ep.by_stream) < MAX_STALL_STREAMS:
             ep.by_stream[who] = ep.by_stream.get(who, 0) + line.repeated
+
+    def stats(self, sample: StatsSample) -> None:
+        """A stats line of any engine: one more idle interval for every open claim (0
+        running, 0 waiting, no tokens processed), or every claim is settled when it shows
+        work. With data parallelism every engine steps while any holds unfinished requests
+        (0.8.4 ``core.py`` ``global_unfinished_reqs``), so any engine's work settles them."""
+        if sample.running or sample.waiting or sample.prompt_tps or sample.generation_tps:
+            self.unfinished.clear()
+        elif sample.generation_tps is not None:  # a first metrics scrape has no rates yet
+            for claim in self.unfinished.values():
+                claim.idle_intervals += 1
 
     def progress(self, line: Line) -> None:
         """Something after the wait warnings shows the engine moving: the episode ends."""

@@ -72,6 +72,14 @@ QUEUE_BLOCKED_MIN_INTERVALS = 3
 #: longer, so at startup the finding is of low confidence and says so, and a startup wait that
 #: ends in progress is no stall at all.
 STALL_MIN_WAIT_S = 180
+#: Stats lines at 0 running, 0 waiting and 0 tokens/s (of any engine) after an engine said its
+#: scheduler holds unfinished requests (V1 0.8.4's DEBUG ``EngineCore loop active - local
+#: unfinished: True``) that make work it believes it has and never schedules (fixtures/logs
+#: v26, vllm issue 16580: DP=2, one interval of each engine). One line alone can be the
+#: interval in which that request was added and aborted; with data parallelism every engine
+#: steps while any holds unfinished requests, so two idle lines (one of each of two engines, or
+#: two of one) leave no such reading.
+UNFINISHED_IDLE_MIN_INTERVALS = 2
 
 # -- Queue backlog (VD302) --------------------------------------------------------------------
 #: KV cache usage (%) below which requests waiting are held back by the batch budget

@@ -719,7 +719,7 @@ class SourceTracker:
         continued = st.last_failure if st.fresh and not any(ev.kind in TB_KINDS for ev in events) else None
         if self._traceback(run, st, events, code_line_tags, line):
             vllmish = True
-        if events:
+        if any(not ev.data.get("prose") for ev in events):  # a reporter's words are no vLLM output
             self.recognised += 1
             run.recognised += 1
             run.stats.records_after_last += 1
@@ -778,7 +778,10 @@ class SourceTracker:
         return (
             rec.vllm_header
             or vllm_proc
-            or any(ev.kind not in GENERIC_KINDS and ev.pattern not in OPERATOR_PATTERNS for ev in events)
+            or any(
+                ev.kind not in GENERIC_KINDS and ev.pattern not in OPERATOR_PATTERNS and not ev.data.get("prose")
+                for ev in events
+            )
         )
 
     def _traceback(self, run: Run, st: _Stream, events: List[Event], code_line_tags, line: Line) -> bool:
@@ -929,6 +932,8 @@ class SourceTracker:
             prefix_hit_pct=d.get("prefix_hit_pct"),
         )
         run.stats.add(sample, d.get("engine"))
+        if run.stalls.unfinished:
+            run.stalls.stats(sample)
         run.reached(Phase.SERVING, line)
         if d.get("engine"):
             run.engine_hints.add(d["engine"])
@@ -1069,6 +1074,8 @@ class SourceTracker:
                 tuple(sorted(run.stalls.signals)),
                 run.stalls.episode is None,
                 run.stalls.longest_resolved is None,
+                # an open claim counts every idle interval: a cycle that adds one is never folded
+                tuple(sorted((i, c.idle_intervals) for i, c in run.stalls.unfinished.items())),
             ),
         }
         return counts, rc, steady

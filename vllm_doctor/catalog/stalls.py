@@ -48,6 +48,27 @@ Sources, every wording by release (read in the cached source of vLLM 0.5.5 ... 0
   ... Timed out waiting for object available to read`` / ``... increase RAY_CGRAPH_get_timeout
   which is currently N seconds. Otherwise, this may indicate that the execution is hanging.``
 
+* ``vllm/v1/engine/core.py`` ``EngineCore._process_input_queue`` (V1 0.8.4 only, DEBUG):
+  ``EngineCore loop active - local unfinished: %s, finished: %s.``, printed when the engine's
+  loop wakes from waiting for work, with whether its scheduler holds unfinished requests
+  (0.8.5 prints only ``EngineCore loop active.``, read in 0.8.5.post1 - 0.33.0: no values,
+  not read). ``local_unfinished`` True followed by stats at 0 running, 0 waiting and 0
+  tokens/s is work the engine believes it has and does not schedule (any stats line with work
+  settles it; ``EngineCore waiting for work.`` is not read: its literal would overflow the
+  pre-filter's prose budget).
+
+The reporter's words, not vLLM's (``marker`` events, on prose lines only: no record prefix,
+no level, no process, rank or file): a paste of a bug report, a chat or a runbook often says
+what the excerpt does not show. They never choose a class by themselves; they only keep a
+log that shows no failure from being called healthy (rules/engine_stall.py, rules/unknown.py):
+
+* ``reported_hang``: ``stuck`` (the word the pre-filter's budget lets through: ``hangs`` and
+  ``stalled`` alone are not read yet; verl issue 12's "I find it stuck during
+  vllm rollout ... Have you ever run into this hang issue?", fixtures/logs w04);
+* ``reported_failure``: ``error(s)``, ``OOM``, ``failed`` in a line with a
+  person in it (``I``, ``we``, ``my``, ``our``: a program's own message has none; vllm issue 9630's "With max-num-seqs I see a different error (below)", the
+  error cut from the excerpt, fixtures/logs v13).
+
 Not in this family: V0's client-side ``RPCServer didn't reply within N ms`` / ``MQLLMEngine
 didn't reply within N ms`` (``vllm/engine/multiprocessing/client.py``): the front end cannot
 reach the engine process, which has mostly died first (a consequence, not a hang).
@@ -57,7 +78,9 @@ from __future__ import annotations
 
 from typing import Any, Dict, Optional
 
-from .pattern import Pattern
+import regex
+
+from .pattern import NO_CUT, Pattern
 
 
 def _shm(old: bool):
@@ -92,6 +115,63 @@ def _signal(name: str, fatal: bool, ints=(), texts=()):
             if gd.get(key):
                 data[key] = gd[key]
         return data
+
+    return build
+
+
+def _loop_active(m, rec) -> Dict[str, Any]:
+    data: Dict[str, Any] = {"signal": "loop_unfinished", "fatal": False, "local_unfinished": m["local"] == "True"}
+    if m["finished"]:
+        data["finished"] = m["finished"] == "True"
+    return data
+
+
+#: vLLM's own wordings that hold a reporter's word (the shm_broadcast warning's "some processes
+#: are hanging", PyTorch's "watchdog got stuck"): never the reporter's, with or without a prefix.
+_VLLM_WORDS = ("processes are hanging", "watchdog got stuck", "No available shared memory broadcast block")
+
+
+#: The reporter's words of each marker (case-insensitive, whole words).
+REPORTED_WORDS = {
+    "reported_hang": r"\bstuck\b",
+    "reported_failure": r"\b(?:errors?|OOM|failed)\b",
+}
+
+
+def reported_excerpt(name: str, text: str, width: int = 90) -> str:
+    """The words around the first of ``name``'s words in ``text`` (a reporter's line), white
+    space collapsed, at most about ``width`` characters, ``...`` where cut."""
+    text = " ".join(text.split())
+    m = regex.search(REPORTED_WORDS[name], text)
+    if m is None or len(text) <= width:
+        return text[:width]
+    start = max(0, min(m.start() - width // 2, len(text) - width))
+    out = text[start : start + width]
+    return ("..." if start else "") + out + ("..." if start + width < len(text) else "")
+
+
+#: A program's line, not a person's: an exception line (``RuntimeError: ...``,
+#: ``torch.OutOfMemoryError: ...``), a traceback's header or frame, a Ray or raylet prefix.
+_PROGRAM = regex.compile(r"^\W{0,4}(?:[\w.]{0,80}(?:Error|Exception|Warning)\b|Traceback|File \"|\(raylet\)|\(\d+\) )")
+#: Words of a person telling what happened (the reporter's failure words need one in their line:
+#: "I see a different error", "we got OOM", "my server crashed"; a program's message has none).
+_FIRST_PERSON = regex.compile(r"\b(?:I|I'm|I've|[Ww]e|[Mm]y|[Oo]ur)\b")
+
+
+def _prose(name: str, first_person: bool = False):
+    """A ``marker`` named ``name`` for a line that is prose: no vLLM record prefix, no level,
+    process, rank or file (a stderr or traceback line has one of those, or is vLLM's own),
+    not a program's line (:data:`_PROGRAM`) and, with ``first_person``, a person's
+    (:data:`_FIRST_PERSON`)."""
+
+    def build(m, rec) -> Optional[Dict[str, Any]]:
+        if rec.vllm_header or rec.level or rec.proc or rec.rank is not None or rec.file:
+            return None
+        if any(w in rec.text for w in _VLLM_WORDS) or _PROGRAM.search(rec.text):
+            return None
+        if first_person and not _FIRST_PERSON.search(rec.text):
+            return None
+        return {"marker": name, "prose": True}  # not counted as a recognised vLLM record
 
     return build
 
@@ -150,6 +230,17 @@ PATTERNS = [
         _signal("barrier_timeout", True, ints=("timeout_s",)),
     ),
     Pattern(
+        "engine_loop_unfinished",
+        "stall",
+        ("EngineCore loop active - local unfinished: ",),
+        # the first value decides; a paste cut before ", finished: ..." still says it
+        r"EngineCore loop active - local unfinished: (?P<local>True|False)(?:, finished: (?P<finished>True|False))?",
+        "vllm/v1/engine/core.py EngineCore._process_input_queue (V1 0.8.4, DEBUG)",
+        None,
+        _loop_active,
+        cut_from=r"local unfinished: (?:True|False)",  # the value decides: cut before it, nothing
+    ),
+    Pattern(
         "stack_dump_watchdog",
         "stall",
         ("[Watchdog]Dumped stack to ",),
@@ -189,5 +280,27 @@ PATTERNS = [
         "RAY_CGRAPH_get_timeout",
         None,
         _signal("ray_channel_timeout", True, ints=("timeout_s",)),
+    ),
+    Pattern(
+        "reported_hang",
+        "marker",
+        # the pre-filter's prose-like literals are at their budget (prefilter.PROSE_GROUP x 3 groups):
+        # a short literal, searched by its own tiny automaton
+        ("tuc",),
+        REPORTED_WORDS["reported_hang"],
+        "the reporter's words around the log (bug reports, chats, runbooks), not vLLM's",
+        None,
+        _prose("reported_hang"),
+        cut_from=NO_CUT,
+    ),
+    Pattern(
+        "reported_failure",
+        "marker",
+        ("rror", "OOM", "fail"),  # literals the gate holds already (see above)
+        REPORTED_WORDS["reported_failure"],
+        "the reporter's words around the log (bug reports, chats, runbooks), not vLLM's",
+        None,
+        _prose("reported_failure", first_person=True),
+        cut_from=NO_CUT,
     ),
 ]

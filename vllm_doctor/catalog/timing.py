@@ -9,6 +9,8 @@ line) proves the same phase that one does; a line only this module reads proves 
 * compile time: ``vllm/compilation/monitor.py`` ``end_monitoring_torch_compile``:
   ``torch.compile takes %.2f s in total`` (0.6.6-0.17), ``torch.compile took %.2f s in total``
   (0.18+; 0.32+ with a ``%s`` model-part prefix) -> ``compile_s``;
+  ``Initial profiling/warmup run took %.2f s`` (``monitor_profiling_run``, 0.18+: the first
+  forward pass, its compile included, is done) -> ``warmup_run_s``;
 * engine start-up: ``vllm/v1/engine/core.py`` ``_initialize_kv_caches`` and V0
   ``vllm/engine/llm_engine.py``: ``init engine (profile, create kv cache, warmup model) took
   %.2f seconds`` (to 0.19), ``... took %.2f s`` (0.20+), ``... took %.2f s (compilation: %.2f
@@ -83,6 +85,15 @@ PATTERNS = [
         "vllm/compilation/monitor.py end_monitoring_torch_compile",
         None,
         _seconds("compile_s"),
+    ),
+    Pattern(
+        "warmup_run_seconds",
+        "facts",
+        ("Initial profiling/warmup run took",),
+        r"Initial profiling/warmup run took " + _S + r" s",
+        "vllm/compilation/monitor.py monitor_profiling_run (0.18+)",
+        None,
+        _seconds("warmup_run_s"),
     ),
     Pattern(
         "init_engine_seconds",

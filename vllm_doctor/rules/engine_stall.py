@@ -9,6 +9,16 @@ What it means:
       execute_model timed out``, V0's ``Engine iteration timed out``, a stack dump of vLLM's
       watchdog; PyTorch's NCCL watchdog (``Watchdog caught collective operation timeout``) and
       a Ray compiled-graph channel timeout say it of a collective or a pipeline stage.
+    * **The log ends waiting:** fewer such warnings than make a stall by themselves (0.11+
+      wordings, printed only by a process waiting for an answer), the last word of the log:
+      a possible stall, of low confidence (a long compile prints it too, and then goes on).
+    * **Work claimed, none scheduled:** an engine says its scheduler holds unfinished requests
+      (V1 0.8.4's DEBUG ``EngineCore loop active - local unfinished: True``) and the stats
+      after it show 0 running, 0 waiting and 0 tokens/s (a data-parallel wedge, vllm issue
+      16580).
+    * **A hang the report names:** the text around a pasted log says it hangs (``stuck``,
+      ``hangs``, ``stalled``...: the reporter's words, never vLLM's) and the log shows no
+      failure, queue, preemption or saturation: low confidence, the log cannot rule it out.
     * **At startup, a trap:** the KV cache holds fewer tokens than ``max_model_len`` while the
       scheduler reserves a request's full input before admitting it
       (``scheduler_reserve_full_isl``, on by default since 0.19): a request longer than the
@@ -66,9 +76,10 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence
 
 from .. import defaults, thresholds
+from ..catalog.stalls import reported_excerpt
 from ..events import Phase
 from ..memory import floor_tidy
-from ..run import Failure, Line, Run, StallSignal, StatsSample, WaitEpisode
+from ..run import Failure, Line, Run, StallSignal, StatsSample, WaitEpisode, process_label
 from ..tracker import MEMORY_KINDS
 from ..verdict import Finding, Remedy
 from .plan import Constraints, constraints
@@ -562,9 +573,9 @@ def _waited(run: Run) -> Optional[Finding]:
     if ep is None or ep.data.get("idle_prints") or _wait_s(ep) < thresholds.STALL_MIN_WAIT_S:
         ep, resolved = log.longest_resolved, True
         if ep is None or ep.phase_at < Phase.READY:
-            return None  # a long startup step that then finished (a compile, a load) is no stall
+            return _ends_waiting(run)  # a long startup step that then finished (a compile, a load) is no stall
         if ep.data.get("idle_prints") or _wait_s(ep) < thresholds.STALL_MIN_WAIT_S:
-            return None
+            return _ends_waiting(run)
     phase = _stall_phase(run, ep.phase_at)
     startup = phase == "startup"
     waited = _wait_s(ep)
@@ -602,6 +613,81 @@ def _waited(run: Run) -> Optional[Finding]:
     rem = _diagnose_remedies(run, names_work, before_ready, bool(ep.data.get("names_quantization"))) + [_watch(run)]
     confidence = "low" if startup or resolved else "medium"
     return finding(RULE, run, phase, title, facts, evidence, rem, _no_memory_remedy(run), notes, confidence)
+
+
+def _ends_waiting(run: Run) -> Optional[Finding]:
+    """The log's last word on a wait: shm_broadcast warnings (0.11+: printed only by a process
+    waiting for an answer, not by an idle worker) with nothing after them that shows progress,
+    fewer than make a stall by themselves. Not health: a possible stall, of low confidence."""
+    ep = run.stalls.episode
+    if ep is None or ep.data.get("idle_prints"):
+        return None  # up to 0.10.2 idle workers print it too: by itself it says nothing
+    waited = _wait_s(ep)
+    phase = _stall_phase(run, ep.phase_at)
+    title = (
+        f"Possible stall: the log ends while a process waits (at least {_duration(waited)}, {ep.warnings} "
+        "shared-memory broadcast wait warning(s)) and nothing after it shows progress"
+    )
+    facts = {
+        "stall_wait_s": waited,
+        "stall_warnings": ep.warnings,
+        "waiting_processes": len(ep.by_stream),
+        "wait_interval_s": ep.data.get("interval_s"),
+        "log_ends_waiting": True,
+    }
+    notes = [
+        f"fewer than the {thresholds.STALL_MIN_WAIT_S} s of waiting that make a stall by themselves: a long compile, "
+        "load or quantization prints this warning too and then goes on ('init engine ... took', a stats line); a log "
+        "that ends here cannot tell the two apart: look at the server now, or at the log after this line"
+    ]
+    before_ready = ep.phase_at < Phase.READY
+    names_work = bool(ep.data.get("names_compilation"))
+    rem = _diagnose_remedies(run, names_work, before_ready, bool(ep.data.get("names_quantization"))) + [_watch(run)]
+    return finding(
+        RULE, run, phase, title, facts, _episode_evidence(ep), rem, _no_memory_remedy(run), notes, confidence="low"
+    )
+
+
+# -- an engine that says it has work and schedules none -----------------------------------------
+
+
+def _unfinished_idle(run: Run) -> Optional[Finding]:
+    """An engine said its scheduler holds unfinished requests (V1 0.8.4's DEBUG ``EngineCore
+    loop active - local unfinished: True``), then every stats line since shows 0 running, 0
+    waiting and 0 tokens/s: work it believes it has and never schedules (fixtures/logs v26)."""
+    claims = [c for c in run.stalls.unfinished.values() if c.idle_intervals >= thresholds.UNFINISHED_IDLE_MIN_INTERVALS]
+    if not claims:
+        return None
+    claim = min(claims, key=lambda c: c.line.lineno)
+    who = process_label(claim.line)
+    named = f"{who} " if who != "-" else "the engine "
+    title = (
+        f"Engine stalled: {named}says it has unfinished requests (local unfinished: True), then {claim.idle_intervals} "
+        "stats line(s) show 0 running, 0 waiting and 0 tokens/s"
+    )
+    facts = {"unfinished_engine": claim.engine_index, "idle_intervals_after_claim": claim.idle_intervals}
+    rem: List[Optional[Remedy]] = [
+        remedy(
+            f"Take a stack trace of {who if who != '-' else 'the engine core process'} and of its workers before "
+            "restarting (py-spy dump --pid PID)",
+            None,
+            "the engine holds a request its scheduler never runs: the trace shows where its loop is",
+            "host",
+        ),
+        remedy(
+            "Upgrade vLLM: this wording is 0.8.4's, whose data-parallel engine loop 0.8.5 reworked",
+            None,
+            "vllm/v1/engine/core.py: 0.8.5 replaced the loop that prints it",
+            "server",
+        ),
+        _watch(run),
+    ]
+    evidence = [ev(claim.line, "says it has unfinished requests")]
+    last = run.stats.recent[-1] if run.stats.recent else None
+    if last is not None and last.line.lineno > claim.line.lineno:
+        evidence.append(ev(last.line, "0 running, 0 waiting, 0 tokens/s"))
+    dont = ["Memory settings: the KV cache is empty and nothing is allocating"]
+    return finding(RULE, run, "runtime", title, facts, evidence, rem, dont, confidence="low")
 
 
 # -- a queue never admitted -----------------------------------------------------------------------
@@ -710,8 +796,47 @@ def _queued(run: Run) -> Optional[Finding]:
     )
 
 
+# -- a hang the report around the log names --------------------------------------------------
+
+
+def _reported_hang(run: Run) -> Optional[Finding]:
+    """The text around the log says it hangs (catalog/stalls.py ``reported_hang``: prose, not
+    vLLM's words), and the log shows no failure, no queue, no preemption and no saturated KV
+    cache (each a slowness of its own, which its rule names): a stall the report names, which
+    the log can neither show nor rule out (its last line is the last thing anyone saw). Low
+    confidence."""
+    said = run.markers.get("reported_hang")
+    if said is None or run.failures or run.consequences or run.phase == Phase.NONE:
+        return None  # a failure says more; no vLLM step at all: nothing recognisable to judge
+    s = run.stats
+    if (
+        run.preemption.warnings
+        or s.preemptions_total
+        or s.max_waiting
+        or ((s.peak_kv_usage_pct or 0) >= thresholds.SATURATED_KV_PCT)
+    ):
+        return None  # requests queue or are preempted: that is the slowness the report calls a hang
+    last = run.stats.recent[-1] if run.stats.recent else None
+    tail = f"; its last stats line is at line {last.line.lineno}" if last is not None else ""
+    title = (
+        f"Reported hang: the text around the log says it hangs ('{reported_excerpt('reported_hang', said.text)}'); the log shows no stall "
+        f"message and nothing that rules one out{tail}"
+    )
+    facts: Dict[str, Any] = {"reported_hang": True}
+    evidence = [ev(said, "the report's words")]
+    if last is not None:
+        facts["running_at_last_stats"] = last.running
+        evidence.append(ev(last.line, "the last stats line: nothing after it shows progress"))
+    notes = [
+        "this rests on the report's words: vLLM's own log here holds no timeout or wait warning; "
+        "a log taken while it hangs (with VLLM_LOGGING_LEVEL=DEBUG) shows which process waits"
+    ]
+    rem = _diagnose_remedies(run, False, False) + [_watch(run)]
+    return finding(RULE, run, _stall_phase(run), title, facts, evidence, rem, _no_memory_remedy(run), notes, "low")
+
+
 def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List[Finding]:
-    for shape in (_hung, _waited, _blocked, _queued, _wedged, _startup_trap):
+    for shape in (_hung, _waited, _unfinished_idle, _blocked, _queued, _wedged, _startup_trap, _reported_hang):
         found = shape(run)
         if found is not None:
             return [found]

@@ -1,8 +1,12 @@
 """No memory or slowdown problem in this log.
 
 What it means:
-    The log is vLLM output and shows no failure, no KV saturation and no preemption storm.
-    Notes (``VD3xx``) may still point at settings worth a look.
+    The log is vLLM output and shows no failure, no KV saturation and no preemption storm;
+    nothing in it says a process waits with nothing after it that shows progress, and the
+    text around it (a pasted report) names no hang or failure the log does not show (those
+    are VD203 and VD901, of low confidence). A log that ends mid-startup with none of these
+    is a startup still going (the shared corpus's convention). Notes (``VD3xx``) may still
+    point at settings worth a look.
 
 Why it happens:
     The server is fine, or the problem lies outside what vLLM logs (client side, network,

@@ -13,12 +13,13 @@ Why it happens:
     Only the API server's tail was copied; the engine process was killed from outside (host
     OOM killer, a segfault) so it printed nothing; the log was cut.
 
-    Four weaker variants are warnings, not failures: they only rule out "healthy". vLLM
+    Five weaker variants are warnings, not failures: they only rule out "healthy". vLLM
     logged ERROR lines that no rule explains (a wording the catalog does not know yet);
     requests were answered with HTTP 5xx while no error line says why; the log stops where
     LMCache creates its engine in each worker, which pins its CPU buffer (``max_local_cpu_size``
     per worker) in host RAM; the log stops after the startup arguments, so nothing shows how
-    startup went.
+    startup went; the text around a pasted log reports a failure (a person's "I see a
+    different error (below)") that the log does not show.
 
 Remedies, in order:
     1. Collect the lines above: the EngineCore / worker output (``journalctl -u UNIT``,
@@ -38,6 +39,7 @@ from __future__ import annotations
 from typing import List, Sequence
 
 from .. import thresholds
+from ..catalog.stalls import reported_excerpt
 from ..events import Phase
 from ..frames import phase_of, step_tag
 from ..run import Failure, Run
@@ -270,6 +272,32 @@ def _startup_cut(run: Run) -> Finding:
     return finding(RULE, run, "startup", title, facts, evidence, rem, _DONT, severity="warning", confidence="low")
 
 
+def _reported_failure(run: Run) -> Finding:
+    """The text around the log reports a failure (catalog/stalls.py ``reported_failure``:
+    prose, not vLLM's words: "I see a different error (below)") that the log does not show:
+    not health, and nothing here says which failure. A warning, low confidence."""
+    said = run.markers["reported_failure"]
+    shown = reported_excerpt("reported_failure", said.text)
+    where = f"; the log ends at {run.phase.label}" if Phase.CONFIG <= run.phase < Phase.READY else ""
+    title = f"The text around the log reports a failure the log does not show ('{shown}'){where}"
+    facts = {"reported_failure": True, "phase_reached": run.phase.label}
+    rem = [
+        remedy(
+            "Find the failure the report names: the lines after the last one here (the excerpt stops before it)",
+            None,
+            "nothing in this log failed; the report says something did",
+        ),
+        _collect(),
+    ]
+    evidence = [ev(said, "the report's words")]
+    last = run.phase_lines.get(run.phase)
+    if last is not None and last.lineno != said.lineno:
+        evidence.append(ev(last, "the furthest step the log shows"))
+    return finding(
+        RULE, run, _phase_of_consequences(run), title, facts, evidence, rem, _DONT, severity="warning", confidence="low"
+    )
+
+
 def _lmcache_stopped(run: Run) -> bool:
     """The log stops where LMCache creates its engine (catalog/host_memory.py): its CPU buffer
     was the last thing the workers allocated, nothing failed, nothing started after."""
@@ -356,6 +384,8 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "") -> List[Findin
         return [_lmcache_buffer(run)]
     if run.phase == Phase.CONFIG and not run.failures and not run.consequences and not run.stats.count:
         return [_startup_cut(run)]
+    if "reported_failure" in run.markers and run.phase > Phase.NONE and not run.failures and not run.consequences:
+        return [_reported_failure(run)]
     return []
 
 
