@@ -28,6 +28,7 @@ from typing import Any, Callable, Deque, Dict, List, Optional, Set, Tuple
 
 import regex
 
+from .engines import engine_of_record
 from .events import Event, Phase
 from .frames import code_tags, engine_of_frame, frame_tags, looks_like_code, vllm_console_script
 from .processes import engine_of_process, is_vllm_path, is_vllm_process, is_worker_process, trainer_of
@@ -756,7 +757,7 @@ class SourceTracker:
             )
             if trainer is not None:
                 run.trainer, run.trainer_line = trainer, Line.of(rec)
-        engine = engine_of_process(rec.proc, rec.rank)
+        engine = engine_of_process(rec.proc, rec.rank) or engine_of_record(rec.file)  # remedies3: the record's file
         if engine:
             run.engine_hints.add(engine)
         return (

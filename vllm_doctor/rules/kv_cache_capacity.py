@@ -197,9 +197,7 @@ def _tp_remedy(c: Constraints, W: Optional[float], per_gpu_gain: str) -> Any:
     why = per_gpu_gain
     if W:  # "Model loading took W GiB" is what one GPU holds at the current split
         why = f"each GPU then holds about {W / 2:.2f} GiB of weights instead of {W:.2f}, freeing {W / 2:.2f} GiB"
-    return c.raise_to(
-        "tensor_parallel_size", 2 * tp, "If the GPU cannot give more: spread the model over more GPUs", why
-    )
+    return c.raise_tp(2 * tp, "Spread the model over more GPUs with tensor parallelism", why)
 
 
 def _exhausted_remedies(run: Run, c: Constraints, cap: Dict[str, Any]) -> List[Any]:
