@@ -230,6 +230,62 @@ def _exhausted_remedies(run: Run, c: Constraints, cap: Dict[str, Any]) -> List[A
     ]
 
 
+def _free_gate(run: Run) -> Optional[Failure]:
+    """The run's failed free-memory check ("Free memory on device (F/T GiB) on startup is less
+    than desired GPU memory utilization (U, R GiB)": v1/worker/gpu_worker.py init_device,
+    v1/worker/utils.py request_memory from 0.14) when it printed the free and total memory, else
+    None."""
+    for f in run.failures:
+        if f.kind == "free_memory" and f.data.get("gpu_free_gib") is not None and f.data.get("gpu_total_gib"):
+            return f
+    return None
+
+
+def _squeezed(run: Run, plan: Constraints, c: Dict[str, Any], gate: Failure):
+    """Title, remedies, what does not help and forbidden directions when the same run shows the
+    free-memory check failing and the KV budget exhausted (hunt10 w18: 0.25 fails the gate on
+    34.51 of 139.8 GiB free, 0.22 passes it and leaves no KV cache): the budget is squeezed
+    between what another process holds and the weights, so no utilization works and raising it
+    is the one thing the log shows failing. remedies3."""
+    F, T = gate.data["gpu_free_gib"], gate.data["gpu_total_gib"]
+    U = gate.data.get("gpu_memory_utilization")
+    at = f" at {U:g}" if isinstance(U, (int, float)) else ""
+    held = T - F
+    title = (
+        f"KV cache budget squeezed: {held:.2f} of {T:g} GiB is held outside vLLM, and what is left does not hold "
+        "the weights and a KV cache"
+    )
+    gate_why = f"the free-memory check failed{at} with {F:g} of {T:g} GiB free (line {gate.lines[0].lineno})"
+    rem = [
+        remedy(
+            f"Free what holds {held:.2f} GiB of this GPU before vLLM starts: a colocated trainer (offload or sleep "
+            "its actor/reference models before the rollout initialises), a second instance, or give vLLM its "
+            "own GPUs",
+            None,
+            gate_why,
+            "host",
+        ),
+        plan.raise_to(
+            "gpu_memory_utilization",
+            None,
+            "Raise gpu_memory_utilization only once that memory is freed",
+            f"{gate_why}: a higher utilization cannot start (the log does not show the memory for it), a lower one "
+            "leaves no KV cache",
+        ),
+        remedy("Or serve a quantized or smaller model (fewer bytes of weights leave room for KV cache)"),
+    ]
+    dont = [
+        f"Raising gpu_memory_utilization while the other process holds its memory: {gate_why}",
+        "Lowering gpu_memory_utilization: it shrinks the KV cache budget further",
+        "Lowering max_model_len: the budget is negative or zero, no length fits",
+    ]
+    forbids = [
+        ("gpu_memory_utilization", "lower", "it shrinks the KV cache budget further"),
+    ]
+    c["held_by_others_gib"] = round(held, 2)
+    return title, rem, dont, forbids
+
+
 def _basis(c: Dict[str, Any], L) -> str:
     if c.get("estimated_max_model_len"):
         return f"vLLM's own estimate is {c['estimated_max_model_len']} tokens"
@@ -620,6 +676,8 @@ def _check(run: Run, failures: Sequence[Failure], co_tenant: Optional[Rule]) -> 
         return [
             finding(co_tenant, run, "startup", title, facts, evidence, rem, dont, confidence="medium", forbids=forbids)
         ]
+    elif c.get("kv_budget_exhausted") and _free_gate(run) is not None:
+        title, rem, dont, forbids = _squeezed(run, plan, c, _free_gate(run))
     elif c.get("kv_budget_exhausted"):
         title = "KV cache budget exhausted: weights and activations already fill gpu_memory_utilization"
         rem = contention.ask_first(run, _exhausted_remedies(run, plan, c))  # remedies2: q06

@@ -46,6 +46,9 @@ _VISIBLE = regex.compile(
 #: ``--tensor_parallel_size``, ``tensor_parallel_size=``).
 _TP_WORDS = regex.compile(r"(?i)tensor[-_]parallel|(?<![\w-])-tp\b")
 
+#: A shell line continuation in a command's text (at its end, or where a paste's lines were joined).
+_CONTINUED = regex.compile(r"\\(?:\s|$)")
+
 #: Settings whose values are fractions (two decimals), the rest are counts.
 FRACTIONS = {"gpu_memory_utilization"}
 
@@ -409,7 +412,8 @@ class Constraints:
           guess (a prose or docker command the log does not parse, u04's "2" on an 8-GPU run),
           and a proven floor (a worker's rank) is only a lower bound: any number may be at or
           below what ran;
-        * GPUs for it: at most the devices the log shows (:meth:`devices_at_least`; exactly those
+        * GPUs for it: target x pipeline_parallel_size at most the devices the log shows
+          (:meth:`devices_at_least`; exactly those
           a device list makes visible). A post that shows one GPU gets no number ("if you have
           more GPUs")."""
         visible = self.visible_devices()
@@ -426,10 +430,13 @@ class Constraints:
                 "raise it to a divisor of the attention heads that the host's GPUs allow"
             )
         have, why = self.devices_at_least()
-        if target > have:
+        pp = int(self.run.value("pipeline_parallel_size") or 1)
+        need = target * pp  # one GPU per rank: tensor x pipeline parallel
+        if need > have:
             shown = f"only {have} ({why})" if have else "no more than one"
+            per = f" ({target} x pipeline_parallel_size {pp})" if pp > 1 else ""
             return (
-                f"the log does not show {target} GPUs for it, {shown}: only if the host has them, with "
+                f"the log does not show {need} GPUs{per} for it, {shown}: only if the host has them, with "
                 "tensor_parallel_size dividing the attention heads"
             )
         return None
@@ -441,7 +448,7 @@ class Constraints:
         hunt9 v02's ``--tensor-parallel-size 4`` on its seventh line) or mentioning TP in any
         spelling proves nothing. remedies3, a TP helper."""
         line = self.run.markers.get("launch_command")
-        if line is None or line.text.rstrip().endswith("\\"):
+        if line is None or _CONTINUED.search(line.text):
             return None
         if _TP_WORDS.search(line.text):
             return None
