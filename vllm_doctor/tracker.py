@@ -757,7 +757,11 @@ class SourceTracker:
             )
             if trainer is not None:
                 run.trainer, run.trainer_line = trainer, Line.of(rec)
-        engine = engine_of_process(rec.proc, rec.rank) or engine_of_record(rec.file)  # remedies3: the record's file
+        if events and len(run.record_engine_hints) < 2:  # remedies3: a recognised record's file (not state)
+            by_file = engine_of_record(rec.file)
+            if by_file:
+                run.record_engine_hints.add(by_file)
+        engine = engine_of_process(rec.proc, rec.rank)
         if engine:
             run.engine_hints.add(engine)
         return (
