@@ -84,7 +84,7 @@ def test_s001_kv_arithmetic():
         "--max-model-len": "23552",
         "--gpu-memory-utilization": "0.93",
         "--kv-cache-dtype": "fp8",
-        "--tensor-parallel-size": "2",
+        # remedies3: no TP number: s001 (one 3090) prints no TP and shows no second GPU
     }
     assert f.facts["fp8_kv_tokens"] == 47296 and f.facts["fp8_fits_max_model_len"] is True
 

@@ -18,8 +18,12 @@ def _whys(name):
 @pytest.mark.parametrize(
     "name, expected",
     [
-        # tensor_parallel_size not printed: vLLM's default 1
-        ("s001-llama31-8b-3090-kv-29k.log", "in force: vLLM's default 1, not printed in the log"),
+        # max_num_seqs not printed: V1's default by GPU (remedies3: s001's TP step, whose "in
+        # force: vLLM's default 1" this was, carries no number now: its log shows one GPU)
+        (
+            "r002-mtp-slow-v1-waiting.log",
+            "in force: vLLM's V1 default 256-1024 for the API server on a GPU of unknown size, not printed in the log",
+        ),
         # gpu_memory_utilization not printed, version unknown: 0.9, or 0.92 from 0.20
         (
             "r002-mtp-slow-v1-waiting.log",

@@ -155,7 +155,8 @@ def test_a_healthy_startup_shows_what_it_runs_with():
     out = render(verdict_of("r022-v1-startup-sm120-healthy.log"), "text", width=80)
     assert out.splitlines()[0].startswith("VD000 healthy (ok)")
     top = words(" ".join(out.splitlines()[:4]))
-    assert "running: KV cache 251920 tokens, 6.15x concurrency at max_model_len 40960" in top
+    # remedies3: the engine is now read from its records' files (core.py, gpu_model_runner.py)
+    assert "running: engine v1; KV cache 251920 tokens, 6.15x concurrency at max_model_len 40960" in top
     assert "26.91 GiB" in out
 
 

@@ -89,18 +89,26 @@ def max_num_seqs(version: Optional[str], engine: Optional[str], gpu_total_gib: O
     low = 256 if small else 1024
     high = 1024 if large else 256
     if engine is None and v is None:
+        # Either engine could have run (remedies3: hunt9 v19 got "V1's default" on a V0 run):
+        # V0's 256 is within V1's range, so the range holds; the wording names neither.
         low = min(low, 256)
+        return Default(
+            low, high, f"vLLM's default {{value}} (V0's 256; V1's by GPU) for the API server on {_gpu(gpu_total_gib)}"
+        )
     return Default(low, high, f"vLLM's V1 default {{value}} for the API server on {_gpu(gpu_total_gib)}")
 
 
 def max_num_batched_tokens(
     version: Optional[str], engine: Optional[str], gpu_total_gib: Optional[float], offline: bool = False
 ) -> Optional[Default]:
-    """None where the default depends on what the log does not show (V0 without chunked
-    prefill uses max_model_len)."""
+    """None where the default depends on what the log does not show: V0 without chunked
+    prefill uses max(max_model_len, 2048), and a log that shows neither the engine nor the
+    version may be V0's."""
     v = parse_version(version)
     if engine == "v0" or (v is not None and v < (0, 8, 0) and engine != "v1"):
         return None
+    if engine is None and v is None:
+        return None  # V0 could have run, whose default is max_model_len's (remedies3: hunt9 v02, hunt10 w07)
     large, small = _tier(gpu_total_gib, v)
     huge = gpu_total_gib is not None and gpu_total_gib >= HUGE_GPU_GIB and (v is None or v >= (0, 28, 0))
     if offline:
@@ -115,3 +123,34 @@ def max_num_batched_tokens(
 def _gpu(gpu_total_gib: Optional[float]) -> str:
     """The GPU a default assumes, in words: ``a 79 GiB GPU``."""
     return f"a {gpu_total_gib:.0f} GiB GPU" if gpu_total_gib else "a GPU of unknown size"
+
+
+def batched_tokens_floor(
+    version: Optional[str], engine: Optional[str], max_model_len: Optional[int], chunked_prefill: Optional[bool]
+) -> Optional[Tuple[Optional[int], str]]:
+    """The smallest ``max_num_batched_tokens`` vLLM starts with, and why; None when nothing
+    but the count itself bounds it.
+
+    Without chunked prefill vLLM refuses a step budget below ``max_model_len``:
+    "max_num_batched_tokens (...) is smaller than max_model_len (...)" (``SchedulerConfig``:
+    vllm/config.py ``_verify_args`` from 0.5.5 to 0.9.2, e.g. 0.6.4.post1:1158;
+    vllm/config/scheduler.py ``verify_max_model_len`` from 0.10.2 to 0.33.0). Chunked prefill
+    is on for V1 (always in 0.8-0.10, by default after) and off by default for V0 below a 32K
+    context (vllm/engine/arg_utils.py ``create_engine_config``: only ``max_model_len > 32768``
+    on a text model turns it on). So the floor is ``max_model_len`` where chunked prefill is
+    printed off, or V0 (or an unnamed engine of a release that had V0, before 0.11) ran without
+    it printed on; ``(None, why)`` when that floor applies but ``max_model_len`` is not known.
+    """
+    if chunked_prefill:
+        return None
+    v = parse_version(version)
+    if chunked_prefill is None and (engine == "v1" or (v is not None and v >= (0, 11, 0))):
+        return None
+    if chunked_prefill is False:
+        why = "chunked prefill is off"
+    elif engine == "v0":
+        why = "V0 runs without chunked prefill below a 32K context unless it is enabled"
+    else:
+        why = "the engine is not in the log, and V0 runs without chunked prefill below a 32K context"
+    why += ", and vLLM then refuses a max_num_batched_tokens below max_model_len"
+    return (int(max_model_len) if max_model_len else None), why

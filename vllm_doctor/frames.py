@@ -268,6 +268,11 @@ TAG_FUNCS = {
         "_execute_mm_encoder",
         "embed_multimodal",
         "maybe_jit_embed_multimodal_func",  # tpu-inference's jitted encoder call (hunt7 q07; remedies2)
+        # the encoder's output scattered into the prompt's embeddings (model_executor/models/utils.py,
+        # 0.6.4.post1 to 0.33.0; hunt9 v17's failing frame; remedies3)
+        "_merge_multimodal_embeddings",
+        "merge_multimodal_embeddings",
+        "merge_multimodal_embeddings_from_map",
     },
 }
 _FUNC_TAG = {f: tag for tag, funcs in TAG_FUNCS.items() for f in funcs}

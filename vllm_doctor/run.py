@@ -547,6 +547,9 @@ class Run:
     trainer: Optional[str] = None
     trainer_line: Optional[Line] = None
     engine_hints: Set[str] = field(default_factory=set)
+    #: The engines recognised records' files prove (engines.engine_of_record): used only when no
+    #: other hint tells the engine, and kept out of the tracker's state (remedies3).
+    record_engine_hints: Set[str] = field(default_factory=set)
     start_patterns: Set[Tuple[str, str]] = field(default_factory=set)
     #: The run's one-per-instance processes: name (with its rank) -> pid (``EngineCore_DP0``
     #: -> 3052); the same name under another pid is another instance (tracker.instance_role).
@@ -586,6 +589,8 @@ class Run:
             return "v1"
         if "v0" in self.engine_hints:
             return "v0"
+        if len(self.record_engine_hints) == 1:
+            return next(iter(self.record_engine_hints))
         return None
 
     def value(self, key: str) -> Any:

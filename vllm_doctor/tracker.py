@@ -28,6 +28,7 @@ from typing import Any, Callable, Deque, Dict, List, Optional, Set, Tuple
 
 import regex
 
+from .engines import engine_of_record
 from .events import Event, Phase
 from .frames import code_tags, engine_of_frame, frame_tags, looks_like_code, source_statement, vllm_console_script
 from .processes import engine_of_process, is_vllm_path, is_vllm_process, is_worker_process, trainer_of
@@ -772,6 +773,10 @@ class SourceTracker:
             )
             if trainer is not None:
                 run.trainer, run.trainer_line = trainer, Line.of(rec)
+        if events and len(run.record_engine_hints) < 2:  # remedies3: a recognised record's file (not state)
+            by_file = engine_of_record(rec.file)
+            if by_file:
+                run.record_engine_hints.add(by_file)
         engine = engine_of_process(rec.proc, rec.rank)
         if engine:
             run.engine_hints.add(engine)

@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..catalog.config import CONFIG_KEYS
+from ..engines import engine_of_record
 from ..events import Phase
 from ..processes import engine_of_process
 from ..run import Line, Run
@@ -205,7 +206,11 @@ def _engine_line(run: Run) -> Optional[Line]:
     kept = [*run.phase_lines.values(), *run.fact_lines.values(), *(x for f in run.failures for x in f.lines)]
     kept += [c.line for c in run.consequences]
     for line in sorted(kept, key=lambda x: x.lineno):
-        if engine_of_process(line.proc, line.rank) == run.engine or any(p in line.text for p in paths):
+        if (
+            engine_of_process(line.proc, line.rank) == run.engine
+            or engine_of_record(line.file) == run.engine  # remedies3: the record's file tells it too
+            or any(p in line.text for p in paths)
+        ):
             return line
     return None
 

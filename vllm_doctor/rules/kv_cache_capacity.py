@@ -197,9 +197,7 @@ def _tp_remedy(c: Constraints, W: Optional[float], per_gpu_gain: str) -> Any:
     why = per_gpu_gain
     if W:  # "Model loading took W GiB" is what one GPU holds at the current split
         why = f"each GPU then holds about {W / 2:.2f} GiB of weights instead of {W:.2f}, freeing {W / 2:.2f} GiB"
-    return c.raise_to(
-        "tensor_parallel_size", 2 * tp, "If the GPU cannot give more: spread the model over more GPUs", why
-    )
+    return c.raise_tp(2 * tp, "Spread the model over more GPUs with tensor parallelism", why)
 
 
 def _exhausted_remedies(run: Run, c: Constraints, cap: Dict[str, Any]) -> List[Any]:
@@ -229,7 +227,78 @@ def _exhausted_remedies(run: Run, c: Constraints, cap: Dict[str, Any]) -> List[A
         _tp_remedy(c, cap.get("weights_gib"), "halves the weights held by each GPU, freeing room for the KV cache"),
         remedy("Or serve a quantized or smaller model (fewer bytes of weights leave room for KV cache)"),
         _batch_remedy(c),
+        _seqs_remedy(c),
     ]
+
+
+def _seqs_remedy(c: Constraints) -> Any:
+    """The profiling and sampler dummy runs use max_num_seqs sequences (V1's gpu_model_runner
+    ``_dummy_sampler_run``; a hybrid or multimodal model's state per sequence): fewer of them
+    lower the peak subtracted from the KV budget (hunt9 v18: the reporter's fix was
+    max_num_seqs 4-8, never mentioned). remedies3."""
+    return c.halve(
+        "max_num_seqs",
+        "Or profile fewer sequences at once",
+        "the profiling and sampler warm-up runs use max_num_seqs dummy sequences, whose peak is subtracted "
+        "from the budget",
+        floor=8,
+    )
+
+
+def _free_gate(run: Run) -> Optional[Failure]:
+    """The run's failed free-memory check ("Free memory on device (F/T GiB) on startup is less
+    than desired GPU memory utilization (U, R GiB)": v1/worker/gpu_worker.py init_device,
+    v1/worker/utils.py request_memory from 0.14) when it printed the free and total memory, else
+    None."""
+    for f in run.failures:
+        if f.kind == "free_memory" and f.data.get("gpu_free_gib") is not None and f.data.get("gpu_total_gib"):
+            return f
+    return None
+
+
+def _squeezed(run: Run, plan: Constraints, c: Dict[str, Any], gate: Failure):
+    """Title, remedies, what does not help and forbidden directions when the same run shows the
+    free-memory check failing and the KV budget exhausted (hunt10 w18: 0.25 fails the gate on
+    34.51 of 139.8 GiB free, 0.22 passes it and leaves no KV cache): the budget is squeezed
+    between what another process holds and the weights, so no utilization works and raising it
+    is the one thing the log shows failing. remedies3."""
+    F, T = gate.data["gpu_free_gib"], gate.data["gpu_total_gib"]
+    U = gate.data.get("gpu_memory_utilization")
+    at = f" at {U:g}" if isinstance(U, (int, float)) else ""
+    held = T - F
+    title = (
+        f"KV cache budget squeezed: {held:.2f} of {T:g} GiB is held outside vLLM, and what is left does not hold "
+        "the weights and a KV cache"
+    )
+    gate_why = f"the free-memory check failed{at} with {F:g} of {T:g} GiB free (line {gate.lines[0].lineno})"
+    rem = [
+        remedy(
+            f"Free what holds {held:.2f} GiB of this GPU before vLLM starts: a colocated trainer (offload or sleep "
+            "its actor/reference models before the rollout initialises), a second instance, or give vLLM its "
+            "own GPUs",
+            None,
+            gate_why,
+            "host",
+        ),
+        plan.raise_to(
+            "gpu_memory_utilization",
+            None,
+            "Raise gpu_memory_utilization only once that memory is freed",
+            f"{gate_why}: a higher utilization cannot start (the log does not show the memory for it), a lower one "
+            "leaves no KV cache",
+        ),
+        remedy("Or serve a quantized or smaller model (fewer bytes of weights leave room for KV cache)"),
+    ]
+    dont = [
+        f"Raising gpu_memory_utilization while the other process holds its memory: {gate_why}",
+        "Lowering gpu_memory_utilization: it shrinks the KV cache budget further",
+        "Lowering max_model_len: the budget is negative or zero, no length fits",
+    ]
+    forbids = [
+        ("gpu_memory_utilization", "lower", "it shrinks the KV cache budget further"),
+    ]
+    c["held_by_others_gib"] = round(held, 2)
+    return title, rem, dont, forbids
 
 
 def _basis(c: Dict[str, Any], L) -> str:
@@ -622,6 +691,8 @@ def _check(run: Run, failures: Sequence[Failure], co_tenant: Optional[Rule]) -> 
         return [
             finding(co_tenant, run, "startup", title, facts, evidence, rem, dont, confidence="medium", forbids=forbids)
         ]
+    elif c.get("kv_budget_exhausted") and _free_gate(run) is not None:
+        title, rem, dont, forbids = _squeezed(run, plan, c, _free_gate(run))
     elif c.get("kv_budget_exhausted"):
         title = "KV cache budget exhausted: weights and activations already fill gpu_memory_utilization"
         rem = contention.ask_first(run, _exhausted_remedies(run, plan, c))  # remedies2: q06

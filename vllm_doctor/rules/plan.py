@@ -50,6 +50,13 @@ _VISIBLE = regex.compile(
     r"=[\"']?(?P<ids>[0-9]{1,3}(?:,[0-9]{1,3}){0,63})(?![\w,])"
 )
 
+#: Any spelling of tensor parallelism on a command line (``--tensor-parallel-size``, ``-tp``,
+#: ``--tensor_parallel_size``, ``tensor_parallel_size=``).
+_TP_WORDS = regex.compile(r"(?i)tensor[-_]parallel|(?<![\w-])-tp\b")
+
+#: A shell line continuation in a command's text (at its end, or where a paste's lines were joined).
+_CONTINUED = regex.compile(r"\\(?:\s|$)")
+
 #: Settings whose values are fractions (two decimals), the rest are counts.
 FRACTIONS = {"gpu_memory_utilization"}
 
@@ -330,7 +337,37 @@ class Constraints:
         if now.low is not None and target >= now.low:
             reason = f"the value in force is {now.why}; no lower value follows from {read_from(self.run)}"
             return self.unset(setting, "lower", action, f"{why}; {reason}" if why else reason)
+        refused = self._refused(setting, target)  # remedies3: never a value vLLM refuses to start with
+        if refused:
+            return self.unset(setting, "lower", action, f"{why}; {refused}" if why else refused)
         return self.set_to(setting, target, action, self._with_in_force(why, now), "lower")
+
+    def chunked_prefill(self) -> Optional[bool]:
+        """Whether the log shows chunked prefill on (``enable_chunked_prefill=True``, "Chunked
+        prefill is enabled with max_num_batched_tokens=..."), off, or None when it does not say."""
+        on = self.run.value("enable_chunked_prefill")
+        if isinstance(on, bool):
+            return on
+        line = self.run.line_for("max_num_batched_tokens")
+        return True if line is not None and "Chunked prefill is enabled" in line.text else None
+
+    def _refused(self, setting: str, target: float) -> Optional[str]:
+        """Why vLLM would refuse to start with ``setting`` at ``target``, or None. remedies3:
+        a max_num_batched_tokens below max_model_len without chunked prefill (hunt9 v02:
+        "--max-num-batched-tokens 1024" on a V0 run; :func:`vllm_doctor.defaults.batched_tokens_floor`)."""
+        if setting != "max_num_batched_tokens":
+            return None
+        floor = defaults.batched_tokens_floor(
+            self.version, self.engine, self.run.value("max_model_len"), self.chunked_prefill()
+        )
+        if floor is None:
+            return None
+        least, because = floor
+        if least is None:
+            return f"{because}; max_model_len is not in {read_from(self.run)}, so no lower value is sure to start"
+        if target < least:
+            return f"{because} ({least}), so {int(target)} would not start"
+        return None
 
     def visible_devices(self) -> Optional[Tuple[int, str]]:
         """How many devices the launch command lets vLLM see (``CUDA_VISIBLE_DEVICES=0,1`` and
@@ -342,20 +379,97 @@ class Constraints:
         ids = [x for x in m["ids"].split(",") if x.strip()]
         return len(ids), f"{m['var']}={m['ids']} on line {line.lineno} shows {len(ids)}"
 
+    def devices_at_least(self) -> Tuple[int, str]:
+        """How many GPUs the log shows this run can use, a lower bound, and how (0 and "" when
+        nothing shows more than the one every run has). remedies3: the TP helpers' device
+        count, so that no TP target is printed above the GPUs the log shows (hunt10 w05, w20-w25:
+        "--tensor-parallel-size 2" on one-GPU posts).
+
+        * a device list before the launch command (:meth:`visible_devices`): exactly that many;
+        * ``world_size`` or tensor_parallel_size x pipeline_parallel_size printed: one GPU per rank;
+        * ``GPU N`` in an out-of-memory message of the run (whoever printed it): PyTorch numbers
+          the devices the process can see, so N + 1 are visible. That proves devices, not the
+          tensor parallelism in force (a data-parallel rank, or a device picked by hand, sits on
+          GPU N with TP 1): :meth:`tp_at_least` counts only a worker's index as ranks;
+        * the ranks :meth:`tp_at_least` proves.
+        """
+        visible = self.visible_devices()
+        if visible is not None:
+            return visible
+        best, why = 0, ""
+        world = self.run.value("world_size")
+        tp, pp = self.run.value("tensor_parallel_size"), self.run.value("pipeline_parallel_size") or 1
+        if isinstance(world, int) and world > best:
+            best, why = world, f"the world size is {world}"
+        if isinstance(tp, int) and tp * pp > best:
+            best, why = tp * pp, f"tensor_parallel_size {tp} x pipeline_parallel_size {pp}"
+        idx = [f.data["gpu_index"] for f in self.run.failures if isinstance(f.data.get("gpu_index"), int)]
+        if idx and max(idx) + 1 > best:
+            best, why = max(idx) + 1, f"an out-of-memory message names GPU {max(idx)}, so {max(idx) + 1} are visible"
+        floor, because = self.tp_at_least()
+        if floor > best:
+            best, why = floor, because
+        best = min(best, thresholds.MAX_PROVEN_RANKS)
+        return (best, why) if best > 1 else (0, "")
+
     def _tp_unsafe(self, target: int, now: InForce) -> Optional[str]:
-        """Why a tensor_parallel_size target cannot be printed, or None: above the devices the
-        launch command makes visible; or the value in force is not printed and the log proves
-        only that it is above 1 (a lower bound: any number may be at or below what ran, u04's
-        "2" on an 8-GPU run)."""
+        """Why a tensor_parallel_size target cannot be printed, or None. remedies3: a number
+        needs both ends known (hunt8 u04/u12, hunt9 v02/v18, hunt10 w05, w20-w25):
+
+        * the value in force, printed: when the log does not print it, "vLLM's default 1" is a
+          guess (a prose or docker command the log does not parse, u04's "2" on an 8-GPU run),
+          and a proven floor (a worker's rank) is only a lower bound: any number may be at or
+          below what ran;
+        * GPUs for it: target x pipeline_parallel_size at most the devices the log shows
+          (:meth:`devices_at_least`; exactly those
+          a device list makes visible). A post that shows one GPU gets no number ("if you have
+          more GPUs")."""
         visible = self.visible_devices()
         if visible is not None and target > visible[0]:
             return f"{target} GPUs are more than vLLM can see ({visible[1]})"
-        if not now.known and (now.low or 1) > 1:
+        if not now.known and self.command_leaves_tp_default() is None:
+            if (now.low or 1) > 1:
+                return (
+                    f"more than now: the log shows more than one GPU in use ({now.why}) but tensor_parallel_size is "
+                    "not printed, so no number is sure to be above it"
+                )
             return (
-                f"more than now: the log shows more than one GPU in use ({now.why}) but tensor_parallel_size is "
-                "not printed, so no number is sure to be above it"
+                "tensor_parallel_size is not printed in the log, so no number is sure to be above the value in force; "
+                "raise it to a divisor of the attention heads that the host's GPUs allow"
+            )
+        have, why = self.devices_at_least()
+        pp = int(self.run.value("pipeline_parallel_size") or 1)
+        need = target * pp  # one GPU per rank: tensor x pipeline parallel
+        if need > have:
+            shown = f"only {have} ({why})" if have else "no more than one"
+            per = f" ({target} x pipeline_parallel_size {pp})" if pp > 1 else ""
+            return (
+                f"the log does not show {need} GPUs{per} for it, {shown}: only if the host has them, with "
+                "tensor_parallel_size dividing the attention heads"
             )
         return None
+
+    def command_leaves_tp_default(self) -> Optional[Line]:
+        """The launch command, when the log shows it whole and it sets no tensor parallelism
+        (so vLLM's default 1 ran: vllm/engine/arg_utils.py ``tensor_parallel_size = 1``), else
+        None. A command cut at a line continuation (``\\``: a docker run over several lines,
+        hunt9 v02's ``--tensor-parallel-size 4`` on its seventh line) or mentioning TP in any
+        spelling proves nothing. remedies3, a TP helper."""
+        line = self.run.markers.get("launch_command")
+        if line is None or _CONTINUED.search(line.text):
+            return None
+        if _TP_WORDS.search(line.text):
+            return None
+        return line
+
+    def raise_tp(self, target: Optional[int], action: str, why: Optional[str]) -> Remedy:
+        """A remedy raising tensor_parallel_size to ``target`` when :meth:`_tp_unsafe` allows a
+        number; otherwise the same step without a number, its action starting "If this host has
+        more GPUs" (remedies3)."""
+        r = self.raise_to("tensor_parallel_size", target, action, why)
+        if r.flag is None and not action.lower().startswith("if this host has more gpus"):
+            r.action = "If this host has more GPUs: " + action[0].lower() + action[1:]
+        return r
 
     def raise_to(self, setting: str, target: Optional[float], action: str, why: Optional[str]) -> Remedy:
         """A remedy raising ``setting`` to ``target``, kept above the value in force and, for

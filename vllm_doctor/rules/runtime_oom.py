@@ -54,6 +54,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import regex
 
 from .. import thresholds
+from ..events import Phase
 from ..memory import model_weights_estimate, utilization_floor
 from ..run import Failure, Run
 from ..verdict import Finding
@@ -62,6 +63,7 @@ from .oom_provenance import expandable_done, sleep_mode
 from .plan import Constraints, constraints, fraction_in_range
 from .request_input import KINDS, bound_remedy, request_path
 from .rule import Rule, config_evidence, consequence_evidence, failure_evidence, finding, remedy
+from .tree import failure_phase
 
 
 def _oversized(failures: Sequence[Failure], facts: Dict[str, Any]) -> Tuple[bool, Optional[str]]:
@@ -135,6 +137,24 @@ def _lower_utilization(c: Constraints, facts: Dict[str, Any]) -> Tuple[Optional[
         if facts.get("vllm_process_gib"):
             why += f"; vLLM held {facts['vllm_process_gib']:.2f} GiB at the OOM, the overshoot included"
     return target, why
+
+
+def _unserved_default(run: Run, failures: Sequence[Failure], c: Constraints) -> Optional[str]:
+    """Why no utilization target is printed from vLLM's default: the log prints none and shows
+    the server neither ready nor serving (no stats, no request, no "Starting vLLM API server",
+    nothing that places the OOM: :func:`~.tree.failure_phase` finds no step for it, so the
+    tree routed it to runtime for want of any),
+    so nothing says the default is what ran or that the OOM came after startup, where a lower
+    utilization leaves headroom (hunt10 w01: a bare V0 worker OOM). None when a number may be
+    printed. remedies3."""
+    if c.in_force("gpu_memory_utilization").known or run.phase >= Phase.READY:
+        return None
+    if any(failure_phase(f, run) is not None for f in failures):
+        return None  # something places the OOM in serving (tree.failure_phase: frames, wording, progress)
+    return (
+        "the log shows no serving and nothing in it places the OOM after startup, so vLLM's default is not sure "
+        "to be what ran: lower it from the value the launch command sets"
+    )
 
 
 def _weights_floor(run: Run, G: Optional[float]) -> Optional[Tuple[float, str]]:
@@ -260,6 +280,10 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List
     c = constraints(run)
     target_u, why_u = _lower_utilization(c, facts)
     advised = target_u is not None and target_u > thresholds.MIN_ADVISED_UTILIZATION
+    unserved = _unserved_default(run, failures, c)
+    if advised and unserved:
+        advised, target_u = False, None  # hunt10 w01: 0.81 from an unprinted 0.90, no serving marker
+        why_u = f"{why_u}; {unserved}"
     floor = _weights_floor(run, G)
     if advised and floor is not None and target_u < floor[0]:
         advised = False  # never a utilization that cannot hold the weights (hunt6 p19)

@@ -91,6 +91,20 @@ def _free_check(data: Dict[str, Any], facts: Dict[str, Any]) -> str:
     )
 
 
+def _too_little_free(facts: Dict[str, Any]) -> Optional[str]:
+    """Why no utilization is printed although the message gives the free memory: what is free is
+    below SIGNIFICANT_FOREIGN_SHARE of the GPU, too little to serve from (hunt10 w19: 12.38 of
+    287.69 GiB, where the tool said the free memory "is not in the log"). None when the message
+    gives no free memory. remedies3."""
+    F, T = facts.get("gpu_free_gib"), facts.get("gpu_total_gib")
+    if F is None or not T:
+        return None
+    return (
+        f"{F} GiB free of {T} GiB is {F / T:.0%} of the GPU, below {thresholds.SIGNIFICANT_FOREIGN_SHARE:.0%} "
+        "of it, too little to serve from at any utilization: free the GPU first"
+    )
+
+
 def _profiling(data: Dict[str, Any], facts: Dict[str, Any], notes: List[str]) -> str:
     for k in _PROFILING_KEYS:
         if k in data:
@@ -325,7 +339,7 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List
             if "gpu_free_gib" in facts and fit
             else f"the message's process list is cut: what the others hold is not in the log; check {monitor(facts)}"
             if facts.get("processes_cut")
-            else "the free memory at startup is not in the log: check nvidia-smi",
+            else _too_little_free(facts) or "the free memory at startup is not in the log: check nvidia-smi",
         ),
         remedy("Several engines on one GPU: split their utilizations so they sum below 1, or give each its own GPU"),
     ]

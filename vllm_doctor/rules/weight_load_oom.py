@@ -123,7 +123,9 @@ def _span_why(c: Constraints, tp: int) -> str:
 
 def _tp_remedy(c: Constraints, est: Optional[Dict[str, Any]], facts: Dict[str, Any], G: Optional[float]) -> Remedy:
     """Tensor parallelism: the smallest split that fits, from the weights' size when the log
-    tells it (the model name), else at least the memory already allocated when loading failed."""
+    tells it (the model name), else at least the memory already allocated when loading failed.
+    The number is printed only where :meth:`~.plan.Constraints.raise_tp` allows one (the TP in
+    force printed, the GPUs for it shown); else the split that would fit stays in the reason."""
     action = "Split the weights over more GPUs of the node with tensor parallelism"
     now = c.in_force("tensor_parallel_size")
     tp = int(now.high or 1)
@@ -143,7 +145,7 @@ def _tp_remedy(c: Constraints, est: Optional[Dict[str, Any]], facts: Dict[str, A
         )
         if need <= tp:
             return remedy(action, None, f"{why}: TP {tp} should already fit")
-        return c.raise_to("tensor_parallel_size", need, action, why)
+        return c.raise_tp(need, action, f"{why}: {need} GPUs")
     allocated = facts.get("pytorch_allocated_gib")
     if allocated and G:
         need = max(2 * tp, _smallest_tp(allocated, G))
@@ -151,10 +153,8 @@ def _tp_remedy(c: Constraints, est: Optional[Dict[str, Any]], facts: Dict[str, A
             f"at least: the weights are more than the {allocated:.2f} GiB PyTorch had allocated when loading failed; "
             "the log does not say the model's size, so more may be needed"
         )
-        return c.raise_to("tensor_parallel_size", need, action, why)
-    return c.raise_to(
-        "tensor_parallel_size", 2 * tp, action, "each GPU holds 1/TP of the weights; the model's size is not in the log"
-    )
+        return c.raise_tp(need, action, why)
+    return c.raise_tp(2 * tp, action, "each GPU holds 1/TP of the weights; the model's size is not in the log")
 
 
 def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List[Finding]:
