@@ -122,15 +122,14 @@ ONE_GPU_KV = "ValueError: No available memory for the cache blocks. Try increasi
 V0_RECORD = "ERROR 05-06 18:20:49 [engine.py:448] CUDA out of memory. Tried to allocate 96.00 MiB."
 
 
+def planned(setting, value, direction):
+    """A remedy of the plan setting ``setting`` to ``value`` (``direction``: raise / lower)."""
+    flag = "--" + setting.replace("_", "-")
+    return Remedy(order=0, action="x", flag=f"{flag} {value}", setting=setting, value=value, direction=direction)
+
+
 def tp(value):
-    return Remedy(
-        order=0,
-        action="x",
-        flag=f"--tensor-parallel-size {value}",
-        setting="tensor_parallel_size",
-        value=value,
-        direction="raise",
-    )
+    return planned("tensor_parallel_size", value, "raise")
 
 
 @pytest.mark.parametrize(
@@ -190,12 +189,5 @@ def test_the_engine_check_bites(log, why, bad):
     ],
 )
 def test_the_batch_token_check_bites(log, value, bad):
-    r = Remedy(
-        order=0,
-        action="x",
-        flag=f"--max-num-batched-tokens {value}",
-        setting="max_num_batched_tokens",
-        value=value,
-        direction="lower",
-    )
+    r = planned("max_num_batched_tokens", value, "lower")
     assert (batch_problem(_run(log), r) is not None) is bad
