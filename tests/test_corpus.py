@@ -38,14 +38,8 @@ KNOWN_WRONG_CLASS: set = {
     "w02-skyrl-ci-fsdp-trainer-init-oom-vllm-cotenant-18p46gib-ray-task-error.log",
     "w04-verl-8-node-qwen25-32b-ppo-rollout-hangs-last-v0-stats-line-backticks.log",
     "w27-notes-intel-b70-xpu-minimax-ep-tp4-untuned-moe-config-shm-broadcast-60s-run-killed.log",
-    "w30-moe-router-sweep-journal-tp4-47p37gib-sampler-warmup-256-oom-prose-budget.log",
 }
-KNOWN_WRONG_FACTS: set = {
-    # hunt10: "Free memory on device (34.51-34.54 / 139.8 GiB)": a hand-merged range of two ranks
-    "w18-glm-air-megatron-rl-4-node-free-memory-range-34p51-34p54-of-139p8-util-0p25-then-no-cache-blocks-0p22.log",
-    # hunt10: the sampler warm-up message hard-wrapped inside backticks
-    "w30-moe-router-sweep-journal-tp4-47p37gib-sampler-warmup-256-oom-prose-budget.log",
-}
+KNOWN_WRONG_FACTS: set = set()
 
 
 def _cases(names, known_wrong):

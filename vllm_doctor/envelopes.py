@@ -339,6 +339,9 @@ class Envelopes:
         self._prev_text = ""
         self._width_bytes = 0
         self._gutter = Gutter()
+        #: Lines a web log viewer's gutter took (``Actions for L12`` / ``12``): no line of the
+        #: log's own, so not counted where the log's share of vLLM lines is judged.
+        self.gutter_lines = 0
         self._last: Optional[Record] = None  # the first record of the line read last
 
     def signatures(self) -> List[Signature]:
@@ -501,6 +504,7 @@ class Envelopes:
                     out.extend(fleet.cloudwatch_event(message, stream, _peeler(source, n), 0))
                 return out  # nothing for a line of JSON structure: records around it stay joinable
         if self._gutter.take(line):
+            self.gutter_lines += 1
             return []  # a web viewer's line-number gutter: records around it stay joinable
         recs = _unwrap(source, lineno, line, self, True, 0)
         first = recs[0]
