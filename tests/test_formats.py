@@ -15,6 +15,7 @@ import pytest
 from conftest import fixture_path, load_manifest, marked_known
 
 from vllm_doctor import diagnose
+from vllm_doctor.escapes import has_html_tags, html_lines
 from vllm_doctor.pipeline import build_verdict, diagnose_input
 from vllm_doctor.sources import Source
 
@@ -419,6 +420,47 @@ def test_an_escaped_paste_gets_the_bare_verdict(case, escape):
     assert essence(verdict_of(data)) == essence(verdict_of(path.read_bytes()))
 
 
+def html_pre(lines):
+    """The log as a rendered page holds it (GitHub's API ``body_html``, v24): entities escaped,
+    a paragraph and the code block's opening tags glued before the first line, its closing
+    tags, a rule, a heading and a paragraph after the last."""
+    body = [html.escape(line, quote=False) for line in lines]
+    if body:
+        body[0] = '<p>The log:</p><pre><code class="language-text">' + body[0]
+        body[-1] += "</code></pre><hr><h1>Notes</h1><p>That is all.</p>"
+    return body
+
+
+def html_br(lines):
+    """The log as a mail's HTML part holds it: entities escaped, each line ended by ``<br>``,
+    all inside a ``<div>`` (a blank line is a ``<br>`` alone)."""
+    body = [html.escape(line, quote=False) + "<br>" for line in lines]
+    if body:
+        body[0] = '<div dir="ltr">' + body[0]
+        body[-1] += "</div>"
+    return body
+
+
+#: Logs whose HTML rendering reads otherwise than the bare log.
+KNOWN_WRONG_HTML: set = set()
+
+
+def _html_cases():
+    for render in (html_pre, html_br):
+        for c in CASES:
+            known = (c["file"], render.__name__) in KNOWN_WRONG_HTML
+            marks = [pytest.mark.xfail(strict=True, reason="known wrong")] if known else []
+            yield pytest.param(c, render, id=f"{c['file']}-{render.__name__}", marks=marks)
+
+
+@pytest.mark.parametrize("case,render", list(_html_cases()))
+def test_an_html_rendering_gets_the_bare_verdict(case, render):
+    """Its tags are cut and dropped, its entities undone (vllm_doctor.escapes.html_lines)."""
+    path = fixture_path(case["file"])
+    data = ("\n".join(render(log_lines(path))) + "\n").encode()
+    assert essence(verdict_of(data)) == essence(verdict_of(path.read_bytes()))
+
+
 def hard_wrapped(width):
     """A terminal's copy at ``width`` columns: every longer line cut at the column exactly."""
 
@@ -573,3 +615,29 @@ def test_journald_restarts_are_sources_and_the_newest_failure_is_primary():
     v = verdict_of(("\n".join(lines) + "\n").encode())
     assert [s.primary_class for s in v.sources] == ["startup_memory_contention", "kv_cache_capacity"]
     assert v.primary_class == "kv_cache_capacity"  # the restart that failed last
+
+
+@pytest.mark.parametrize(
+    "line,lines",
+    [
+        ("</code></pre><hr><h1>Initial</h1><p>With the runtime</p>", ["Initial", "", "With the runtime", ""]),
+        ('<pre><code class="language-text">torch.OutOfMemoryError', ["torch.OutOfMemoryError"]),
+        ("<div>a</div><div>b</div>", ["a", "b"]),  # a mail client's line per div
+        ("y<br>", ["y"]),
+        ("<br>", [""]),
+        ("  File &quot;x.py&quot;, line 3, in &lt;module&gt;", ["  File &quot;x.py&quot;, line 3, in &lt;module&gt;"]),
+        (
+            '<p>See <a href="https://x/y">the issue</a> and <code>max_model_len</code></p>',
+            ["See the issue and max_model_len", ""],
+        ),
+        ("a < b and c > d", ["a < b and c > d"]),  # no tag: text
+    ],
+)
+def test_html_lines_cut_at_block_tags_and_drop_the_others(line, lines):
+    assert html_lines(line) == lines
+
+
+def test_a_plain_log_with_angle_brackets_is_no_html_rendering():
+    assert not has_html_tags('  File "<frozen runpy>", line 198, in _run_module_as_main')
+    assert not has_html_tags("INFO 01-01 00:00:00 [logger.py:39] Received request: prompt: '<|im_start|>user'")
+    assert has_html_tags('<pre><code class="language-text">torch.OutOfMemoryError')

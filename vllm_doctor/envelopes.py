@@ -69,7 +69,7 @@ from typing import Dict, FrozenSet, List, Optional, Tuple
 import regex
 
 from . import fleet
-from .escapes import has_markdown_escape, unescape
+from .escapes import has_html_tags, has_markdown_escape, html_lines, unescape
 from .fleet import MAX_DIGITS
 from .numbered import Gutter, NumberedLearner
 from .numbered import strip as strip_numbers
@@ -324,6 +324,7 @@ class Envelopes:
         self.sigs: List[Signature] = []  # what the learner has learned so far
         self._after_frame = False  # logcli's text output: the last line was a traceback frame
         self.markdown = False  # a first line held a Markdown escape (vllm_doctor.escapes)
+        self.html = False  # a first line held an HTML rendering's tags (vllm_doctor.escapes.html_lines)
         #: The column the input was hard-wrapped at (a terminal's copy), when its first lines
         #: show one (:meth:`_learn_width`); None otherwise.
         self.wrap_width: Optional[int] = None
@@ -353,6 +354,8 @@ class Envelopes:
         format detection, :func:`vllm_doctor.formats.detect`)."""
         if not self.markdown and has_markdown_escape(text):
             self.markdown = True  # a Markdown editor's paste: every line is unescaped
+        if not self.html and has_html_tags(text):
+            self.html = True  # a rendered page (GitHub's body_html, a mail): every line is cut at its tags
         s = _clean(text.rstrip("\r\n"), self.markdown)
         stripped = s.strip()
         if not stripped:
@@ -1054,6 +1057,11 @@ def _unwrap(source: str, lineno: int, line: str, env: Envelopes, outer: bool, de
             return recs
     if len(s) > MAX_RECORD_CHARS:
         s = s[:MAX_RECORD_CHARS]
+    if env.html and "<" in s:  # an HTML rendering (Envelopes.sniff): before its entities are undone
+        pieces = html_lines(s)
+        if len(pieces) > 1:
+            return [rec for piece in pieces for rec in _unwrap(source, lineno, piece, env, outer, depth)]
+        s = pieces[0]
     if "\x1b" in s or "^" in s or "\\" in s or "&" in s or "#0" in s:
         s = _clean(s, env.markdown)
     if not s.isprintable():  # one C-level scan; false for tabs and controls (and NBSP, ZWSP)
