@@ -208,7 +208,9 @@ _TIME_FIRST = frozenset("0123456789[")
 # relay, which SkyPilot runs every task under, puts a comma after the name: "(task, pid=N) "
 # (hunt7 q09), "(sky-cmd, pid=N) ", and its kin "(name, pid=N, ip=...)".
 _PROC = regex.compile(
-    r"\((?P<name>[A-Za-z_][\w.\-]*(?:\((?:[^()]|\([^()]*\))*\))?),?"
+    # Ray Serve names a replica's actor "ServeReplica:<app>:<deployment>" (Ray 2.x; the app left
+    # out before 2.7): the colon-joined parts are the name (v22's two replicas are two processes).
+    r"\((?P<name>[A-Za-z_][\w.\-]*(?::[\w.\-]+){0,3}(?:\((?:[^()]|\([^()]*\))*\))?),?"
     r"(?: rank=(?P<rank>[0-9]+),?)? pid=(?P<pid>[0-9]+)(?:, ip=(?P<ip>[0-9A-Fa-f.:]+))?\) ?"
 )
 _PROC_NOPID = regex.compile(r"\((?P<name>raylet|gcs_server|dashboard|APIServer|EngineCore(?:_DP[0-9]+)?)\) ")
