@@ -121,8 +121,11 @@ _QUOTE_MARKS = frozenset(">▎▏▍▌")
 _PASTE_FIRST = _FRAME_CHARS | _QUOTE_MARKS
 
 # Outer wrappers: at most one applies; each is tried only if its first-character test holds.
+# The month is the locale's abbreviation (strftime %b): "Aug", "авг" (w16), "Okt", "Mär",
+# "févr.", "avril", "ago": three to five lower-case letters (and a dot), or a capital and two;
+# "Error 18 14:14:59" is no month.
 _JOURNALD_SHORT = regex.compile(
-    r"(?P<ts>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ 0-9][0-9] [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?) "
+    r"(?P<ts>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec|\p{Ll}{3,5}\.?|\p{Lu}\p{Ll}{2}) [ 0-9][0-9] [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?) "
     r"(?P<host>\S+) (?P<ident>[^\s\[\]:]+)(?:\[(?P<jpid>[0-9]+)\])?: "
 )
 _JOURNALD_ISO = regex.compile(
