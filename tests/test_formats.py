@@ -337,12 +337,7 @@ KNOWN_WRONG_WRAPPED: set = {
 }
 
 #: Logs whose verdict differs under CloudWatch's pretty-printed JSON export (being fixed).
-KNOWN_WRONG_CLOUDWATCH_PRETTY = {
-    "q06-v1-docker-two-tinyllama-same-l40s-0p2-each-no-available-memory.log",
-    # -- hunt9/hunt10 (imported at 10eedad): being fixed as kinds --
-    "v02-docker-v0-mllama-11b-tp4-determine-num-available-blocks-oom-19p63gib-cut.log",
-    "w18-glm-air-megatron-rl-4-node-free-memory-range-34p51-34p54-of-139p8-util-0p25-then-no-cache-blocks-0p22.log",
-}
+KNOWN_WRONG_CLOUDWATCH_PRETTY: set = set()
 
 
 def _wrapped_cases():

@@ -175,7 +175,8 @@ class _SourceReader:
             held is not None
             and self.env.wrap_width is None  # a hard-wrapped input is read line by line only
             and self.reasm.would_join(records)
-            and _literal(text)
+            # (the AWS CLI's pretty JSON gives a message's records on a later line: their text)
+            and _literal(text if self.env.pretty is None else records[0].raw)
             and not _literal(held.raw)
         ):
             # The pre-filtered path never holds a record that started on a line without a catalog
