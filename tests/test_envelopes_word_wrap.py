@@ -11,7 +11,7 @@ from test_catalog import ALL_CASES, assert_data
 
 from vllm_doctor.catalog import Catalog
 from vllm_doctor.envelopes import unwrap
-from vllm_doctor.reassemble import _FIRST_WORD, WRAP_MIN_WIDTH, Reassembler, _two_words, _wording_words
+from vllm_doctor.reassemble import _FIRST_WORD, WRAP_MIN_WIDTH, Reassembler, _two_words, _wording_words, cut_word
 
 
 def _lines():
@@ -103,3 +103,18 @@ def test_a_wording_cut_inside_a_word_keeps_its_numbers(head, rest, pattern, data
 )
 def test_two_words_tells_a_wrap_at_a_space_from_a_cut_word(prev, text, spaced):
     assert _two_words(prev, text) is spaced
+
+
+@pytest.mark.parametrize(
+    "prev,text,cut",
+    [
+        ("Avg generation throughpu", "t: 756.7 tokens/s", True),  # v06 wrapped again at 80
+        ("the maximum number of tokens that ca", "n be stored in KV cache", True),  # w25 at 80
+        ("Avg generation throughput:", "756.7 tokens/s", False),
+        ("on startup", "is less than", False),  # two words
+        ("the model in", "to memory", False),  # "in" is a word: "into" is no cut of it
+        ("took 512 MiB", "of memory", False),  # a unit
+    ],
+)
+def test_cut_word_tells_a_word_cut_in_two(prev, text, cut):
+    assert cut_word(prev, text) is cut

@@ -475,13 +475,7 @@ def hard_wrapped(width):
 #: wrapped twice, t016; a cut inside vLLM's record prefix, h008/h009/m03; one cut before a
 #: space or after "label: ", h036; tests/test_envelopes_wrappers4.py). Strict: a pair that
 #: starts passing fails until it is taken off.
-KNOWN_WRONG_HARD_WRAP: set = {  # q16 at 80 (a header cut "INF" / "O 10-27") reads right since f18c943
-    # -- hunt9/hunt10 (imported at 10eedad): being fixed as kinds --
-    # v06: RFC3339 timestamps over stats records already hard-wrapped mid-word, wrapped again at 80
-    ("v06-k8s-rfc3339-wrapped-v1-kv-99-waiting-47-after-oversized-requests-zh.log", 80),
-    # w25: a German runbook whose KV wording is cut at its front, wrapped at 80
-    ("w25-de-triton-vllm-backend-troubleshooting-truncated-kv-32768-vs-18432.log", 80),
-}
+KNOWN_WRONG_HARD_WRAP: set = set()  # q16 at 80 (a header cut "INF" / "O 10-27") reads right since f18c943
 
 
 def _hard_wrap_cases():
@@ -520,10 +514,7 @@ def cat_n(lines):
 
 
 #: (log, prefix) pairs whose class differs under a grep or cat -n prefix (being fixed).
-KNOWN_WRONG_GREPPED = {
-    # hunt9 v06: already hard-wrapped stats records under RFC3339 timestamps, then grep -H
-    ("v06-k8s-rfc3339-wrapped-v1-kv-99-waiting-47-after-oversized-requests-zh.log", "grep_h"),
-}
+KNOWN_WRONG_GREPPED: set = set()
 
 
 def _grepped_cases():

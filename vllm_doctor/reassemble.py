@@ -196,8 +196,25 @@ def _mixed(token: str) -> bool:
 def _cut_separator(prev: Record, text: str) -> str:
     """How the rest ``text`` of a line cut at the input's width joins ``prev``: with nothing
     (the cut fell inside a word), or with the space the cut lost: one short of the width
-    (the space trimmed: envelopes marks it trailing), or between a word and a number."""
-    return " " if (prev.trailing_space and text[0] != " ") or _word_and_number(prev.text, text) else ""
+    (the space trimmed: envelopes marks it trailing), or between a word and a number. A line
+    one short that ends in no word, whose end and the rest glue into one (``throughpu`` /
+    ``t:``: a line already cut before, v06 wrapped again at 80), lost no space."""
+    if prev.trailing_space and text[0] != " " and not cut_word(prev.text, text):
+        return " "
+    return " " if _word_and_number(prev.text, text) else ""
+
+
+def cut_word(prev: str, text: str) -> bool:
+    """True when ``prev`` ends in letters that are no word of vLLM's messages and, with the
+    letters ``text`` starts with, make one (``throughpu`` + ``t``, ``ca`` + ``n``)."""
+    a, b = _LAST_WORD.search(prev[-64:]), _FIRST_WORD.match(text)
+    if a is None or b is None or a["unit"]:
+        return False
+    words = _wording_words()
+    first = a[0].lower()
+    # two letters are a word only when a common one ("in", "to"); "ca" of "can" is a cut
+    word = first in words and (len(first) > 2 or first in _SHORT_WORDS)
+    return not word and first + b[0].lower() in words
 
 
 def _indent(text: str) -> int:
