@@ -324,11 +324,6 @@ def wrapped(path, wrap):
 #: Strict: a pair listed here that starts passing fails until it is taken off.
 KNOWN_WRONG_WRAPPED: set = {
     # -- hunt7/hunt8 (imported at 9a8decf): being fixed as kinds --
-    # m09 (round 7's two-instance sizing): under a launcher's per-line prefix the learned prefix
-    # glues two layers ("job-42/step 5 | [mineru] "), so the prose lines keep "job-42/step N |"
-    # and the second instance's command ("**实例2：vllm server ... --gpu-memory-utilization 0.4")
-    # is not given to the failing instance: its sizing remedy has no number.
-    ("m09-ascend-pod-prefix-literal-ansi-two-instances-available-memory-0.log", "launcher"),
     # q28: Neuron's runtime lines under an application logger's or vLLM's JSON envelope.
     *(
         ("q28-neuron-v0-transformers-neuronx-parallel-to-nc-nrt-tensor-allocate-allocation-failure.log", w)
