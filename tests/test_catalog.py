@@ -882,6 +882,27 @@ CHECKS = [
         model_type="gemma3",
         refused_dtype="float16",
     ),
+    # A range merged by hand over ranks (w18): the lower bound is gpu_free_gib, the upper kept.
+    *(
+        case(
+            "free_memory_below_utilization",
+            "free_memory",
+            f"ValueError: Free memory on device{dev} ({lo}{dash}{hi}{sl}139.8 GiB) on startup is less than desired GPU "
+            "memory utilization (0.25, 34.95 GiB).",
+            **({"device": dev.strip()} if dev else {}),
+            gpu_free_gib=float(lo),
+            gpu_free_upper_gib=float(hi),
+            gpu_total_gib=139.8,
+            gpu_memory_utilization=0.25,
+            requested_gib=34.95,
+        )
+        for dev, lo, dash, hi, sl in (
+            ("", "34.51", "-", "34.54", " / "),
+            (" cuda:0", "34.51", " - ", "34.54", "/"),
+            ("", "34", "\u2013", "35.2", "/"),
+            (" cuda:3", "12.38", "~", "12.9", " /"),
+        )
+    ),
     case(
         "free_memory_below_utilization",
         "free_memory",

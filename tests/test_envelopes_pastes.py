@@ -119,10 +119,7 @@ def markdown_table(lines):
 
 
 #: Logs whose bare verdict is itself wrong (tests/test_corpus.py) and differs in a table.
-KNOWN_WRONG_IN_A_TABLE: set = {
-    # hunt10 w30: a sampler message hard-wrapped inside backticks, then put in a table
-    "w30-moe-router-sweep-journal-tp4-47p37gib-sampler-warmup-256-oom-prose-budget.log",
-}
+KNOWN_WRONG_IN_A_TABLE: set = set()
 
 
 @pytest.mark.parametrize("case", marked_known(ALL, KNOWN_WRONG_IN_A_TABLE))
@@ -203,11 +200,7 @@ def test_the_web_gutter_gives_no_record_and_keeps_a_log_number():
 
 
 #: Logs whose verdict differs as a copy of the web viewer (being fixed: hunt10, imported at 10eedad).
-KNOWN_WRONG_WEB_VIEWER = {
-    "w15-verl-grpo-notes-ko-fsdp-backward-oom-5p54gib-this-process-70p52gib-rollout-util-table.log",
-    "w19-rocm-mi300x-droplet-docker-free-memory-12p38-of-287p69-util-0p92-rocm-gpt-oss-container-hard-wrapped.log",
-    "w27-notes-intel-b70-xpu-minimax-ep-tp4-untuned-moe-config-shm-broadcast-60s-run-killed.log",
-}
+KNOWN_WRONG_WEB_VIEWER: set = set()
 
 
 @pytest.mark.parametrize("case", marked_known(ALL, KNOWN_WRONG_WEB_VIEWER))
@@ -327,7 +320,7 @@ def test_a_short_line_is_not_continued_across_a_blank():
 
 
 #: Logs whose verdict differs with their newlines doubled (being fixed: hunt10, imported at 10eedad).
-KNOWN_WRONG_DOUBLED = {"w30-moe-router-sweep-journal-tp4-47p37gib-sampler-warmup-256-oom-prose-budget.log"}
+KNOWN_WRONG_DOUBLED: set = set()
 
 
 @pytest.mark.parametrize("case", marked_known(ALL, KNOWN_WRONG_DOUBLED))

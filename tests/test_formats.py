@@ -15,6 +15,7 @@ import pytest
 from conftest import fixture_path, load_manifest, marked_known
 
 from vllm_doctor import diagnose
+from vllm_doctor.escapes import has_html_tags, html_lines
 from vllm_doctor.pipeline import build_verdict, diagnose_input
 from vllm_doctor.sources import Source
 
@@ -323,11 +324,6 @@ def wrapped(path, wrap):
 #: Strict: a pair listed here that starts passing fails until it is taken off.
 KNOWN_WRONG_WRAPPED: set = {
     # -- hunt7/hunt8 (imported at 9a8decf): being fixed as kinds --
-    # m09 (round 7's two-instance sizing): under a launcher's per-line prefix the learned prefix
-    # glues two layers ("job-42/step 5 | [mineru] "), so the prose lines keep "job-42/step N |"
-    # and the second instance's command ("**实例2：vllm server ... --gpu-memory-utilization 0.4")
-    # is not given to the failing instance: its sizing remedy has no number.
-    ("m09-ascend-pod-prefix-literal-ansi-two-instances-available-memory-0.log", "launcher"),
     # q28: Neuron's runtime lines under an application logger's or vLLM's JSON envelope.
     *(
         ("q28-neuron-v0-transformers-neuronx-parallel-to-nc-nrt-tensor-allocate-allocation-failure.log", w)
@@ -336,12 +332,7 @@ KNOWN_WRONG_WRAPPED: set = {
 }
 
 #: Logs whose verdict differs under CloudWatch's pretty-printed JSON export (being fixed).
-KNOWN_WRONG_CLOUDWATCH_PRETTY = {
-    "q06-v1-docker-two-tinyllama-same-l40s-0p2-each-no-available-memory.log",
-    # -- hunt9/hunt10 (imported at 10eedad): being fixed as kinds --
-    "v02-docker-v0-mllama-11b-tp4-determine-num-available-blocks-oom-19p63gib-cut.log",
-    "w18-glm-air-megatron-rl-4-node-free-memory-range-34p51-34p54-of-139p8-util-0p25-then-no-cache-blocks-0p22.log",
-}
+KNOWN_WRONG_CLOUDWATCH_PRETTY: set = set()
 
 
 def _wrapped_cases():
@@ -419,6 +410,47 @@ def test_an_escaped_paste_gets_the_bare_verdict(case, escape):
     assert essence(verdict_of(data)) == essence(verdict_of(path.read_bytes()))
 
 
+def html_pre(lines):
+    """The log as a rendered page holds it (GitHub's API ``body_html``, v24): entities escaped,
+    a paragraph and the code block's opening tags glued before the first line, its closing
+    tags, a rule, a heading and a paragraph after the last."""
+    body = [html.escape(line, quote=False) for line in lines]
+    if body:
+        body[0] = '<p>The log:</p><pre><code class="language-text">' + body[0]
+        body[-1] += "</code></pre><hr><h1>Notes</h1><p>That is all.</p>"
+    return body
+
+
+def html_br(lines):
+    """The log as a mail's HTML part holds it: entities escaped, each line ended by ``<br>``,
+    all inside a ``<div>`` (a blank line is a ``<br>`` alone)."""
+    body = [html.escape(line, quote=False) + "<br>" for line in lines]
+    if body:
+        body[0] = '<div dir="ltr">' + body[0]
+        body[-1] += "</div>"
+    return body
+
+
+#: Logs whose HTML rendering reads otherwise than the bare log.
+KNOWN_WRONG_HTML: set = set()
+
+
+def _html_cases():
+    for render in (html_pre, html_br):
+        for c in CASES:
+            known = (c["file"], render.__name__) in KNOWN_WRONG_HTML
+            marks = [pytest.mark.xfail(strict=True, reason="known wrong")] if known else []
+            yield pytest.param(c, render, id=f"{c['file']}-{render.__name__}", marks=marks)
+
+
+@pytest.mark.parametrize("case,render", list(_html_cases()))
+def test_an_html_rendering_gets_the_bare_verdict(case, render):
+    """Its tags are cut and dropped, its entities undone (vllm_doctor.escapes.html_lines)."""
+    path = fixture_path(case["file"])
+    data = ("\n".join(render(log_lines(path))) + "\n").encode()
+    assert essence(verdict_of(data)) == essence(verdict_of(path.read_bytes()))
+
+
 def hard_wrapped(width):
     """A terminal's copy at ``width`` columns: every longer line cut at the column exactly."""
 
@@ -438,13 +470,7 @@ def hard_wrapped(width):
 #: wrapped twice, t016; a cut inside vLLM's record prefix, h008/h009/m03; one cut before a
 #: space or after "label: ", h036; tests/test_envelopes_wrappers4.py). Strict: a pair that
 #: starts passing fails until it is taken off.
-KNOWN_WRONG_HARD_WRAP: set = {  # q16 at 80 (a header cut "INF" / "O 10-27") reads right since f18c943
-    # -- hunt9/hunt10 (imported at 10eedad): being fixed as kinds --
-    # v06: RFC3339 timestamps over stats records already hard-wrapped mid-word, wrapped again at 80
-    ("v06-k8s-rfc3339-wrapped-v1-kv-99-waiting-47-after-oversized-requests-zh.log", 80),
-    # w25: a German runbook whose KV wording is cut at its front, wrapped at 80
-    ("w25-de-triton-vllm-backend-troubleshooting-truncated-kv-32768-vs-18432.log", 80),
-}
+KNOWN_WRONG_HARD_WRAP: set = set()  # q16 at 80 (a header cut "INF" / "O 10-27") reads right since f18c943
 
 
 def _hard_wrap_cases():
@@ -483,10 +509,7 @@ def cat_n(lines):
 
 
 #: (log, prefix) pairs whose class differs under a grep or cat -n prefix (being fixed).
-KNOWN_WRONG_GREPPED = {
-    # hunt9 v06: already hard-wrapped stats records under RFC3339 timestamps, then grep -H
-    ("v06-k8s-rfc3339-wrapped-v1-kv-99-waiting-47-after-oversized-requests-zh.log", "grep_h"),
-}
+KNOWN_WRONG_GREPPED: set = set()
 
 
 def _grepped_cases():
@@ -573,3 +596,29 @@ def test_journald_restarts_are_sources_and_the_newest_failure_is_primary():
     v = verdict_of(("\n".join(lines) + "\n").encode())
     assert [s.primary_class for s in v.sources] == ["startup_memory_contention", "kv_cache_capacity"]
     assert v.primary_class == "kv_cache_capacity"  # the restart that failed last
+
+
+@pytest.mark.parametrize(
+    "line,lines",
+    [
+        ("</code></pre><hr><h1>Initial</h1><p>With the runtime</p>", ["Initial", "", "With the runtime", ""]),
+        ('<pre><code class="language-text">torch.OutOfMemoryError', ["torch.OutOfMemoryError"]),
+        ("<div>a</div><div>b</div>", ["a", "b"]),  # a mail client's line per div
+        ("y<br>", ["y"]),
+        ("<br>", [""]),
+        ("  File &quot;x.py&quot;, line 3, in &lt;module&gt;", ["  File &quot;x.py&quot;, line 3, in &lt;module&gt;"]),
+        (
+            '<p>See <a href="https://x/y">the issue</a> and <code>max_model_len</code></p>',
+            ["See the issue and max_model_len", ""],
+        ),
+        ("a < b and c > d", ["a < b and c > d"]),  # no tag: text
+    ],
+)
+def test_html_lines_cut_at_block_tags_and_drop_the_others(line, lines):
+    assert html_lines(line) == lines
+
+
+def test_a_plain_log_with_angle_brackets_is_no_html_rendering():
+    assert not has_html_tags('  File "<frozen runpy>", line 198, in _run_module_as_main')
+    assert not has_html_tags("INFO 01-01 00:00:00 [logger.py:39] Received request: prompt: '<|im_start|>user'")
+    assert has_html_tags('<pre><code class="language-text">torch.OutOfMemoryError')

@@ -51,3 +51,20 @@ def test_the_thresholds():
     assert learned(["1:a", "2:b", "3:c", "x", "y"]).kind is None
     # numbers that do not count up (under MIN_CONSECUTIVE)
     assert learned(["5:a", "9:b", "20:c", "40:d"]).kind is None
+
+
+@pytest.mark.parametrize(
+    "stamp",
+    [
+        "2025-10-15T00:04:43.159326486Z ",  # docker/kubectl --timestamps (v06)
+        "2025-10-15 00:04:43,159 ",  # an application logger's
+        "10-14 17:04:48 ",
+        "1760486683.159 ",  # epoch seconds
+    ],
+)
+def test_grep_h_over_lines_that_start_with_a_date_is_grep_file(stamp):
+    learner = NumberedLearner()
+    for i in range(8):
+        learner.observe(f"vllm.log:{stamp}(APIServer pid=1) INFO line {i}")
+    assert (learner.kind, learner.file) == ("grep-file", "vllm.log")
+    assert strip(learner, f"vllm.log:{stamp}x") == f"{stamp}x"

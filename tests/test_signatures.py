@@ -38,8 +38,6 @@ KNOWN_LEARNED: set = {
     "m09-ascend-pod-prefix-literal-ansi-two-instances-available-memory-0.log",
     # A Markdown list: "- " before every line (hunt5 m12): learned, read right.
     "m12-dash-bullet-prefixed-v1-startup-kv-772736-graphs-0p54-healthy.log",
-    # hunt10 w16: journald with a Russian month ("авг 18 ... python3[PID]:"): learned, read right
-    "w16-1cat-vllm-v100-sm70-fork-journald-russian-month-tp4-kv-215401-tokens-startup.log",
 }
 
 

@@ -69,7 +69,7 @@ from typing import Dict, FrozenSet, List, Optional, Tuple
 import regex
 
 from . import fleet
-from .escapes import has_markdown_escape, unescape
+from .escapes import has_html_tags, has_markdown_escape, html_lines, unescape
 from .fleet import MAX_DIGITS
 from .numbered import Gutter, NumberedLearner
 from .numbered import strip as strip_numbers
@@ -121,8 +121,11 @@ _QUOTE_MARKS = frozenset(">▎▏▍▌")
 _PASTE_FIRST = _FRAME_CHARS | _QUOTE_MARKS
 
 # Outer wrappers: at most one applies; each is tried only if its first-character test holds.
+# The month is the locale's abbreviation (strftime %b): "Aug", "авг" (w16), "Okt", "Mär",
+# "févr.", "avril", "ago": three to five lower-case letters (and a dot), or a capital and two;
+# "Error 18 14:14:59" is no month.
 _JOURNALD_SHORT = regex.compile(
-    r"(?P<ts>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ 0-9][0-9] [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?) "
+    r"(?P<ts>(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec|\p{Ll}{3,5}\.?|\p{Lu}\p{Ll}{2}) [ 0-9][0-9] [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?) "
     r"(?P<host>\S+) (?P<ident>[^\s\[\]:]+)(?:\[(?P<jpid>[0-9]+)\])?: "
 )
 _JOURNALD_ISO = regex.compile(
@@ -208,7 +211,9 @@ _TIME_FIRST = frozenset("0123456789[")
 # relay, which SkyPilot runs every task under, puts a comma after the name: "(task, pid=N) "
 # (hunt7 q09), "(sky-cmd, pid=N) ", and its kin "(name, pid=N, ip=...)".
 _PROC = regex.compile(
-    r"\((?P<name>[A-Za-z_][\w.\-]*(?:\((?:[^()]|\([^()]*\))*\))?),?"
+    # Ray Serve names a replica's actor "ServeReplica:<app>:<deployment>" (Ray 2.x; the app left
+    # out before 2.7): the colon-joined parts are the name (v22's two replicas are two processes).
+    r"\((?P<name>[A-Za-z_][\w.\-]*(?::[\w.\-]+){0,3}(?:\((?:[^()]|\([^()]*\))*\))?),?"
     r"(?: rank=(?P<rank>[0-9]+),?)? pid=(?P<pid>[0-9]+)(?:, ip=(?P<ip>[0-9A-Fa-f.:]+))?\) ?"
 )
 _PROC_NOPID = regex.compile(r"\((?P<name>raylet|gcs_server|dashboard|APIServer|EngineCore(?:_DP[0-9]+)?)\) ")
@@ -324,6 +329,7 @@ class Envelopes:
         self.sigs: List[Signature] = []  # what the learner has learned so far
         self._after_frame = False  # logcli's text output: the last line was a traceback frame
         self.markdown = False  # a first line held a Markdown escape (vllm_doctor.escapes)
+        self.html = False  # a first line held an HTML rendering's tags (vllm_doctor.escapes.html_lines)
         #: The column the input was hard-wrapped at (a terminal's copy), when its first lines
         #: show one (:meth:`_learn_width`); None otherwise.
         self.wrap_width: Optional[int] = None
@@ -339,6 +345,9 @@ class Envelopes:
         self._prev_text = ""
         self._width_bytes = 0
         self._gutter = Gutter()
+        #: Lines a web log viewer's gutter took (``Actions for L12`` / ``12``): no line of the
+        #: log's own, so not counted where the log's share of vLLM lines is judged.
+        self.gutter_lines = 0
         self._last: Optional[Record] = None  # the first record of the line read last
 
     def signatures(self) -> List[Signature]:
@@ -350,6 +359,8 @@ class Envelopes:
         format detection, :func:`vllm_doctor.formats.detect`)."""
         if not self.markdown and has_markdown_escape(text):
             self.markdown = True  # a Markdown editor's paste: every line is unescaped
+        if not self.html and has_html_tags(text):
+            self.html = True  # a rendered page (GitHub's body_html, a mail): every line is cut at its tags
         s = _clean(text.rstrip("\r\n"), self.markdown)
         stripped = s.strip()
         if not stripped:
@@ -501,6 +512,7 @@ class Envelopes:
                     out.extend(fleet.cloudwatch_event(message, stream, _peeler(source, n), 0))
                 return out  # nothing for a line of JSON structure: records around it stay joinable
         if self._gutter.take(line):
+            self.gutter_lines += 1
             return []  # a web viewer's line-number gutter: records around it stay joinable
         recs = _unwrap(source, lineno, line, self, True, 0)
         first = recs[0]
@@ -1050,6 +1062,11 @@ def _unwrap(source: str, lineno: int, line: str, env: Envelopes, outer: bool, de
             return recs
     if len(s) > MAX_RECORD_CHARS:
         s = s[:MAX_RECORD_CHARS]
+    if env.html and "<" in s:  # an HTML rendering (Envelopes.sniff): before its entities are undone
+        pieces = html_lines(s)
+        if len(pieces) > 1:
+            return [rec for piece in pieces for rec in _unwrap(source, lineno, piece, env, outer, depth)]
+        s = pieces[0]
     if "\x1b" in s or "^" in s or "\\" in s or "&" in s or "#0" in s:
         s = _clean(s, env.markdown)
     if not s.isprintable():  # one C-level scan; false for tabs and controls (and NBSP, ZWSP)

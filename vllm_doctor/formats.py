@@ -158,12 +158,19 @@ def has_controls(head: bytes) -> bool:
 def hard_wrapped(head: bytes, lines: int = 200) -> bool:
     """True when the first ``lines`` lines of ``head`` show a hard wrap at a terminal's width,
     as :class:`vllm_doctor.envelopes.Envelopes` learns it (``wrap_width``) from the same lines
-    when it reads them."""
+    when it reads them, or a long line cut inside a word of vLLM's messages
+    (:func:`vllm_doctor.reassemble.cut_word`)."""
     from .envelopes import Envelopes
+    from .reassemble import WRAP_MIN_WIDTH, cut_word
 
     env = Envelopes()
-    for line in head.split(b"\n")[:lines]:
-        text = line.decode("utf-8", "replace")
+    texts = [line.decode("utf-8", "replace").rstrip("\r") for line in head.split(b"\n")[:lines]]
+    for text in texts:
         if text.strip():  # the reader sniffs no blank line either (pipeline._SourceReader.sniff)
             env.sniff(text)
-    return env.wrap_width is not None
+    if env.wrap_width is not None:
+        return True
+    # Too few cut lines to learn a width from (one message cut once, w25 at 80 columns): a long
+    # line that ends inside a word the next line's letters finish ("... tokens that ca" / "n be
+    # stored"): a literal the cut split is on neither line.
+    return any(len(a) >= WRAP_MIN_WIDTH and b[:1].islower() and cut_word(a, b) for a, b in zip(texts, texts[1:]))

@@ -69,10 +69,10 @@ class NumberedLearner:
             m = _GREP_N.match(text)
             if m:
                 self._count("grep-n", int(m["n"]))
-                if m["file"]:
-                    self._files[m["file"]] = self._files.get(m["file"], 0) + 1
+            # Counted even when grep -n's shape matches too: a line of grep -H that starts with a
+            # date reads as "FILE:2025-" (v06's RFC 3339 stamps); grep -n wins when its numbers count up.
             m = _GREP_FILE.match(text)
-            if m and not _GREP_N.match(text):
+            if m:
                 self._counts["grep-file"] += 1
                 self._files[m["file"]] = self._files.get(m["file"], 0) + 1
             m = _CAT_N.match(text)

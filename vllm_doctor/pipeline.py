@@ -176,7 +176,8 @@ class _SourceReader:
             held is not None
             and self.env.wrap_width is None  # a hard-wrapped input is read line by line only
             and self.reasm.would_join(records)
-            and _literal(text)
+            # (the AWS CLI's pretty JSON gives a message's records on a later line: their text)
+            and _literal(text if self.env.pretty is None else records[0].raw)
             and not _literal(held.raw)
         ):
             # The pre-filtered path never holds a record that started on a line without a catalog
@@ -207,7 +208,8 @@ class _SourceReader:
             # a page quoting vLLM, not its log (plain text only: a log store's envelopes
             # spread one record over many lines, and are a log whatever they hold)
             plain = fmt == "plain" and not summary.wrappers_seen and not self.live
-            quoted = quoted_document(tracker, lines) if plain else None
+            # (a web viewer's gutter lines are no lines of the text: w15, w19 and w27 copied from one)
+            quoted = quoted_document(tracker, lines - self.env.gutter_lines) if plain else None
             summary.vllm_output = tracker.vllm_seen and quoted is None
             if quoted is not None:
                 summary.notes.append(quoted)

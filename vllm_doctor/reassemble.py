@@ -49,7 +49,8 @@ input line disappears from the accounting.
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator, List, Optional
+from pathlib import Path
+from typing import FrozenSet, Iterable, Iterator, List, Optional
 
 import regex
 
@@ -139,6 +140,54 @@ def _word_and_number(prev: str, text: str) -> bool:
     return not (_mixed(prev[prev.rfind(" ", max(0, len(prev) - 256)) + 1 :]) or _mixed(text[:256].split(" ", 1)[0]))
 
 
+#: Words of vLLM's messages (lower-cased): the words of vLLM's logger and exception messages
+#: in its source, releases 0.5.5-0.33, and of the catalog's wordings (what vLLM relays: PyTorch's
+#: OOM, XLA's, Ray's), a name in camel case split into its words (``message_words.txt``, written
+#: by ``tools/message_words.py``), and :data:`_SHORT_WORDS`; read on first use
+#: (:func:`_wording_words`).
+_WORDS: Optional[FrozenSet[str]] = None
+#: English words a pattern's ``\\w+`` or ``.*`` stands for, too common to be missed.
+_SHORT_WORDS = frozenset(
+    "a an the of to is in on at by for with or and as be it its this that not no than from has have was are".split()
+)
+#: The last word of a line (the last word of a name in camel case: "VllmWorkerProcess"), or a
+#: size or a duration with its unit ("512 MiB", "18.40 s", "27.86M": a token that ends there).
+_LAST_WORD = regex.compile(r"(?:(?P<unit>\d(?: ?[KMGT]i?B| ?B| s|[KMGT]))|[A-Z]+|[A-Z]?[a-z]+)\Z")
+_FIRST_WORD = regex.compile(r"[A-Za-z]+")
+
+
+def _wording_words() -> FrozenSet[str]:
+    """The words vLLM's messages are made of (:data:`_WORDS`; read once, late: only a join at a
+    word's edge needs them). Raises OSError when the package's word list is missing (a broken
+    install)."""
+    global _WORDS
+    if _WORDS is None:
+        listed = Path(__file__).with_name("message_words.txt").read_text(encoding="utf-8").split()
+        _WORDS = frozenset(listed) | _SHORT_WORDS
+    return _WORDS
+
+
+def _two_words(prev: str, text: str) -> bool:
+    """True when ``prev`` ends in a word of vLLM's messages (or a size or duration with its
+    unit) and ``text`` starts with one, and the two glued are none: a line word-wrapped at a
+    space (an editor's or a person's wrap, the space dropped with the line break: "... on
+    startup" / "is less than ...", w19; "with 256 dummy" / "requests`", w30), not a word a
+    terminal cut in two ("throughpu" / "t:", "GPU KV cach" / "e usage"). Two words that glue
+    into a third ("through" / "put", "kv" / "cache") are glued: vLLM prints the glued form
+    too, and a terminal's cut inside it reads the same. An acronym ("GPU", "MLA") takes no
+    lower case glued on (vLLM writes "CUDAGraph")."""
+    a, b = _LAST_WORD.search(prev[-64:]), _FIRST_WORD.match(text)
+    if a is None or b is None:
+        return False
+    words = _wording_words()
+    first, last = a[0].lower(), b[0].lower()
+    if last not in words or not b[0].islower():
+        return False
+    if a["unit"] or (len(first) >= 2 and a[0].isupper()):
+        return True
+    return first in words and first + last not in words
+
+
 def _mixed(token: str) -> bool:
     """True when ``token`` holds both a letter and a digit."""
     return any(c.isdigit() for c in token) and any(c.isalpha() for c in token)
@@ -147,8 +196,25 @@ def _mixed(token: str) -> bool:
 def _cut_separator(prev: Record, text: str) -> str:
     """How the rest ``text`` of a line cut at the input's width joins ``prev``: with nothing
     (the cut fell inside a word), or with the space the cut lost: one short of the width
-    (the space trimmed: envelopes marks it trailing), or between a word and a number."""
-    return " " if (prev.trailing_space and text[0] != " ") or _word_and_number(prev.text, text) else ""
+    (the space trimmed: envelopes marks it trailing), or between a word and a number. A line
+    one short that ends in no word, whose end and the rest glue into one (``throughpu`` /
+    ``t:``: a line already cut before, v06 wrapped again at 80), lost no space."""
+    if prev.trailing_space and text[0] != " " and not cut_word(prev.text, text):
+        return " "
+    return " " if _word_and_number(prev.text, text) else ""
+
+
+def cut_word(prev: str, text: str) -> bool:
+    """True when ``prev`` ends in letters that are no word of vLLM's messages and, with the
+    letters ``text`` starts with, make one (``throughpu`` + ``t``, ``ca`` + ``n``)."""
+    a, b = _LAST_WORD.search(prev[-64:]), _FIRST_WORD.match(text)
+    if a is None or b is None or a["unit"]:
+        return False
+    words = _wording_words()
+    first = a[0].lower()
+    # two letters are a word only when a common one ("in", "to"); "ca" of "can" is a cut
+    word = first in words and (len(first) > 2 or first in _SHORT_WORDS)
+    return not word and first + b[0].lower() in words
 
 
 def _indent(text: str) -> int:
@@ -264,9 +330,9 @@ def _continues(prev: Record, cur: Record, block: int = 0) -> Optional[str]:
     if prev.line_len >= WRAP_MIN_WIDTH and (mid_word or clause):
         # A number and a word are separate tokens: "... with 1024" / "dummy requests". (A rest
         # longer than its line says nothing: r047's one cut at 183 columns has a rest of 274.)
-        return " " if _word_and_number(prev.text, text) else sep
+        return " " if _word_and_number(prev.text, text) or (not sep and _two_words(prev.text, text)) else sep
     if _open_oom(prev.text):
-        return sep if mid_word else " "
+        return sep if mid_word and not (not sep and _two_words(prev.text, text)) else " "
     if text.startswith(LATER_SENTENCES) and prev.text.strip():
         return " "
     return None

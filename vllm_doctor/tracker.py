@@ -913,7 +913,10 @@ class SourceTracker:
                 # "Maximum concurrency for N tokens per request": N is the run's max_model_len.
                 key = "max_model_len"
             if key in ("gpu_memory_utilization", "max_model_len"):
-                if key not in run.config:
+                # what vLLM printed outranks a pasted command's (v13: two prose commands, the
+                # first's --max-model-len 32, then "Maximum concurrency for 512 tokens")
+                if key not in run.config or key in run.command_keys:
+                    run.command_keys.discard(key)
                     run.config[key] = val
                     run.config_lines[key] = line
                 continue

@@ -161,6 +161,15 @@ PATTERNS = [
         + r"\((?P<gpu_free_gib>"
         + _N
         + r")"
+        # a range merged by hand over ranks ("34.51-34.54 / 139.8", w18): the lower bound is
+        # the fact (the rank with least free fails the gate first), the upper one is kept
+        + r"(?:"
+        + _S
+        + r"[-\u2013~]"
+        + _S
+        + r"(?P<gpu_free_upper_gib>"
+        + _N
+        + r"))?"
         + _S
         + r"/"
         + _S
