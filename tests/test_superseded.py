@@ -341,3 +341,34 @@ def test_it_is_said_once_however_often_the_verdict_is_built():
 )
 def test_settings_compare_by_value(a, b, same):
     assert same_value(a, b) is same
+
+
+# -- a command line the parser refused, then a start that serves (breakit5 item 4) -------------
+
+REFUSAL = [
+    f"$ vllm serve {MODEL} --max-modle-len 16384",
+    "usage: vllm serve [model_tag] [options]",
+    "vllm serve: error: unrecognized arguments: --max-modle-len 16384",
+]
+
+
+@pytest.mark.parametrize(
+    "between",
+    [
+        [f"$ vllm serve {MODEL} --max-model-len 16384"],  # the corrected command pasted
+        [],  # no command: the next start's own lines
+    ],
+)
+def test_a_refused_command_line_is_superseded_by_a_start_that_serves(between):
+    v = diagnose([*REFUSAL, *between, banner(300), args(300, max_model_len=16384), *serving()], name="t.log")
+    assert v.primary_class == "healthy" and v.exit_code == 0, v.title
+    (refused,) = [f for f in v.findings if f.code == "VD900"]
+    assert refused.superseded == {
+        "run": 2,
+        "changes": [{"setting": "the command line", "was": "refused by the parser", "now": "accepted"}],
+    }
+
+
+def test_a_refusal_with_nothing_served_after_it_stands():
+    v = diagnose([*REFUSAL, banner(300)], name="t.log")
+    assert v.primary_class == "other" and v.exit_code == 1

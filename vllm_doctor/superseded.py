@@ -17,7 +17,10 @@ severity, each earlier failing run is set beside it (breakit4 item 3):
 * every setting both runs print is the same: the server came back as it was (an automatic
   restart), the failure stands, with a note that it will likely recur;
 * no setting is printed by both: the failure stands, with a note that the log does not show
-  whether anything changed.
+  whether anything changed;
+* the failed run is a command line the argument parser refused (nothing ran): any later start
+  that serves was given another command, so the refusal is superseded
+  (:data:`REFUSED_THEN_ACCEPTED`).
 
 When the newest run has not stopped but the log ends before it serves (a restart cut during
 startup) and it changed such a setting, the failure stands (nothing shows the change worked),
@@ -65,6 +68,17 @@ SETTINGS = (
 #: Markdown table comparing servers. (A run opened by another instance's process is a restart
 #: when the earlier one had stopped before it started; one still up then is its neighbour.)
 OTHER_SERVER = ("row",)
+
+
+#: The change a refused command line's run shows against a later one that serves.
+REFUSED_THEN_ACCEPTED = {"setting": "the command line", "was": "refused by the parser", "now": "accepted"}
+
+
+def refused_command_only(run: Run) -> bool:
+    """Every failure of ``run`` is the argument parser refusing its command line
+    (catalog/arguments.py ``cli_error``): the server never started, so any later start of it
+    that serves was given another command."""
+    return bool(run.failures) and all(f.kind == "cli_error" for f in run.failures)
 
 
 def failing(f: Finding) -> bool:
@@ -207,6 +221,12 @@ def place_failures(runs: Sequence[Run], findings: Sequence[Finding]) -> None:
             continue
         mine = [f for f in findings if f.run == run.index]
         if not any(failing(f) for f in mine):
+            continue
+        if serves and refused_command_only(run):
+            # the parser refused that command line and nothing ran; the newest run's command was
+            # accepted and serves: what failed was the command, and it changed (breakit5 item 4)
+            for f in mine:
+                f.superseded = {"run": newest.index, "changes": [dict(REFUSED_THEN_ACCEPTED)]}
             continue
         changes, same = compare(run, newest, [f for f in mine if failing(f)])
         if not serves:
