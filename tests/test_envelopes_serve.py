@@ -41,6 +41,14 @@ def test_a_colon_in_a_message_in_parentheses_names_no_process():
 
 #: Fixtures with no process prefix of their own (Ray Serve puts its prefix on each line).
 CASES = [c for c in load_manifest() if "pid=" not in fixture_path(c["file"]).read_text(errors="replace")]
+#: Fixtures a process prefix on every line makes another input, not the same one wrapped: the
+#: verdict rests on a person's prose (stalls2: a reported hang, an error the log lacks), which a
+#: process never prints, or on another wrapper that sits outside Ray's, never inside it.
+NOT_COMPARABLE = {
+    "v13-v0-mllama-11b-h100-max-num-seqs-128-blocks-2252-graphs-then-cut.log": "the reporter's prose line decides",
+    "w04-verl-8-node-qwen25-32b-ppo-rollout-hangs-last-v0-stats-line-backticks.log": "the reporter's prose decides",
+    "y03-homl-compose-api-server-unrecognized-u-main-py.log": "docker compose's prefix would be outside Ray's",
+}
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["file"] for c in CASES])
@@ -50,6 +58,8 @@ def test_a_log_under_a_serve_replica_prefix_gets_the_bare_class(case):
     path = fixture_path(case["file"])
     if _joins(case):
         pytest.skip("the bare log joins wrapped lines: the process printed each as one")
+    if case["file"] in NOT_COMPARABLE:
+        pytest.skip(NOT_COMPARABLE[case["file"]])
     lines = path.read_text(encoding="utf-8", errors="replace").split("\n")
     prefixed = "\n".join(f"(ServeReplica:default:VLLMDeployment pid=4242) {line}" if line else line for line in lines)
     assert diagnose(prefixed.split("\n")).primary_class == diagnose(lines).primary_class

@@ -659,6 +659,9 @@ REVIEWED_FIELDS = {
     "trainer trainer_line unexplained_errors vllm_pids worker_procs roles process_names prefixed_records opened_by "
     # import_records: a counter, as prefixed_records (fold_state's run counts)
     "import_records "
+    # record_engine_hints: a set the first cycle's records fill; a repeated record's file names
+    # the same engine again, so a folded cycle would add nothing (remedies3)
+    "record_engine_hints "
     "neighbours",
     "Failure": "context_tags data exception kind kinds last_seq lines patterns phase_at repeats seq served_after stream tags "
     "text_hashes",
