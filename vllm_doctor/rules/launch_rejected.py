@@ -10,13 +10,21 @@ Why it happens:
     (``--swap-space`` is gone after 0.17; ``--disable-log-requests`` after 0.16; ``--task``
     after 0.12); a value argparse cannot read (``--max-model-len 32K`` before releases that read
     sizes, a word where a number goes); a flag left without its value because a shell variable
-    was empty or a line break was not escaped; a value outside the allowed choices.
+    was empty or a line break was not escaped; a value outside the allowed choices; another
+    server's name for a setting (SGLang's ``--context-length``, TGI's ``--max-batch-size``); a
+    flag glued to its value in one argument (a YAML list item ``- --dtype auto``, a subprocess
+    list element); a switch given a value (``--trust-remote-code true``); the image's entrypoint
+    (already the server) given ``vllm serve`` or a shell again; a typographic dash.
 
 Remedies, in order:
-    The flag named, with what to use instead: the nearest flag ``vllm serve`` knows (from the
-    flags of every release, vllm_doctor/serve_flags.py, generated from vLLM's own parsers); the
-    release range a flag exists in, when it is newer or older than the server; the allowed
-    choices; the value the flag needs. Then ``vllm serve --help`` of the installed release.
+    The flag named, with what to use instead: vLLM's flag for another server's name
+    (:data:`OTHER_NAMES`), the nearest flag ``vllm serve`` knows for a misspelling (from the
+    flags of every release, vllm_doctor/serve_flags.py, generated from vLLM's own parsers:
+    thresholds.CLOSE_FLAG_RATIO and CLOSE_FLAG_LENGTH_GAP), the release range a flag exists in
+    when it is newer or older than the release in force, the flag and its value as two
+    arguments, the switch alone, the command without the entrypoint's own words; the allowed
+    choices; the value the flag needs. Then ``vllm serve --help`` of the installed release. A
+    secret's value is never written into a remedy.
 
 What does not help:
     Memory settings: nothing was allocated.
