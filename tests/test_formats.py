@@ -435,12 +435,19 @@ def html_br(lines):
 KNOWN_WRONG_HTML: set = set()
 
 
-def _html_cases():
-    for render in (html_pre, html_br):
+def paired_cases(variants, known):
+    """Every fixture with every transform of ``variants`` as pytest params, the (file, name)
+    pairs in ``known`` marked strict xfail: a listed pair that starts passing fails."""
+    for variant in variants:
         for c in CASES:
-            known = (c["file"], render.__name__) in KNOWN_WRONG_HTML
-            marks = [pytest.mark.xfail(strict=True, reason="known wrong")] if known else []
-            yield pytest.param(c, render, id=f"{c['file']}-{render.__name__}", marks=marks)
+            marks = (
+                [pytest.mark.xfail(strict=True, reason="known wrong")] if (c["file"], variant.__name__) in known else []
+            )
+            yield pytest.param(c, variant, id=f"{c['file']}-{variant.__name__}", marks=marks)
+
+
+def _html_cases():
+    return paired_cases((html_pre, html_br), KNOWN_WRONG_HTML)
 
 
 @pytest.mark.parametrize("case,render", list(_html_cases()))
@@ -513,11 +520,7 @@ KNOWN_WRONG_GREPPED: set = set()
 
 
 def _grepped_cases():
-    for prefix in (grep_n, grep_file, grep_h, cat_n):
-        for c in CASES:
-            known = (c["file"], prefix.__name__) in KNOWN_WRONG_GREPPED
-            marks = [pytest.mark.xfail(strict=True, reason="known wrong (issue 10)")] if known else []
-            yield pytest.param(c, prefix, id=f"{c['file']}-{prefix.__name__}", marks=marks)
+    return paired_cases((grep_n, grep_file, grep_h, cat_n), KNOWN_WRONG_GREPPED)
 
 
 @pytest.mark.parametrize("case,prefix", list(_grepped_cases()))
