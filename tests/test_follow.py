@@ -14,6 +14,10 @@ KV_ERROR = fixture_path("s004-v1-kv-1m-context-oneline.log").read_text()
 HEALTHY = fixture_path("r019-v1-serving-one-request-healthy.log").read_text()
 
 
+#: Seconds to wait for a followed process to print. A liveness bound, not a speed target: it
+#: only has to outlast a slow start on a loaded machine (two full suites at once took >10 s).
+WAIT = 30
+
 def start(*args, **kw):
     return subprocess.Popen(
         [sys.executable, "-m", "vllm_doctor", "diagnose", "-F", "-f", "json", *args],
@@ -40,14 +44,14 @@ def test_follow_reports_a_kv_failure_before_the_input_ends(tmp_path):
         time.sleep(1.0)
         with open(log, "a") as fh:
             fh.write(KV_ERROR)
-        line = next_line(proc, 10)  # the process is still following: the input has not ended
-        assert line is not None, "no finding within 10 s"
+        line = next_line(proc, WAIT)  # the process is still following: the input has not ended
+        assert line is not None, f"no finding within {WAIT} s"
         finding = json.loads(line)
         assert finding["type"] == "finding" and finding["class"] == "kv_cache_capacity"
         assert proc.poll() is None
     finally:
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=10)
+        out, err = proc.communicate(timeout=WAIT)
     summary = json.loads(out.strip().splitlines()[-1])
     assert summary["type"] == "verdict" and summary["primary_class"] == "kv_cache_capacity"
     assert proc.returncode == 1 and "Traceback" not in err
@@ -61,22 +65,22 @@ def test_follow_survives_rotation(tmp_path):
         time.sleep(1.0)
         os.rename(log, tmp_path / "server.log.1")  # logrotate moves the file away ...
         log.write_text(KV_ERROR)  # ... and the server writes a new one
-        line = next_line(proc, 10)
+        line = next_line(proc, WAIT)
         assert line is not None and json.loads(line)["class"] == "kv_cache_capacity"
     finally:
         proc.send_signal(signal.SIGINT)
-        proc.communicate(timeout=10)
+        proc.communicate(timeout=WAIT)
 
 
 def test_follow_stdin_ends_with_the_summary():
     proc = start("-", stdin=subprocess.PIPE)
     proc.stdin.write(HEALTHY + KV_ERROR)
     proc.stdin.flush()
-    line = next_line(proc, 10)
+    line = next_line(proc, WAIT)
     assert line is not None and json.loads(line)["class"] == "kv_cache_capacity"
     proc.stdin.close()  # end of standard input ends following
     out = proc.stdout.read()
-    assert proc.wait(timeout=10) == 1
+    assert proc.wait(timeout=WAIT) == 1
     assert json.loads(out.strip().splitlines()[-1])["type"] == "verdict"
 
 
@@ -200,7 +204,7 @@ def test_follow_dev_zero_from_the_command_line_ends_on_sigterm():
         with open(f"/proc/{proc.pid}/status") as fh:
             hwm = next(int(x.split()[1]) for x in fh if x.startswith("VmHWM:"))
         proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=20)
+        out, err = proc.communicate(timeout=WAIT)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -215,8 +219,8 @@ def test_follow_on_a_utf16_log_reads_it(tmp_path):
     log.write_bytes(b"\xff\xfe" + (HEALTHY + KV_ERROR).replace("\n", "\r\n").encode("utf-16-le"))
     proc = start(str(log))
     try:
-        line = next_line(proc, 20)
+        line = next_line(proc, WAIT)
         assert line is not None and json.loads(line)["class"] == "kv_cache_capacity"
     finally:
         proc.send_signal(signal.SIGINT)
-        proc.communicate(timeout=10)
+        proc.communicate(timeout=WAIT)

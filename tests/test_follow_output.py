@@ -16,6 +16,10 @@ HEALTHY = fixture_path("r019-v1-serving-one-request-healthy.log").read_text()
 OOM = fixture_path("r003-club3090-enginecore-oom-runtime.log").read_text()
 
 
+#: Seconds to wait for a followed process to print. A liveness bound, not a speed target: it
+#: only has to outlast a slow start on a loaded machine (two full suites at once took >10 s).
+WAIT = 30
+
 def follow(*args, stdin=None):
     return subprocess.Popen(
         [sys.executable, "-m", "vllm_doctor", "diagnose", "-F", *args],
@@ -27,7 +31,7 @@ def follow(*args, stdin=None):
     )
 
 
-def read_until(stream, needle, timeout=10):
+def read_until(stream, needle, timeout=WAIT):
     got = []
 
     def reader():
@@ -93,6 +97,6 @@ def test_line_numbers_start_again_after_a_rotation(tmp_path):
         assert [e["line"] for e in finding["evidence"]] == [1]
     finally:
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=10)
+        out, err = proc.communicate(timeout=WAIT)
     summary = json.loads(out.strip().splitlines()[-1])
     assert summary["sources"][0]["lines"] == 1  # the file now followed has one line
