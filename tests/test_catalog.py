@@ -3371,6 +3371,38 @@ ARGUMENTS = [
     ),
 ]
 
+# catalog/environment.py: one case a form (tests/test_environment.py holds the look-alikes)
+ENVIRONMENT = [
+    case(
+        "env_listing", "env", "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1", env={"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"}, prose=True
+    ),
+    case(
+        "env_command_prefix",
+        "env",
+        "NCCL_DEBUG=INFO CUDA_VISIBLE_DEVICES=0,1 vllm serve m -tp 2",
+        env={"NCCL_DEBUG": "INFO", "CUDA_VISIBLE_DEVICES": "0,1"},
+        prose=True,
+    ),
+    case("env_keyword", "env", "export NCCL_P2P_DISABLE=1", env={"NCCL_P2P_DISABLE": "1"}, prose=True),
+    case("env_yaml", "env", '  NCCL_DEBUG: "INFO"', env={"NCCL_DEBUG": "INFO"}, prose=True),
+    case("env_python", "env", 'os.environ["VLLM_USE_V1"] = "0"', env={"VLLM_USE_V1": "0"}, prose=True),
+    case(
+        "env_nccl_set",
+        "env",
+        "host1:639:639 [5] NCCL INFO NCCL_CUMEM_ENABLE set by environment to 0.",
+        env={"NCCL_CUMEM_ENABLE": "0"},
+        prose=True,
+    ),
+    case(
+        "env_nccl_info",
+        "env",
+        "host1:639:639 [0] NCCL INFO Bootstrap : Using eth0:192.0.2.1<0>",
+        env={"NCCL_DEBUG": "INFO"},
+        prose=True,
+        implied=True,
+    ),
+]
+
 ALL_CASES = (
     CONFIG
     + STARTUP
@@ -3386,6 +3418,7 @@ ALL_CASES = (
     + STALLS
     + VALIDATION
     + ARGUMENTS
+    + ENVIRONMENT
 )
 
 
@@ -3667,6 +3700,10 @@ def test_look_alikes_of_the_stall_messages_are_not_stalls():
 
 #: Patterns that never fire cut short (they declare cut_from=NO_CUT), with the reason.
 NOT_CUTTABLE = {
+    **{
+        name: "an environment variable's value is the fact: cut, it may be another value (NCCL_DEBUG=IN)"
+        for name in ("env_listing", "env_command_prefix", "env_keyword", "env_yaml", "env_python", "env_nccl_set")
+    },
     "reported_hang": "a reporter's word is whole or absent: the regex needs the whole word, nothing to cut into",
     "reported_failure": "a reporter's word is whole or absent: the regex needs the whole word, nothing to cut into",
     "argparse_error": "argparse's message is free text to the end of the line: cut inside it, '(?P<msg>.*)' takes "

@@ -266,7 +266,21 @@ def test_escaped_colour_codes_are_removed_after_the_escapes(line):
     assert got[-1].text == "Available memory: 0" and got[-1].level == "INFO"
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c["file"] for c in CASES])
+#: Markdown-escaped underscores hide a literal from the gate, which reads raw bytes (q06: its
+#: docker command's "-e VLLM\\_USE\\_V1=1" line: tests/test_formats.py KNOWN_WRONG_ESCAPED).
+KNOWN_WRONG_ESCAPED_COLOURED = {"q06-v1-docker-two-tinyllama-same-l40s-0p2-each-no-available-memory.log"}
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        pytest.param(c, marks=[pytest.mark.xfail(strict=True, reason="known wrong")])
+        if c["file"] in KNOWN_WRONG_ESCAPED_COLOURED
+        else c
+        for c in CASES
+    ],
+    ids=[c["file"] for c in CASES],
+)
 def test_a_coloured_log_markdown_escaped_gets_the_coloured_verdict(case):
     lines = wrap_all(caret_ansi, log_lines(fixture_path(case["file"])))
     assert essence(verdict_of(data([markdown_escaped(s) for s in lines]))) == essence(verdict_of(data(lines)))

@@ -18,6 +18,7 @@ HEALTHY = fixture_path("r019-v1-serving-one-request-healthy.log").read_text()
 #: only has to outlast a slow start on a loaded machine (two full suites at once took >10 s).
 WAIT = 30
 
+
 def start(*args, **kw):
     return subprocess.Popen(
         [sys.executable, "-m", "vllm_doctor", "diagnose", "-F", "-f", "json", *args],

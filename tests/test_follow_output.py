@@ -20,6 +20,7 @@ OOM = fixture_path("r003-club3090-enginecore-oom-runtime.log").read_text()
 #: only has to outlast a slow start on a loaded machine (two full suites at once took >10 s).
 WAIT = 30
 
+
 def follow(*args, stdin=None):
     return subprocess.Popen(
         [sys.executable, "-m", "vllm_doctor", "diagnose", "-F", *args],

@@ -662,6 +662,8 @@ REVIEWED_FIELDS = {
     # record_engine_hints: a set the first cycle's records fill; a repeated record's file names
     # the same engine again, so a folded cycle would add nothing (remedies3)
     "record_engine_hints "
+    # env, env_lines: filled only by env events, a kind not in FOLDABLE_KINDS (fed every cycle)
+    "env env_lines "
     "neighbours",
     "Failure": "context_tags data exception kind kinds last_seq lines patterns phase_at repeats seq served_after stream tags "
     "text_hashes",

@@ -93,6 +93,8 @@ KINDS = {
     "rpc_timeout|iteration_timeout|barrier_timeout|watchdog_dump|collective_timeout|collective_stuck|"
     "ray_channel_timeout}, {fatal} when the message ends the engine, {repeats} when it is printed again "
     "while the wait lasts, and the values printed (interval_s, method, rank, seq, op, timeout_ms, dump_path ...)",
+    "env": "environment variables the log shows set ({env: {NAME: VALUE}}, {implied} when a line only "
+    "implies one, e.g. NCCL INFO lines imply NCCL_DEBUG=INFO; catalog/environment.py)",
     "marker": "a notable one-off line, kept by name ({marker}): e.g. stats logging disabled",
 }
 

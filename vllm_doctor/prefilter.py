@@ -82,7 +82,7 @@ PROSE_GROUP = 24
 #: ``[async_llm_engine.py:211] Added request`` on every request: ``engine_`` does not).
 PREFERRED_GATE: Tuple[str, ...] = (
     # traceback and exception lines, error levels
-    "rror", "ERROR", "CRITICAL", "xception", "Exit", "Interrupt", 'File "', "File [", "File ~", "File /", "Traceback (",
+    "rror", "ERROR", "CRITICAL", "xception", "Exit", "Interrupt", "File ", "Traceback (",
     # HTTP error statuses in access lines (4xx, 5xx: never the 200s of the bulk)
     '" 4', '" 5',
     # stats lines and startup reports
@@ -103,10 +103,12 @@ PREFERRED_GATE: Tuple[str, ...] = (
     "output_", "warm", "tune", "wake_up",
     # no usable accelerator (catalog/platform.py)
     "UnspecifiedPlatform", "infer device", "Device string", "vllm._C", "NVIDIA driver", "NVML", "GPUs are",
-    "CUDA-capable", "CUDA gpu", "insufficient for CUDA", "Torch not compiled", "detected platform",
+    "CUDA", "insufficient for CUDA", "Torch not compiled", "detected platform",
     # the startup logo's tails, sampler frames, runners' SIGKILL wordings, vllm-ascend's sizes
     "█ version", "█ model", "  version ", "  model   ", "apply_top_k", "_sample", "code 137", "status 137", "xitcode: -",
     "Mamba cache", "_kill event", "=9/KILL", "Available memory", "Out Of Memory", "of device memory",
+    # environment variables a log shows set (catalog/environment.py; CUDA_ and ALLOC_CONF above)
+    "NCCL", "VLLM_", "AMD_SERIALIZE", "HIP_LAUNCH",
 )  # fmt: skip
 
 

@@ -247,15 +247,22 @@ def _may_cross_blank(prev: Record) -> bool:
     return prev.at_width or (prev.inner_bare and prev.line_len >= WRAP_MIN_WIDTH and _open_sentence(prev.text))
 
 
+#: A shell command's start (the launch command, an export, a prompt): after a blank line it is
+#: the next command of a pasted script, never the rest of a sentence.
+_COMMAND_START = regex.compile(r"(?:\$ |# |export |vllm serve\b|python3? -m |docker run\b|CUDA_VISIBLE_DEVICES=)")
+
+
 def _across_blank(prev: Record, cur: Record, block: int = 0) -> Optional[str]:
     """The separator to join ``cur`` onto ``prev`` across one blank line, or None: only a
     bare line that starts inside a sentence (or the rest of a line cut at the input's
-    width), never a new thing, from the same source."""
+    width), never a new thing or a shell command (:data:`_COMMAND_START`), from the same source."""
     text = cur.text
     if cur.cell or not cur.inner_bare or cur.file is not None or not _same_source(prev, cur):
         return None
     if len(prev.text) >= MAX_RECORD_CHARS or not text or NEW_THING.match(text) or _same_lead(prev.text, text):
         return None
+    if _COMMAND_START.match(text):
+        return None  # a script's next command after a blank line (an export, then vllm serve: h004 under compose)
     if prev.at_width and could_be_rest(text):
         return _cut_separator(prev, text)
     if text[0].islower() or text[0].isdigit() or (text[0] == " " and _indented_rest(prev, text, block)):

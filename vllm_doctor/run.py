@@ -527,6 +527,10 @@ class Run:
     config: Dict[str, Any] = field(default_factory=dict)
     config_lines: Dict[str, Line] = field(default_factory=dict)
     command_keys: Set[str] = field(default_factory=set)
+    #: Environment variables the log shows set for this run (catalog/environment.py): name ->
+    #: value as the shell reads it, and the line that set it (the last one, as a shell does).
+    env: Dict[str, str] = field(default_factory=dict)
+    env_lines: Dict[str, Line] = field(default_factory=dict)
     facts: Dict[str, Any] = field(default_factory=dict)
     fact_lines: Dict[str, Line] = field(default_factory=dict)
     failures: List[Failure] = field(default_factory=list)

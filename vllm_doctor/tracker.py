@@ -907,6 +907,16 @@ class SourceTracker:
                 if command:
                     run.command_keys.add(key)
 
+    def _on_env(self, run: Run, ev: Event, line: Line) -> None:
+        """What the log shows set in the environment: the last line that sets a name wins (as
+        in a shell); a value a line only implies (NCCL INFO lines: NCCL_DEBUG) never replaces one."""
+        implied = ev.data.get("implied")
+        for name, value in ev.data["env"].items():
+            if implied and name in run.env:
+                continue
+            run.env[name] = value
+            run.env_lines[name] = line
+
     def _on_facts(self, run: Run, ev: Event, line: Line) -> None:
         for key, val in ev.data.items():
             if key == "concurrency_tokens":
@@ -1158,6 +1168,10 @@ class SourceTracker:
                 run.config_lines[key] = cmd.config_lines[key]
                 if key in cmd.command_keys:
                     run.command_keys.add(key)
+        for name, value in cmd.env.items():
+            if same and name not in run.env:
+                run.env[name] = value
+                run.env_lines[name] = cmd.env_lines[name]
         for name, line in cmd.markers.items():
             if same or name != "launch_command":
                 run.markers.setdefault(name, line)
@@ -1236,4 +1250,5 @@ _HANDLERS: Dict[str, Callable[[SourceTracker, Run, Event, Line], None]] = {
     "engine_dead": SourceTracker._on_engine_dead,
     "marker": SourceTracker._on_marker,
     "stall": SourceTracker._on_stall,
+    "env": SourceTracker._on_env,
 }

@@ -2,7 +2,7 @@
 
 Each family module (``config``, ``startup``, ``checks``, ``kv_cache``, ``oom``,
 ``host_memory``, ``platform``, ``scheduler``, ``requests``, ``errors``, ``timing``, ``stalls``,
-``validation``) holds a table of :class:`Pattern` objects. A pattern
+``validation``, ``environment``) holds a table of :class:`Pattern` objects. A pattern
 names the vLLM source file that prints its message (see ``shared/vllm-messages.md``
 for the wording by version), one or more *anchor* literals that must occur in the
 message before its regular expression is tried, and how to turn a match into an
@@ -29,6 +29,7 @@ from . import (
     arguments,
     checks,
     config,
+    environment,
     errors,
     fast,
     host_memory,
@@ -73,6 +74,7 @@ def _collect() -> List[Pattern]:
         stalls,
         validation,
         arguments,
+        environment,
     ):
         pats.extend(mod.PATTERNS)
     names = [p.name for p in pats]

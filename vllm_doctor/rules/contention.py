@@ -94,14 +94,17 @@ def kv_alloc_after_profiling(f: Failure) -> bool:
 def ask_first(run: Run, remedies: List[Any]) -> List[Any]:
     """``remedies`` of a "no cache blocks" verdict with "is another process on this GPU?" first,
     when nothing in the log shows what this process's weights hold (no weights line, no model
-    size): one ``nvidia-smi`` before a bigger budget or a smaller model."""
-    if own_weights(run) is not None:
+    size), or only the model's name gives a size and the GPU's total is not printed either (the
+    budget then is unknown too: q06, a 1.1B model at 0.2 beside a second instance): one
+    ``nvidia-smi`` before a bigger budget or a smaller model."""
+    printed = run.value("weights_gib") or run.value("peak_torch_gib")
+    if printed or (own_weights(run) is not None and run.value("gpu_total_gib")):
         return remedies
     ask = remedy(
         "First check whether another process holds this GPU (nvidia-smi): a second instance or a notebook "
         "starting beside this one takes the memory this one counted on",
         None,
-        "nothing in the log shows what this instance's weights hold; vLLM counts memory other processes take "
+        "the log prints no weights line for this instance; vLLM counts memory other processes take "
         "while it profiles against this instance's budget",
         "host",
     )

@@ -35,7 +35,7 @@ from ..events import Phase
 from ..run import Failure, Run
 from ..verdict import Finding, Remedy
 from .oom import device_memory, oom_facts
-from .plan import constraints
+from .plan import constraints, env_set
 from .rule import Rule, consequence_evidence, ev, failure_evidence, finding, remedy
 
 
@@ -78,7 +78,9 @@ def _remedies(c, variant: str) -> List[Remedy]:
                 None,
                 None,
                 "host",
-            ),
+            )
+            if not env_set(c.run, "VLLM_DEEP_GEMM_WARMUP", "skip")
+            else None,
         ]
     if variant == "xla":
         return [_headroom(c, util), _fewer_seqs(c, "Compile for fewer and smaller shapes: lower max_num_seqs")]

@@ -82,7 +82,7 @@ from ..memory import floor_tidy
 from ..run import Failure, Line, Run, StallSignal, StatsSample, WaitEpisode, process_label
 from ..tracker import MEMORY_KINDS
 from ..verdict import Finding, Remedy
-from .plan import Constraints, constraints
+from .plan import Constraints, constraints, env_set
 from .rule import Rule, config_evidence, ev, finding, not_printed, read_from, remedy, stats_from
 
 #: The release that added scheduler_reserve_full_isl (vllm/config/scheduler.py, read in 0.19.1).
@@ -432,10 +432,16 @@ def _diagnose_remedies(
                 None,
             )
         )
+    nccl_debug = env_set(run, "NCCL_DEBUG", "INFO")
     out.append(
         remedy(
             "Check the GPUs and their links: nvidia-smi (rocm-smi, npu-smi, xpu-smi elsewhere) for a device at 100% "
-            "with no progress, dmesg for Xid errors, and a rerun with NCCL_DEBUG=INFO for the collective that hangs",
+            "with no progress, dmesg for Xid errors, and "
+            + (
+                f"what NCCL prints at INFO ({nccl_debug}) for the collective that hangs"
+                if nccl_debug
+                else "a rerun with NCCL_DEBUG=INFO for the collective that hangs"
+            ),
             None,
             None,
             "host",
@@ -827,9 +833,14 @@ def _reported_hang(run: Run) -> Optional[Finding]:
     if last is not None:
         facts["running_at_last_stats"] = last.running
         evidence.append(ev(last.line, "the last stats line: nothing after it shows progress"))
+    debug = env_set(run, "VLLM_LOGGING_LEVEL", "DEBUG")
     notes = [
         "this rests on the report's words: vLLM's own log here holds no timeout or wait warning; "
-        "a log taken while it hangs (with VLLM_LOGGING_LEVEL=DEBUG) shows which process waits"
+        + (
+            f"the log ran with {debug}: its debug lines around the hang show which process waits"
+            if debug
+            else "a log taken while it hangs (with VLLM_LOGGING_LEVEL=DEBUG) shows which process waits"
+        )
     ]
     rem = _diagnose_remedies(run, False, False) + [_watch(run)]
     return finding(RULE, run, _stall_phase(run), title, facts, evidence, rem, _no_memory_remedy(run), notes, "low")

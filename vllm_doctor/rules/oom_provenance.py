@@ -45,6 +45,7 @@ from ..run import Failure, Run
 from ..verdict import Finding
 from . import impossible_allocation
 from .oom import device_memory, oom_facts
+from .plan import env_set
 from .rule import Rule, consequence_evidence, ev, failure_evidence, finding, remedy
 
 #: c10's ``kLargeBuffer``: the smallest segment the allocator asks the driver for a request
@@ -206,7 +207,9 @@ def _allocator_finding(rule: Rule, run: Run, failures: Sequence[Failure], phase:
             None,
             None,
             "host",
-        ),
+        )
+        if not env_set(run, "CUDA_LAUNCH_BLOCKING", "1")
+        else None,
     ]
     why = f"{gib_text(free)} was free: memory was not short"
     dont = [
@@ -234,12 +237,12 @@ def fragmented(facts: Dict[str, Any]) -> bool:
 def expandable_done(run: Run) -> bool:
     """The log shows expandable segments already on: its mapping error ("memory mapping
     failed"), or the setting in the operator's launch command or in a failure's lines (not
-    PyTorch's own "try setting" hint). The remedy is then done, never repeated."""
+    PyTorch's own "try setting" hint), or the environment the log shows (plan.env_set). The remedy is then done, never repeated."""
     texts = [x.text for f in run.failures for x in f.lines]
     command = run.markers.get("launch_command")
     if command is not None:
         texts.append(command.text)
-    return any(
+    return env_set(run, "PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True") is not None or any(
         "memory mapping failed" in t or ("expandable_segments:True" in t and "try setting" not in t) for t in texts
     )
 

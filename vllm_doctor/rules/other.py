@@ -89,7 +89,7 @@ from ..tracker import MEMORY_KINDS
 from ..verdict import Finding
 from . import launch_rejected, oom_provenance, request_input, unified_memory
 from .device import device_words
-from .plan import constraints
+from .plan import constraints, env_set, env_todo
 from .rule import Rule, consequence_evidence, failure_evidence, finding, merged_data, remedy
 
 #: Who killed a process for host RAM, as an operator names it.
@@ -466,16 +466,21 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List
         return [_nccl(run, failures, phase, facts)]
     words = device_words(run, failures)
     cuda = name in ("CUDA error", "NCCL error") and bool(words["blocking"])
-    blocking = words["blocking"]
+    blocking, synced = env_todo(run, words["blocking"])
     graphs = words["graphs"]
+    find = (
+        f"Rerun with {blocking} to find the failing kernel"
+        if blocking
+        else f"Read the failing kernel off the traceback: it ran synchronously ({'; '.join(synced)})"
+    )
     rem = [
         remedy(f"Look up '{name}: {msg[:80]}' for your {words['versions']}"),
         constraints(run).set_unless_done(
             "enforce_eager",
             True,
-            f"Rerun with {blocking} to find the failing kernel; try --enforce-eager to rule out {graphs}",
+            f"{find}; try --enforce-eager to rule out {graphs}",
             None,
-            f"Rerun with {blocking} to find the failing kernel ({graphs} are already ruled out)",
+            f"{find} ({graphs} are already ruled out)",
         )
         if cuda
         else None,
@@ -526,8 +531,17 @@ def _nccl(run: Run, failures: Sequence[Failure], phase: str, facts) -> Finding:
     title = (
         f"{phase.capitalize()} failure: NCCL error: {msg[:100]}" if msg else f"{phase.capitalize()} failure: NCCL error"
     )
+    nccl_debug = env_set(run, "NCCL_DEBUG", "INFO")
+    paths, off = env_todo(run, "NCCL_P2P_DISABLE=1 NCCL_IB_DISABLE=1")
     rem = [
         remedy(
+            "Read the NCCL INFO lines before the error for the system call or connection that failed",
+            None,
+            f"the log ran with {nccl_debug}",
+            "host",
+        )
+        if nccl_debug
+        else remedy(
             "Rerun with NCCL_DEBUG=INFO in the environment of every process (the engine and its workers): NCCL "
             "then prints the system call or connection that failed",
             None,
@@ -545,16 +559,20 @@ def _nccl(run: Run, failures: Sequence[Failure], phase: str, facts) -> Finding:
             "Across hosts, name the network interface NCCL should use: NCCL_SOCKET_IFNAME=<interface> (the one "
             "the hosts reach each other on; also GLOO_SOCKET_IFNAME)",
             None,
-            None,
+            f"the log sets {env_set(run, 'NCCL_SOCKET_IFNAME')}: check it is that interface"
+            if env_set(run, "NCCL_SOCKET_IFNAME")
+            else None,
             "host",
         ),
         remedy(
-            "To rule out the GPU-to-GPU paths, try once with NCCL_P2P_DISABLE=1, then NCCL_IB_DISABLE=1 "
-            "(slower; a diagnosis, not the fix)",
+            "To rule out the GPU-to-GPU paths, try once with " + ", then ".join(paths.split()) + " (slower; a "
+            "diagnosis, not the fix)",
             None,
-            None,
+            f"already off: {'; '.join(off)}" if off else None,
             "host",
-        ),
+        )
+        if paths
+        else None,
     ]
     why = "NCCL failed outside the GPU's memory and kernels"
     dont = [
@@ -645,7 +663,20 @@ def _rocm_fault(run: Run, failures: Sequence[Failure], phase: str) -> Finding:
         )
     if shown:
         facts["attention_backend"] = shown
-    if shown and "AITER" in shown.upper():
+    aiter_off = env_set(run, "VLLM_ROCM_USE_AITER", "0")
+    if aiter_off:
+        first = remedy(
+            "Try another attention backend: --attention-backend TRITON_ATTN (TRITON_MLA for an MLA model)"
+            + (
+                f"; the log shows {shown}: check that the AITER switch reaches the engine's environment"
+                if shown and "AITER" in shown.upper()
+                else ""
+            ),
+            None,
+            f"AITER is already off ({aiter_off}); a hardware exception in a kernel is most often the attention "
+            "kernel on long or unusual shapes",
+        )
+    elif shown and "AITER" in shown.upper():
         first = remedy(
             f"Switch off the AITER kernels the log shows ({shown}): VLLM_ROCM_USE_AITER=0, or another attention "
             "backend (--attention-backend TRITON_MLA for an MLA model, TRITON_ATTN otherwise)",
@@ -659,13 +690,19 @@ def _rocm_fault(run: Run, failures: Sequence[Failure], phase: str) -> Finding:
             None,
             "a hardware exception in a kernel is most often the attention kernel on long or unusual shapes",
         )
+    serial, serialised = env_todo(run, "AMD_SERIALIZE_KERNEL=3 HIP_LAUNCH_BLOCKING=1")
     rem = [
         first,
         remedy(
-            "Rerun with AMD_SERIALIZE_KERNEL=3 HIP_LAUNCH_BLOCKING=1 to find the failing kernel; cap --max-model-len "
-            "below the request length that crashed if it only happens on long prompts",
+            (
+                f"Rerun with {serial} to find the failing kernel"
+                if serial
+                else "Read the failing kernel off the traceback"
+            )
+            + "; cap --max-model-len below the request length that crashed if it only happens on long prompts",
             None,
-            "the length that crashed is not in the log's error lines",
+            "the length that crashed is not in the log's error lines"
+            + (f"; the kernels already ran serialised ({'; '.join(serialised)})" if serialised else ""),
         ),
         remedy(f"Look up '{status}' with your vLLM, PyTorch and ROCm versions (and the AITER commit)"),
     ]

@@ -87,6 +87,56 @@ def fraction_in_range(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= 1
 
 
+#: Values that switch a variable on, as the libraries that read them do (NCCL, vLLM's envs.py
+#: ``bool(int(...))`` / ``.lower() in ("1", "true")``).
+_ON = frozenset({"1", "true", "yes", "on"})
+#: NCCL_DEBUG levels at or finer than INFO: each prints the INFO lines (NCCL's docs).
+_NCCL_INFO_OR_FINER = frozenset({"info", "trace"})
+
+
+def env_matches(name: str, wanted: str, value: str) -> bool:
+    """Whether environment variable ``name`` at ``value`` already does what ``wanted`` asks:
+    equal ignoring case (a switch: any of ``1``/``true``/``yes``/``on``), NCCL_DEBUG at INFO
+    or TRACE for INFO, and an allocator option list (``PYTORCH_CUDA_ALLOC_CONF``, comma
+    separated) that holds the wanted option."""
+    wanted, value = wanted.strip().lower(), value.strip().lower()
+    if name == "NCCL_DEBUG" and wanted == "info":
+        return value in _NCCL_INFO_OR_FINER
+    if name.endswith("_ALLOC_CONF"):
+        return wanted in {v.strip() for v in value.split(",")}
+    return value == wanted or (wanted in _ON and value in _ON)
+
+
+def env_set(run: Run, name: str, wanted: Optional[str] = None) -> Optional[str]:
+    """Where the log shows environment variable ``name`` in force for ``run`` (set to
+    ``wanted``, when given, as :func:`env_matches` compares): ``"NAME=VALUE, set on line N"``
+    (``"... as NCCL's INFO lines show on line N"`` when a line only implies it), else None.
+    A remedy never asks for what the log shows done (catalog/environment.py reads the lines)."""
+    value = run.env.get(name)
+    if value is None or (wanted is not None and not env_matches(name, wanted, value)):
+        return None
+    line = run.env_lines.get(name)
+    if line is None:
+        return f"{name}={value}, set in the log"
+    how = "as NCCL's INFO lines show" if "NCCL INFO" in line.text and " set by environment" not in line.text else "set"
+    return f"{name}={value}, {how} on line {line.lineno}"
+
+
+def env_todo(run: Run, assignments: str) -> Tuple[str, List[str]]:
+    """Split ``assignments`` (``"AMD_SERIALIZE_KERNEL=3 HIP_LAUNCH_BLOCKING=1"``) into those the
+    log does not show in force, joined again (``""`` when none is left), and the
+    :func:`env_set` descriptions of those it does."""
+    todo, done = [], []
+    for pair in assignments.split():
+        name, _, wanted = pair.partition("=")
+        where = env_set(run, name, wanted)
+        if where is None:
+            todo.append(pair)
+        else:
+            done.append(where)
+    return " ".join(todo), done
+
+
 def fmt(setting: str, value: Any) -> str:
     """A value as an operator types it: ``0.85`` for fractions, ``4096`` for counts, words as
     they are (``fp8``)."""

@@ -45,6 +45,7 @@ from ..frames import phase_of, step_tag
 from ..run import Failure, Run
 from ..verdict import Finding, Remedy
 from .device import device_words, platform_of
+from .plan import env_set
 from .rule import Rule, consequence_evidence, ev, failure_evidence, finding, remedy
 from .tree import cut_short, memory_class_at
 
@@ -92,8 +93,12 @@ def _if_oom(cls: str, run: Run, failures: Sequence[Failure], because: str) -> Re
     """The remedy for "if the error cut off was out of memory": the class's explain page, or on
     Gaudi the HPU graph warm-up's own levers (vllm-gaudi docs, configuration/performance_tuning:
     HPU graphs and the KV cache share the usable pool, VLLM_GRAPH_RESERVED_MEM is the graphs'
-    share; VLLM_SKIP_WARMUP), never CUDA's."""
-    if cls == "cuda_graph_capture_oom" and platform_of(run, failures) == "hpu":
+    share; VLLM_SKIP_WARMUP, unless the log shows it set: no warm-up ran), never CUDA's."""
+    if (
+        cls == "cuda_graph_capture_oom"
+        and platform_of(run, failures) == "hpu"
+        and not env_set(run, "VLLM_SKIP_WARMUP", "true")
+    ):
         because += "; the bucket sizes in force are not in the log"
         return remedy(
             "If the error cut off was out of memory during the HPU graph warm-up: fewer or shorter warm-up buckets "
