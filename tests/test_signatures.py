@@ -38,6 +38,13 @@ KNOWN_LEARNED: set = {
     "m09-ascend-pod-prefix-literal-ansi-two-instances-available-memory-0.log",
     # A Markdown list: "- " before every line (hunt5 m12): learned, read right.
     "m12-dash-bullet-prefixed-v1-startup-kv-772736-graphs-0p54-healthy.log",
+    # -- hunt11 and hunt12: learned, each read as its label wants --
+    # LMCache's own "LMCache " logger prefix on every line (z07).
+    "z07-lmcache-cpu-ssd-failed-to-allocate-memory-for-kv-cache-warnings-not-stored.log",
+    # A Markdown list again ("- " before quoted RFC3339 lines, a02).
+    "a02-quoted-markdown-list-rfc3339-ms-prefix-v0-asyncenginedead-engine-step-traceback-cut.log",
+    # A Jupyter proxy turned tqdm's "0/5" into a link on every bar line (a11).
+    "a11-jupyter-proxy-links-mangled-tqdm-mllama-11b-shards-loading-oom-not-shown.log",
 }
 
 
