@@ -3373,6 +3373,7 @@ ARGUMENTS = [
 
 # catalog/environment.py: one case a form (tests/test_environment.py holds the look-alikes)
 ENVIRONMENT = [
+    case("env_unset", "env", "unset NCCL_P2P_DISABLE HOME", unset=["NCCL_P2P_DISABLE"], env={}, prose=True),
     case(
         "env_listing", "env", "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1", env={"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"}, prose=True
     ),
@@ -3702,7 +3703,15 @@ def test_look_alikes_of_the_stall_messages_are_not_stalls():
 NOT_CUTTABLE = {
     **{
         name: "an environment variable's value is the fact: cut, it may be another value (NCCL_DEBUG=IN)"
-        for name in ("env_listing", "env_command_prefix", "env_keyword", "env_yaml", "env_python", "env_nccl_set")
+        for name in (
+            "env_listing",
+            "env_command_prefix",
+            "env_keyword",
+            "env_yaml",
+            "env_python",
+            "env_nccl_set",
+            "env_unset",
+        )
     },
     "reported_hang": "a reporter's word is whole or absent: the regex needs the whole word, nothing to cut into",
     "reported_failure": "a reporter's word is whole or absent: the regex needs the whole word, nothing to cut into",

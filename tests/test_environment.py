@@ -40,7 +40,25 @@ SETS = [
         {"NCCL_CUMEM_ENABLE": "0", "NCCL_DEBUG": "INFO"},
     ),
     ("host1:2949601:2949642 [0] NCCL INFO comm 0x55fb6f3ce680 rank 0 nranks 4 - Init COMPLETE", {"NCCL_DEBUG": "INFO"}),
-    # mentions, not settings
+    # breakit6: other variables on the line, quoted list entries, systemd, Ray's runtime_env
+    ("HF_TOKEN=abc NCCL_P2P_DISABLE=1 vllm serve m", {"NCCL_P2P_DISABLE": "1"}),
+    ("export HF_TOKEN=x NCCL_P2P_DISABLE=1", {"NCCL_P2P_DISABLE": "1"}),
+    ("OMP_NUM_THREADS=8 NCCL_P2P_DISABLE=1 python -m vllm.entrypoints.openai.api_server", {"NCCL_P2P_DISABLE": "1"}),
+    ("sudo NCCL_P2P_DISABLE=1 vllm serve m", {"NCCL_P2P_DISABLE": "1"}),
+    ("NCCL_P2P_DISABLE=1 ./run.sh", {"NCCL_P2P_DISABLE": "1"}),
+    ("cd /srv && export NCCL_IB_DISABLE=1", {"NCCL_IB_DISABLE": "1"}),
+    ('      - "NCCL_P2P_DISABLE=1"', {"NCCL_P2P_DISABLE": "1"}),
+    ("Environment=NCCL_P2P_DISABLE=1", {"NCCL_P2P_DISABLE": "1"}),
+    ('  NCCL_DEBUG: "INFO"  # while debugging', {"NCCL_DEBUG": "INFO"}),
+    ('ray.init(runtime_env={"env_vars": {"CUDA_LAUNCH_BLOCKING": "1"}})', {"CUDA_LAUNCH_BLOCKING": "1"}),
+    ("export VLLM_API_KEY=alpha\\ bravo", {"VLLM_API_KEY": "alpha bravo"}),
+    ("host1:7:7 [0] NCCL INFO NCCL version 2.21.5+cuda12.4", {"NCCL_DEBUG": "INFO"}),
+    # mentions, not settings: comments, prose, removals
+    ("# export NCCL_P2P_DISABLE=1", {}),
+    ('# os.environ["NCCL_P2P_DISABLE"] = "1"', {}),
+    ("Has anyone tried export NCCL_P2P_DISABLE=1 here?", {}),
+    ("I grepped for NCCL INFO lines but there are none.", {}),
+    ("unset NCCL_P2P_DISABLE", {}),
     ("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.", {}),
     (
         "torch.OutOfMemoryError: CUDA out of memory. If reserved but unallocated memory is large try setting "
@@ -83,6 +101,46 @@ def test_the_last_setting_wins_and_nccl_info_lines_never_replace_a_set_level():
     assert run.env_lines["NCCL_DEBUG"].lineno == 1 and run.env_lines["PYTORCH_CUDA_ALLOC_CONF"].lineno == 4
 
 
+def test_unset_takes_a_name_out_and_a_million_names_are_bounded():
+    t = track(["export NCCL_P2P_DISABLE=1 NCCL_IB_DISABLE=1", "unset NCCL_P2P_DISABLE", "export -n NCCL_IB_DISABLE"])
+    assert t.runs[0].env == {}
+    from vllm_doctor.tracker import MAX_ENV
+
+    t = track([f"export NCCL_X{i}=1" for i in range(MAX_ENV * 3)])
+    assert len(t.runs[0].env) == MAX_ENV and len(t.runs[0].env_lines) == MAX_ENV
+
+
+_VERSION = "INFO 07-14 23:00:03 [api_server.py:1395] vLLM API server version 0.9.2"
+_NCCL_ERROR = "ERROR 07-14 23:00:09 [core.py:1] RuntimeError: NCCL error: unhandled system error"
+
+
+def test_a_setting_after_the_failure_is_the_next_runs_not_the_failed_ones():
+    # breakit6 item 2: exported after the error, before the restart
+    t = track([_VERSION, _NCCL_ERROR, "export NCCL_P2P_DISABLE=1", _VERSION, _NCCL_ERROR])
+    assert len(t.runs) == 2
+    assert t.runs[0].env == {} and t.runs[1].env == {"NCCL_P2P_DISABLE": "1"}
+    # and after the failure with no restart: it set nothing that ran
+    t = track([_VERSION, _NCCL_ERROR, "Then I did:", "export NCCL_DEBUG=INFO"])
+    assert [r.env for r in t.runs] == [{}]
+
+
+def test_an_export_after_an_error_line_is_not_glued_into_it(tmp_path):
+    log = tmp_path / "glue.log"
+    log.write_text(f"{_VERSION}\n{_NCCL_ERROR}\nexport NCCL_P2P_DISABLE=1 NCCL_IB_DISABLE=1\n")
+    (f,) = diagnose(str(log)).findings
+    assert "export" not in f.title and f.title.endswith("unhandled system error")
+
+
+def test_paths_already_off_are_said_under_does_not_help(tmp_path):
+    log = tmp_path / "off.log"
+    log.write_text(f"export NCCL_P2P_DISABLE=1 NCCL_IB_DISABLE=1\n{_VERSION}\n{_NCCL_ERROR}\n")
+    (f,) = diagnose(str(log)).findings
+    assert not any("NCCL_P2P_DISABLE=1" in r.action for r in f.remedies)
+    assert any(
+        d.startswith("Turning off the GPU-to-GPU paths: already off (NCCL_P2P_DISABLE=1") for d in f.does_not_help
+    )
+
+
 def test_an_env_line_is_no_vllm_output():
     t = track(["export NCCL_DEBUG=INFO", "export VLLM_USE_V1=1"])
     assert t.recognised == 0 and not t.vllm_seen
@@ -99,6 +157,10 @@ def test_an_env_line_is_no_vllm_output():
         ("CUDA_LAUNCH_BLOCKING", "1", "true", True),
         ("CUDA_LAUNCH_BLOCKING", "1", "0", False),
         ("VLLM_DEEP_GEMM_WARMUP", "skip", "skip", True),
+        ("VLLM_ROCM_USE_AITER", "0", "false", True),
+        ("VLLM_ROCM_USE_AITER", "0", "True", False),
+        ("VLLM_SKIP_WARMUP", "true", "1", False),  # vllm-gaudi reads it as == "true"
+        ("PYTORCH_ALLOC_CONF", "expandable_segments:True", "expandable_segments:True", True),
     ],
 )
 def test_a_value_in_force_does_what_the_advice_asks(name, wanted, value, same):

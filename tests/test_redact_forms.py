@@ -24,6 +24,9 @@ from vllm_doctor.redact import redact_secrets, redact_text
         ("AWS_SECRET_ACCESS_KEY  wJalrXUtnFEMI/K7MDENG", "AWS_SECRET_ACCESS_KEY  <redacted>"),
         # a token with its own prefix keeps it, as without the key
         ("HF_TOKEN hf_abcdefghijklmnopqrstu", "HF_TOKEN hf_<redacted>"),
+        # breakit6: a shell word's escaped space is part of the value
+        ("export VLLM_API_KEY=alpha\\ bravoLEAK x", "export VLLM_API_KEY=<redacted> x"),
+        ("VLLM_API_KEY=a\\ b\\ c vllm serve m", "VLLM_API_KEY=<redacted> vllm serve m"),
     ],
 )
 def test_a_secret_env_key_and_its_value_apart_by_spaces(text, redacted):

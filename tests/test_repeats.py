@@ -699,7 +699,7 @@ def test_every_field_of_the_tracker_state_was_reviewed_for_the_fold():
     assert attrs == sorted(
         "budget dropped_runs folded_runs observers recognised records runs seq source streams vllm_seen "
         # pending_command: in fold_state's steady; row_labels: grows only as runs open (steady's run count)
-        "owner routed_back _target pending_command row_labels".split()
+        "owner routed_back _target pending_command row_labels pending_env".split()
     )
 
 

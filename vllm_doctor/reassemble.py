@@ -252,6 +252,10 @@ def _may_cross_blank(prev: Record) -> bool:
 _COMMAND_START = regex.compile(r"(?:\$ |# |export |vllm serve\b|python3? -m |docker run\b|CUDA_VISIBLE_DEVICES=)")
 
 
+#: Lines that are surely a shell command of their own: never a continuation of the record before.
+_SHELL_LINE = regex.compile(r"(?:\$ |export [A-Za-z_]\w*=|unset [A-Za-z_])")
+
+
 def _across_blank(prev: Record, cur: Record, block: int = 0) -> Optional[str]:
     """The separator to join ``cur`` onto ``prev`` across one blank line, or None: only a
     bare line that starts inside a sentence (or the rest of a line cut at the input's
@@ -310,6 +314,8 @@ def _continues(prev: Record, cur: Record, block: int = 0) -> Optional[str]:
         return None  # a paste's '...' says lines were left out: it continues nothing
     if shell_continued(prev.text) and text.strip():
         return " "
+    if _SHELL_LINE.match(text):
+        return None  # an export / unset / prompt line is the operator's next command (breakit6 item 3)
     if prev.at_width and not prev.text and prev.vllm_header and text:
         return ""  # the line held vLLM's record prefix only and filled the width: its message follows
     if prev.at_width and could_be_rest(text) and not _same_lead(prev.text, text):

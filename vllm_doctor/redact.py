@@ -215,7 +215,8 @@ def _value_end(text: str, i: int, bare_to_end: bool = False, phrase: bool = Fals
     the first delimiter for a bare value (the end of ``text`` with ``bare_to_end``). An
     unclosed quote or bracket runs to the end: a cut line leaks nothing. A Python string
     prefix is part of the quoted value (``b'SECRET'``). With ``phrase`` a bare value runs on
-    past spaces, up to a delimiter or the next ``key=`` / ``key:``."""
+    past spaces, up to a delimiter or the next ``key=`` / ``key:``. A backslash-escaped space
+    (a shell word) does not end a bare value."""
     n = len(text)
     i += _string_prefix(text, i)
     j = i
@@ -252,7 +253,12 @@ def _value_end(text: str, i: int, bare_to_end: bool = False, phrase: bool = Fals
     if bare_to_end:
         return n
     k = i
-    while k < n and text[k] not in ",;&)]}'\"<>\\":
+    while k < n:
+        if text[k] == "\\" and k + 1 < n and text[k + 1] == " ":
+            k += 2  # a shell word's escaped space is inside the value (breakit6 item 10: alpha\ bravo)
+            continue
+        if text[k] in ",;&)]}'\"<>\\":
+            break
         if text[k].isspace():
             if not phrase or _NEXT_KEY.match(text, k) or not text[k:].strip():
                 break

@@ -39,6 +39,9 @@ from .run import Consequence, Failure, Line, Neighbour, Run, StatsSample, same_v
 MAX_STREAMS = 64
 MAX_FRAMES = 64
 MAX_PIDS = 256
+#: Environment variables kept a run (Run.env), and settings held for the next run: a bound, so
+#: a log of a million exports holds no more (breakit6 item 6).
+MAX_ENV = 64
 #: Failures within which memory messages of one process are merged into one failure
 #: (a torch OOM and vLLM's sampler / loader wrapper of it), counted in failures seen.
 MERGE_WINDOW = 60
@@ -410,6 +413,9 @@ class SourceTracker:
         #: instance's (two ``vllm serve`` in one paste), given to the next run that opens, or
         #: to the current one at the end when none does (:meth:`_on_config`).
         self.pending_command: Optional[Tuple[Event, Line]] = None
+        #: Environment settings printed after the current run failed: the next run's, if one
+        #: starts (breakit6 item 2: an export pasted after the error, before a restart).
+        self.pending_env: List[Tuple[Event, Line]] = []
         #: The table-row label each run's stats lines came from (:meth:`_row_run`), by run index.
         self.row_labels: Dict[int, str] = {}
         self._new_run(1)
@@ -440,6 +446,9 @@ class SourceTracker:
         pending, self.pending_command = self.pending_command, None
         if pending is not None:
             self._on_config(run, *pending, deferred=True)
+        envs, self.pending_env = self.pending_env, []
+        for ev, line in envs:
+            self._set_env(run, ev, line)
         return run
 
     def evict(self, run: Run) -> None:
@@ -908,11 +917,28 @@ class SourceTracker:
                     run.command_keys.add(key)
 
     def _on_env(self, run: Run, ev: Event, line: Line) -> None:
-        """What the log shows set in the environment: the last line that sets a name wins (as
-        in a shell); a value a line only implies (NCCL INFO lines: NCCL_DEBUG) never replaces one."""
+        """What the log shows set in the environment. A setting printed after the run failed
+        is held for the next run (it set nothing for the one that failed); NCCL's own lines
+        (implied) are the failing run's."""
+        if run.failures and not ev.data.get("implied"):
+            if len(self.pending_env) < MAX_ENV:
+                self.pending_env.append((ev, line))
+            return
+        self._set_env(run, ev, line)
+
+    @staticmethod
+    def _set_env(run: Run, ev: Event, line: Line) -> None:
+        """The last line that sets a name wins (as in a shell), an unset takes it out; a value a
+        line only implies (NCCL INFO lines: NCCL_DEBUG) never replaces one. At most
+        :data:`MAX_ENV` names a run."""
+        for name in ev.data.get("unset", ()):
+            run.env.pop(name, None)
+            run.env_lines.pop(name, None)
         implied = ev.data.get("implied")
         for name, value in ev.data["env"].items():
             if implied and name in run.env:
+                continue
+            if name not in run.env and len(run.env) >= MAX_ENV:
                 continue
             run.env[name] = value
             run.env_lines[name] = line
@@ -1030,6 +1056,7 @@ class SourceTracker:
             "runs": len(self.runs),
             "vllm_seen": self.vllm_seen,
             "pending_command": self.pending_command is not None,
+            "pending_env": len(self.pending_env),
             "streams": [
                 (
                     key,

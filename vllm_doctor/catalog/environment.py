@@ -38,42 +38,64 @@ PREFIXES = ("NCCL_", "VLLM_", "CUDA_", "PYTORCH_", "TORCH_", "HIP_", "AMD_", "HS
 #: has room for few: these cover every variable a remedy names).
 ANCHORS = ("NCCL_", "VLLM_", "CUDA_", "ALLOC_CONF", "AMD_SERIALIZE", "HIP_LAUNCH")
 _NAME = r"(?:" + "|".join(PREFIXES) + r")[A-Z0-9_]+"
-_VALUE = r"(?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"';&|#`]+)"
+#: Any variable's name: a line that sets others too (``HF_TOKEN=... NCCL_P2P_DISABLE=1 vllm``)
+#: is read for the names of :data:`PREFIXES` among them (breakit6 item 1).
+_ANY = r"[A-Za-z_][A-Za-z0-9_]*"
+#: A value as a shell reads it: quoted, or a word (a backslash-escaped character included).
+_VALUE = r"(?:\"[^\"\n]*\"|'[^'\n]*'|(?:\\.|[^\s\"';&|#`\\])+)"
 _ASSIGN = r"(?P<name>" + _NAME + r")=(?P<value>" + _VALUE + r")"
 #: What may follow assignments that prefix a command: the command's first word.
-_COMMAND = r"(?:vllm|python[\d.]*|uv|torchrun|docker|podman|ray|accelerate|deepspeed|bash|sh|srun|exec|nohup|env|CUDA_VISIBLE_DEVICES=)\b"
-_PAIR = regex.compile(r"(?<![\w.-])" + _ASSIGN)
+_COMMAND = (
+    r"(?:vllm|python[\d.]*|uv|torchrun|docker|podman|ray|accelerate|deepspeed|bash|sh|srun|exec|nohup|env|"
+    r"\./\S+|/\S+)(?=\s|$)"
+)
+_PAIR = regex.compile(r"(?<![\w.\\-])" + _ASSIGN)
 
 _LISTING = (
-    # a listing, a .env file, a compose list entry ("- NAME=VALUE"): assignments alone on the line
-    r"^\s*(?:-\s+)?" + _ASSIGN + r"\s*(?:#.*)?$"
+    # a listing, a .env file, a compose list entry ("- NAME=VALUE", '- "NAME=VALUE"'), systemd's
+    # Environment=: assignments alone on the line
+    r"^\s*(?:-\s+[\"']?|Environment=[\"']?)?" + _ASSIGN + r"[\"']?\s*(?:#.*)?$"
 )
 _PREFIXED = (
-    # assignments before a command word ("NCCL_DEBUG=INFO vllm serve ..."), after a prompt
-    r"^\s*(?:[$#>]\s+)?(?:(?:sudo\s+)?env\s+)?(?:" + _NAME + r"=" + _VALUE + r"\s+)+" + _COMMAND
+    # assignments before a command word ("NCCL_DEBUG=INFO vllm serve ...", after "$ " or "sudo")
+    r"^\s*(?:[$>]\s+)?(?:sudo\s+)?(?:env\s+)?(?:" + _ANY + r"=" + _VALUE + r"\s+)*?" + _ASSIGN + r"\s+"
+    r"(?:" + _ANY + r"=" + _VALUE + r"\s+)*" + _COMMAND
 )
 _KEYWORD = (
-    # export / ENV / setenv / env / docker's -e and --env
-    r"(?:^|[\s;&(])(?:export|ENV|setenv|env|-e|--env)(?:\s+|=)(?:\"|')?" + _ASSIGN
+    # export / ENV / setenv / env starting a command (the line's, or after ; && | or a prompt),
+    # docker's -e / --env anywhere; a comment line sets nothing, nor prose that quotes one
+    r"^(?!\s*#)(?:(?:.*?[;&|(]\s*)?\s*(?:[$>]\s+)?(?:sudo\s+)?(?:export|ENV|setenv|env)\s+"
+    r"|.*?\s(?:-e|--env)(?:\s+|=)[\"']?)(?:" + _ANY + r"=" + _VALUE + r"\s+)*" + _ASSIGN
 )
 _YAML = (
-    # a compose or Kubernetes map entry: NAME: "VALUE"
-    r"^\s*(?P<name>" + _NAME + r"):\s+(?P<value>" + _VALUE + r")\s*$"
+    # a compose or Kubernetes map entry (NAME: "VALUE"), a Ray runtime_env / JSON dict's
+    # "NAME": "VALUE"
+    r"(?:^\s*(?P<name>" + _NAME + r"):\s+(?P<value>" + _VALUE + r")\s*(?:#.*)?$"
+    r"|[\"'](?P<name>" + _NAME + r")[\"']\s*:\s*(?P<value>\"[^\"\n]*\"|'[^'\n]*'|\d+))"
 )
-_KEYWORD_RX = regex.compile(_KEYWORD)
-_EXPORT_LINE = regex.compile(r"^\s*(?:[$#>]\s+)?(?:export|ENV)\s")
+_KEYWORD_RX = regex.compile(r"(?:^|[\s;&(])(?:-e|--env)(?:\s+|=)[\"']?" + _ASSIGN)
+_EXPORT_LINE = regex.compile(r"^\s*(?:[$>]\s+)?(?:export|ENV|setenv|env)\s")
 _PYTHON = (
-    r"os\.environ(?:\[\s*|\.setdefault\(\s*)[\"'](?P<name>"
+    r"^(?!\s*#)[^#]*?os\.environ(?:\[\s*|\.setdefault\(\s*)[\"'](?P<name>"
     + _NAME
     + r")[\"']\s*(?:\]\s*=|,)\s*(?P<value>"
     + _VALUE
     + r")"
 )
-_NCCL_SET = r"NCCL INFO (?P<name>NCCL_[A-Z0-9_]+) set by environment to (?P<value>\S+?)(?=\.?(?:\s|$))"
+#: NCCL's own record: "host:pid:tid [rank] NCCL INFO ..." (a reporter's words that name "NCCL
+#: INFO" are no such record: breakit6 item 4).
+_NCCL_RECORD = r"(?:^|\[\d{1,5}\]\s)NCCL INFO "
+_NCCL_SET = _NCCL_RECORD + r"(?P<name>NCCL_[A-Z0-9_]+) set by environment to (?P<value>\S+?)(?=\.?(?:\s|$))"
+_UNSET = (
+    # unset A B / export -n A: names taken out of the environment
+    r"^\s*(?:[$>]\s+)?(?:unset|export\s+-n)\s+(?P<names>(?:" + _ANY + r"\s*)+)$"
+)
 
 
 def _unquote(value: str) -> str:
-    return value[1:-1] if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'" else value
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+        return value[1:-1]
+    return regex.sub(r"\\(.)", r"\1", value)
 
 
 def _one(m, rec) -> Optional[Dict[str, Any]]:
@@ -81,7 +103,7 @@ def _one(m, rec) -> Optional[Dict[str, Any]]:
 
 
 def _prefix(m, rec) -> Optional[Dict[str, Any]]:
-    """Every assignment before the command word (``A=1 B=2 vllm serve``)."""
+    """Every tracked assignment before the command word (``A=1 B=2 vllm serve``)."""
     found = {p["name"]: _unquote(p["value"]) for p in _PAIR.finditer(m.string, 0, m.end())}
     return {"env": found, "prose": True} if found else None
 
@@ -92,7 +114,13 @@ def _keyword(m, rec) -> Optional[Dict[str, Any]]:
         found = {p["name"]: _unquote(p["value"]) for p in _PAIR.finditer(m.string)}
     else:
         found = {k["name"]: _unquote(k["value"]) for k in _KEYWORD_RX.finditer(m.string)}
+        found.setdefault(m["name"], _unquote(m["value"]))
     return {"env": found, "prose": True} if found else None
+
+
+def _unset(m, rec) -> Optional[Dict[str, Any]]:
+    names = [n for n in m["names"].split() if n.startswith(PREFIXES)]
+    return {"unset": names, "env": {}, "prose": True} if names else None
 
 
 def _nccl_debug(m, rec) -> Optional[Dict[str, Any]]:
@@ -101,6 +129,16 @@ def _nccl_debug(m, rec) -> Optional[Dict[str, Any]]:
 
 
 PATTERNS = [
+    Pattern(
+        "env_unset",
+        "env",
+        ANCHORS,
+        _UNSET,
+        "a shell's unset / export -n",
+        None,
+        _unset,
+        NO_CUT,
+    ),
     Pattern(
         "env_listing",
         "env",
@@ -165,7 +203,7 @@ PATTERNS = [
         "env_nccl_info",
         "env",
         ("NCCL INFO",),
-        r"NCCL INFO ",
+        _NCCL_RECORD,
         "NCCL prints INFO lines only under NCCL_DEBUG=INFO (or TRACE)",
         None,
         _nccl_debug,

@@ -237,12 +237,15 @@ def fragmented(facts: Dict[str, Any]) -> bool:
 def expandable_done(run: Run) -> bool:
     """The log shows expandable segments already on: its mapping error ("memory mapping
     failed"), or the setting in the operator's launch command or in a failure's lines (not
-    PyTorch's own "try setting" hint), or the environment the log shows (plan.env_set). The remedy is then done, never repeated."""
+    PyTorch's own "try setting" hint), or the environment the log shows (plan.env_set; PyTorch 2.9's PYTORCH_ALLOC_CONF too). The remedy is then done, never repeated."""
     texts = [x.text for f in run.failures for x in f.lines]
     command = run.markers.get("launch_command")
     if command is not None:
         texts.append(command.text)
-    return env_set(run, "PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True") is not None or any(
+    on = any(
+        env_set(run, name, "expandable_segments:True") for name in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF")
+    )
+    return on or any(
         "memory mapping failed" in t or ("expandable_segments:True" in t and "try setting" not in t) for t in texts
     )
 

@@ -579,6 +579,8 @@ def _nccl(run: Run, failures: Sequence[Failure], phase: str, facts) -> Finding:
         f"Memory tuning (gpu_memory_utilization, max_model_len): {why}",
         f"--enforce-eager or CUDA_LAUNCH_BLOCKING=1: {why}",
     ]
+    if off and not paths:
+        dont.append(f"Turning off the GPU-to-GPU paths: already off ({'; '.join(off)})")
     forbids = [(s, "lower", why) for s in ("gpu_memory_utilization", "max_model_len", "max_num_seqs")]
     return _finding(run, failures, phase, title, facts, "the error", rem, dont, forbids=forbids)
 

@@ -90,13 +90,18 @@ def fraction_in_range(value: Any) -> bool:
 #: Values that switch a variable on, as the libraries that read them do (NCCL, vLLM's envs.py
 #: ``bool(int(...))`` / ``.lower() in ("1", "true")``).
 _ON = frozenset({"1", "true", "yes", "on"})
+_OFF = frozenset({"0", "false", "no", "off"})
+#: Variables read by an exact word, not as a switch: vllm-gaudi's HPU model runner reads
+#: ``VLLM_SKIP_WARMUP`` as ``.lower() == "true"`` ("1" does not skip it).
+_EXACT = frozenset({"VLLM_SKIP_WARMUP"})
 #: NCCL_DEBUG levels at or finer than INFO: each prints the INFO lines (NCCL's docs).
 _NCCL_INFO_OR_FINER = frozenset({"info", "trace"})
 
 
 def env_matches(name: str, wanted: str, value: str) -> bool:
     """Whether environment variable ``name`` at ``value`` already does what ``wanted`` asks:
-    equal ignoring case (a switch: any of ``1``/``true``/``yes``/``on``), NCCL_DEBUG at INFO
+    equal ignoring case (a switch: any of ``1``/``true``/``yes``/``on``, or of ``0``/``false``/
+    ``no``/``off``; :data:`_EXACT` names only their word), NCCL_DEBUG at INFO
     or TRACE for INFO, and an allocator option list (``PYTORCH_CUDA_ALLOC_CONF``, comma
     separated) that holds the wanted option."""
     wanted, value = wanted.strip().lower(), value.strip().lower()
@@ -104,7 +109,9 @@ def env_matches(name: str, wanted: str, value: str) -> bool:
         return value in _NCCL_INFO_OR_FINER
     if name.endswith("_ALLOC_CONF"):
         return wanted in {v.strip() for v in value.split(",")}
-    return value == wanted or (wanted in _ON and value in _ON)
+    if name in _EXACT:
+        return value == wanted
+    return value == wanted or (wanted in _ON and value in _ON) or (wanted in _OFF and value in _OFF)
 
 
 def env_set(run: Run, name: str, wanted: Optional[str] = None) -> Optional[str]:

@@ -299,8 +299,9 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List
     if why_u is None:  # m02: the message was cut before its numbers
         why_u = "how much to lower it cannot be worked out: the failed allocation and the GPU's size are not in the log"
     fragmented = bool(frag and frag >= thresholds.FRAGMENTATION_GIB)
-    # never repeated when on, never where vLLM's sleep-mode allocator refuses it
-    fragmented = fragmented and not expandable_done(run) and not sleep_mode(run, failures)
+    # never repeated when on (said under "does not help"), never where vLLM's sleep-mode allocator refuses it
+    expandable_on = fragmented and expandable_done(run)
+    fragmented = fragmented and not expandable_on and not sleep_mode(run, failures)
     if any("wake_up" in f.all_tags for f in failures) or "wake_up" in run.sibling_tags:
         return [_waking(run, failures, facts, co, c)]
     path = request_path(failures)
@@ -357,6 +358,8 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List
         "Raising gpu_memory_utilization: a larger KV cache leaves less headroom",
         "Lowering max_model_len: the KV cache was already reserved at startup",
     ]
+    if expandable_on:
+        dont.append("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: the log shows it on already")
     notes = []
     if facts.get("co_tenant_pids") == [] and facts.get("vllm_pid"):
         notes.append(
