@@ -371,7 +371,10 @@ def test_verdicts_hold_no_secret_and_keep_the_diagnosis(tmp_path):
         for s in secrets:
             assert s not in r.output, (fmt, s)
         assert "kv_cache_capacity" in r.output
-    d = json.loads(CliRunner().invoke(main, ["diagnose", "-f", "json", str(log)]).output)
+    r = CliRunner().invoke(main, ["diagnose", "-f", "json", str(log)])
+    d = json.loads(r.stdout)
+    # the user name became a pseudonym: standard error says how to see it (fresh22 item 3)
+    assert r.stderr.strip() == "note: user names are shown as <user-N>; --no-redact shows them as logged"
     assert d["primary_class"] == "kv_cache_capacity"
     assert "--max-model-len 16384" in [r["flag"] for f in d["findings"] for r in f["remedies"]]
     assert d["runs"][0]["config"]["max_model_len"] == 131072

@@ -303,10 +303,13 @@ def diagnose(
             _error(e)
         sys.exit(EXIT_USAGE)
     verdict = build_verdict(results, unreadable, chosen)
+    pseudonyms = None
     if not no_redact:
-        from .redact import redact_verdict
+        from .redact import Redactor, redact_verdict
 
-        verdict = redact_verdict(verdict)
+        redactor = Redactor()
+        verdict = redact_verdict(verdict, redactor)
+        pseudonyms = redactor.pseudonym_note()
     tty = streams.isatty(sys.stdout)
     if color is None:
         color = tty and "NO_COLOR" not in os.environ
@@ -323,6 +326,8 @@ def diagnose(
     if plot_note:
         streams.write_stderr(plot_note[1])
         failed = failed or plot_note[0]
+    if pseudonyms:
+        streams.write_stderr(pseudonyms)
     if verdict.exit_code == EXIT_UNRECOGNISED and fmt != "text" and not (output and output != "-"):
         # The text view says it in its sources block; JSON and Markdown on standard output
         # are for a program or a ticket, so the operator reads it here, once.

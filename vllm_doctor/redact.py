@@ -399,6 +399,15 @@ class Redactor:
         # text -> (tokens known when it was redacted, the result): see _string
         self._memo: Dict[str, Tuple[int, str]] = {}
 
+    def pseudonym_note(self) -> Optional[str]:
+        """One line for the operator when names were replaced (fresh22 item 3: which pod
+        failed, when two pods interleave), else None."""
+        kinds = [k for k, t in (("host", self.hosts), ("pod", self.pods), ("user", self.users)) if t]
+        if not kinds:
+            return None
+        shown = ", ".join(f"<{k}-N>" for k in kinds)
+        return f"note: {'/'.join(kinds)} names are shown as {shown}; --no-redact shows them as logged"
+
     @staticmethod
     def _pseudonym(table: Dict[str, str], kind: str, name: str) -> str:
         if name not in table:
