@@ -271,11 +271,16 @@ def _squeezed(run: Run, plan: Constraints, c: Dict[str, Any], gate: Failure):
         "the weights and a KV cache"
     )
     gate_why = f"the free-memory check failed{at} with {F:g} of {T:g} GiB free (line {gate.lines[0].lineno})"
+    # a trainer's offload only where the log shows one (a12: a desktop 3060 with no trainer in sight)
+    holders = (
+        "its trainer (offload or sleep the actor/reference models before the rollout initialises), a second "
+        "instance, or give vLLM its own GPUs"
+        if run.trainer
+        else "another process (nvidia-smi names it: a second instance, a notebook, a trainer), or give vLLM its own GPU"
+    )
     rem = [
         remedy(
-            f"Free what holds {held:.2f} GiB of this GPU before vLLM starts: a colocated trainer (offload or sleep "
-            "its actor/reference models before the rollout initialises), a second instance, or give vLLM its "
-            "own GPUs",
+            f"Free what holds {held:.2f} GiB of this GPU before vLLM starts: {holders}",
             None,
             gate_why,
             "host",
