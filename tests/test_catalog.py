@@ -1026,6 +1026,58 @@ CHECKS = [
         min_capability=80,
         current_capability=75,
     ),
+    # the platform's own list (Platform.verify_quantization): its device_name, lower-case since
+    # v0.6.3, the literal "ROCm" in vllm/config.py before; a prose retelling (z22) is the same words
+    case(
+        "quantization_platform",
+        "quant_error",
+        "(APIServer pid=1) ValueError: gptq_bitblas quantization is currently not supported in rocm.",
+        quantization="gptq_bitblas",
+        device="ROCm", refused_by="platform",
+    ),
+    case(
+        "quantization_platform",
+        "quant_error",
+        "ValueError: fbgemm_fp8 quantization is currently not supported in ROCm.",
+        quantization="fbgemm_fp8",
+        device="ROCm", refused_by="platform",
+    ),
+    case("quantization_platform", "quant_error", fixture_line("z22", 12), quantization="fbgemm_fp8", device="ROCm", refused_by="platform"),
+    case(
+        "quantization_platform",
+        "quant_error",
+        "ERROR 02-01 10:00:00 [core.py:1] ValueError: awq quantization is currently not supported in tpu.",
+        quantization="awq",
+        device="TPU", refused_by="platform",
+    ),
+    case(
+        "quantization_platform",
+        "quant_error",
+        "ValueError: deepseek_v4_fp8 quantization is currently not supported in npu.",
+        quantization="deepseek_v4_fp8",
+        device="NPU", refused_by="platform",
+    ),
+    case(
+        "quantization_platform",
+        "quant_error",
+        "ValueError: bitsandbytes quantization is currently not supported in xpu.",
+        quantization="bitsandbytes",
+        device="XPU", refused_by="platform",
+    ),
+    case(
+        "quantization_platform",
+        "quant_error",
+        "ValueError: gptq quantization is currently not supported in neuron.",
+        quantization="gptq",
+        device="Neuron", refused_by="platform",
+    ),
+    case(
+        "quantization_platform",
+        "quant_error",
+        "ValueError: awq_marlin quantization is currently not supported in hpu.",
+        quantization="awq_marlin",
+        device="HPU", refused_by="platform",
+    ),
     # 0.5.5-0.28 raise it with three arguments: Python prints their tuple (fixtures/logs h036, quoted in prose)
     case("quantization_capability", "quant_error", fixture_line("h036", 1), min_capability=75, current_capability=70),
     case(
