@@ -2154,6 +2154,22 @@ PLATFORM = [
 ]
 
 SCHEDULER = [
+    # V0's swap abort (vllm/core/scheduler.py _preempt_by_swap): bare, under a Ray actor prefix,
+    # and in the raise's own source line's neighbour (a21 line 16)
+    case("v0_swap_space_exhausted", "swap_exhausted", fixture_line("a21", 16), preemption_mode="SWAP"),
+    case(
+        "v0_swap_space_exhausted",
+        "swap_exhausted",
+        "RuntimeError: Aborted due to the lack of CPU swap space. Please increase the swap space to avoid this error.",
+        preemption_mode="SWAP",
+    ),
+    case(
+        "v0_swap_space_exhausted",
+        "swap_exhausted",
+        "ERROR 09-27 11:35:19 async_llm_engine.py:41] RuntimeError: Aborted due to the lack of CPU swap space. "
+        "Please increase the swap space to avoid this error.",
+        preemption_mode="SWAP",
+    ),
     case("v0_preemption", "preemption", fixture_line("r004", 2), seq_group="165", mode="SWAP", cumulative=151),
     case("v0_preemption", "preemption", fixture_line("r001", 1), seq_group="221", mode="RECOMPUTE", cumulative=101),
     case(

@@ -6,6 +6,12 @@ Sources:
   %s mode because there is not enough KV cache space. ... total_num_cumulative_preemption=%d``
   (older ``total_cumulative_preemption_cnt=``), logged only for the 1st, 51st, 101st ...
   preemption. V1 prints no per-preemption line at all;
+* V0 ``vllm/core/scheduler.py Scheduler._preempt_by_swap`` / ``_swap_out`` (0.1 to 0.10, the
+  same words in every release): ``RuntimeError: Aborted due to the lack of CPU swap space.
+  Please increase the swap space to avoid this error.`` -- SWAP-mode preemption (V0 swaps
+  instead of recomputing when a sequence group holds several sequences: ``n > 1``, beam
+  search) found no free block in vLLM's own CPU swap pool (``--swap-space``, GiB per GPU, 4 by
+  default); the engine dies. Not the OS swap;
 * V0 ``vllm/engine/metrics.py LoggingStatLogger.log``: ``Avg prompt throughput: %.1f
   tokens/s, Avg generation throughput: %.1f tokens/s, Running: %d reqs, Swapped: %d reqs,
   Pending: %d reqs, GPU KV cache usage: %.1f%%, CPU KV cache usage: %.1f%%.`` and the
@@ -41,6 +47,18 @@ EXTRA_FIELDS = (
 )
 
 PATTERNS = [
+    # The anchor holds the gate's "rror" (prefilter.PREFERRED_GATE): the sentence's start
+    # ("Aborted due to ...") holds no gate literal.
+    Pattern(
+        "v0_swap_space_exhausted",
+        "swap_exhausted",
+        ("swap space to avoid this error",),
+        r"Aborted due to the lack of CPU swap space\.\s*Please increase the swap space to avoid this error",
+        "vllm/core/scheduler.py Scheduler._preempt_by_swap / _swap_out (V0, RuntimeError)",
+        None,
+        lambda m, rec: {"preemption_mode": "SWAP"},
+        cut_from=r"Aborted due to the lack of CPU swap space",
+    ),
     Pattern(
         "v0_preemption",
         "preemption",
