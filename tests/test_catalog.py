@@ -616,6 +616,37 @@ STARTUP = [
         non_torch_gib=0.12,
         cuda_graph_gib=0.5,
     ),
+    # vllm-ascend's NPUWorker summary: "Actual usage:", "for weights", no "and", "NPU graph memory"
+    case(
+        "startup_memory_summary_usage",
+        "facts",
+        fixture_line("z14", 3),
+        weights_gib=1.14,
+        activation_peak_gib=0.22,
+        non_torch_gib=0.13,
+        cuda_graph_gib=0.04,
+    ),
+    case(
+        "startup_memory_summary_usage",
+        "facts",
+        "(Worker_DP1_TP7_EP15 pid=2653) INFO 07-08 11:54:00 [worker.py:852] Free memory on device (60.6/60.96 GiB) on "
+        "startup. Desired GPU memory utilization is (0.95, 57.91 GiB). Actual usage: 39.51 GiB for weights, 1.52 GiB "
+        "for peak activation, 3.15 GiB for non-torch memory, 0.0 GiB for NPU graph memory. Replace "
+        "gpu_memory_utilization with `--kv-cache-memory=14584478208` (13.58 GiB) to fit into requested memory, or "
+        "`--kv-cache-memory=17476561408` (16.28 GiB) to fully utilize NPU free memory. Current KV cache memory: 13.73 GiB.",
+        weights_gib=39.51,
+        activation_peak_gib=1.52,
+        non_torch_gib=3.15,
+        cuda_graph_gib=0.0,
+    ),
+    case(
+        "startup_memory_summary_kv",
+        "facts",
+        "(EngineCore pid=123) INFO 07-26 15:49:29 [worker.py:1029] Actual usage: 27.54 GiB for weights, 0.26 GiB for "
+        "peak activation, 0.18 GiB for non-torch memory, 0.47 GiB for NPU graph memory. Current KV cache memory: "
+        "8.04 GiB.",
+        kv_available_gib=8.04,
+    ),
     case(
         "kv_cache_memory_bytes",
         "facts",
@@ -764,6 +795,7 @@ STARTUP = [
         fixture_line("p12", 1),
         gpu_total_gib=30.15,
         hpu_used_gib=15.06,
+        weights_gib=15.06,
     ),
     case(
         "hpu_step_device_memory",
@@ -771,6 +803,24 @@ STARTUP = [
         fixture_line("p12", 2),  # "took 0 B"
         gpu_total_gib=30.15,
         hpu_used_gib=15.05,
+    ),
+    # the weights' pre-load names its step: its figure is the weights (a10; vllm-fork habana_model_runner.py)
+    case(
+        "hpu_step_device_memory",
+        "facts",
+        fixture_line("a10", 6),
+        gpu_total_gib=94.62,
+        hpu_used_gib=14.97,
+        weights_gib=14.97,
+    ),
+    case(
+        "hpu_step_device_memory",
+        "facts",
+        "INFO 11-05 09:12:01 hpu_model_runner.py:612] Pre-loading model weights on hpu:3 took 7.5 GiB of device memory "
+        "(8.1 GiB/94.62 GiB used) and 1.2 GiB of host memory (40 GiB/1007 GiB used)",
+        gpu_total_gib=94.62,
+        hpu_used_gib=8.1,
+        weights_gib=7.5,
     ),
     case(
         "hpu_step_device_memory",
@@ -1237,6 +1287,27 @@ KV_CACHE = [
         max_model_len=32768,
         kv_needed_gib=4.0,
         kv_available_gib=2.5,
+    ),
+    # a paste cut after the estimate, before its period (z03): the number is read
+    case(
+        "kv_v1_one_request",
+        "kv_error",
+        fixture_line("z03", 2),
+        max_model_len=32768,
+        kv_needed_gib=4.5,
+        kv_available_gib=3.58,
+        estimated_max_model_len=26032,
+    ),
+    case(
+        "kv_v1_one_request",
+        "kv_error",
+        "(EngineCore_DP0 pid=7) ValueError: To serve at least one request with the model's max seq len (131072), "
+        "(8.00 GiB KV cache is needed, which is larger than the available KV cache memory (5.20 GiB). Based on the "
+        "available memory, the estimated maximum model length is 85184 [truncated]",
+        max_model_len=131072,
+        kv_needed_gib=8.0,
+        kv_available_gib=5.2,
+        estimated_max_model_len=85184,
     ),
     case("kv_v0_max_seq_len", "kv_error", fixture_line("s001", 5), max_model_len=29000, kv_tokens=23648),
     case("kv_v0_max_seq_len", "kv_error", fixture_line("x007", 3), max_model_len=131072, kv_tokens=58496),
@@ -3797,6 +3868,10 @@ LAST_VALUE = {
     "server_version_logo": (("vllm_version",), "the logo line ends with the version"),
     "server_model_logo": (("model",), "the logo's second line ends with the model"),
     "using_max_model_len": (("max_model_len",), "'Using max model len %s' ends with it"),
+    "kv_v1_one_request": (
+        ("estimated_max_model_len",),
+        "a paste cut after '... estimated maximum model length is %d' ends with it (a cut number is smaller: safe)",
+    ),
     "gpu_blocks": (
         ("gpu_blocks", "cpu_blocks"),
         "'# GPU blocks: %d' (0.6.4-0.7.3) and '..., # CPU blocks: %d' end with them",
