@@ -16,6 +16,12 @@ Sources:
   tokens/s, Avg generation throughput: %.1f tokens/s, Running: %d reqs, Swapped: %d reqs,
   Pending: %d reqs, GPU KV cache usage: %.1f%%, CPU KV cache usage: %.1f%%.`` and the
   separate ``Prefix cache hit rate: GPU: %.2f%%, CPU: %.2f%%``;
+* vLLM 0.1.0-0.1.3 ``vllm/core/scheduler.py Scheduler._schedule`` (the first stats line, printed by
+  the scheduler every 5 s): ``Throughput: %.1f tokens/s, Running: %d reqs, Swapped: %d reqs,
+  Pending: %d reqs, GPU KV cache usage: %.1f%%, CPU KV cache usage: %.1f%%`` -- one
+  throughput, the tokens the batches processed (prompt and generated together), read as the
+  generation rate (what the stall shapes look at: tokens moving or not); from 0.1.4 the
+  engine prints the ``Avg prompt throughput`` line above;
 * V1 ``vllm/v1/metrics/loggers.py LoggingStatLogger.log``: ``[Engine %03d: ]Avg prompt
   throughput: ..., Running: %d reqs, Waiting: %d reqs[, Deferred: %d reqs][, Preemptions:
   %d], GPU KV cache usage: %.1f%%[, Prefix cache hit rate: %.1f%%]...``; from v0.30 the KV
@@ -82,6 +88,19 @@ PATTERNS = [
         None,
         _stats("v0"),
         cut_from=r"reqs, Swapped: ",  # where V0's line parts from V1's
+    ),
+    Pattern(
+        "v01_scheduler_stats",
+        "stats",
+        ("Pending: ",),
+        r"(?<!Avg prompt |Avg generation )Throughput: (?P<generation_tps>[\d.]+) tokens/s, Running: (?P<running>\d+) reqs, "
+        r"Swapped: (?P<swapped>\d+) reqs, Pending: (?P<waiting>\d+) reqs, GPU KV cache usage: "
+        r"(?P<kv_usage_pct>[\d.]+)%"
+        r"(?:, CPU KV cache usage: (?P<cpu_kv_usage_pct>[\d.]+)%)?",
+        "vllm/core/scheduler.py Scheduler._schedule (vLLM 0.1.0-0.1.3: one throughput, prompt and generated tokens)",
+        None,
+        _stats("v0"),
+        cut_from=r"reqs, Swapped: ",
     ),
     Pattern(
         "v1_stats",
