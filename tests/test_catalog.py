@@ -2768,6 +2768,34 @@ ERRORS = [
         status_name="HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION",
         hsa_code="0x29",
     ),
+    # ROCm's runtime compiler with no target arch (z12: the two sentences in two records, and joined)
+    case(
+        "hip_runtime_compile_failed",
+        "cuda_error",
+        fixture_line("z12", 23),
+        exception="HIP runtime compilation error",
+        form="hiprtc",
+        message="the runtime compiler (hiprtc) could not compile a kernel",
+    ),
+    case(
+        "hip_runtime_compile_failed",
+        "cuda_error",
+        fixture_line("z12", 24),
+        exception="HIP runtime compilation error",
+        form="hiprtc",
+        message="the runtime compiler (hiprtc) could not compile a kernel",
+        no_target_arch=True,
+    ),
+    case(
+        "hip_runtime_compile_failed",
+        "cuda_error",
+        "RuntimeError: [Compilation Error] hip runtime failed to load. Error: Please provide architecture for which "
+        "code is to be generated.",
+        exception="HIP runtime compilation error",
+        form="hiprtc",
+        message="the runtime compiler (hiprtc) could not compile a kernel",
+        no_target_arch=True,
+    ),
     # AWS Neuron's compiler wrapper (hunt7 q09, under SkyPilot's task prefix)
     case(
         "neuron_cc_failed",
