@@ -47,7 +47,6 @@ from ..verdict import Finding
 from .plan import constraints
 from .rule import Rule, config_evidence, failure_evidence, finding, merged_data, remedy
 
-
 #: Kernel variants vLLM picks itself for a checkpoint of the method named (with no
 #: ``--quantization``, or with the base method's name it keeps the base kernel): the method's
 #: ``override_quantization_method`` (gptq_marlin.py, gptq_bitblas.py, awq_marlin.py).
