@@ -2270,7 +2270,7 @@ SCHEDULER = [
     ),
     # vLLM 0.1.0-0.1.3: the scheduler's own line, one throughput (z19)
     case(
-        "v01_scheduler_stats",
+        "v0_stats",
         "stats",
         fixture_line("z19", 2),
         generation_tps=181.6,
@@ -2282,7 +2282,7 @@ SCHEDULER = [
         engine="v0",
     ),
     case(
-        "v01_scheduler_stats",
+        "v0_stats",
         "stats",
         fixture_line("z19", 5),
         generation_tps=0.0,
@@ -2294,7 +2294,7 @@ SCHEDULER = [
         engine="v0",
     ),
     case(
-        "v01_scheduler_stats",
+        "v0_stats",
         "stats",
         "INFO 07-12 10:01:02 scheduler.py:254] Throughput: 1203.5 tokens/s, Running: 48 reqs, Swapped: 3 reqs, "
         "Pending: 17 reqs, GPU KV cache usage: 99.1%, CPU KV cache usage: 12.4%",

@@ -79,28 +79,17 @@ PATTERNS = [
         "v0_stats",
         "stats",
         ("Avg prompt throughput", "Pending: "),
-        r"Avg prompt throughput: (?P<prompt_tps>[\d.]+) tokens/s, Avg generation throughput: "
+        # 0.1.0-0.1.3 print one "Throughput:" (the scheduler's line): read as the generation rate
+        r"(?:Avg prompt throughput: (?P<prompt_tps>[\d.]+) tokens/s, Avg generation throughput: |"
+        r"(?<![A-Za-z] )Throughput: )"
         r"(?P<generation_tps>[\d.]+) tokens/s" + EXTRA_FIELDS + r", Running: (?P<running>\d+) reqs, "
         r"Swapped: (?P<swapped>\d+) reqs, Pending: (?P<waiting>\d+) reqs" + EXTRA_FIELDS + r", GPU KV cache usage: "
         r"(?P<kv_usage_pct>[\d.]+)%"
         r"(?:, CPU KV cache usage: (?P<cpu_kv_usage_pct>[\d.]+)%)?",
-        "vllm/engine/metrics.py LoggingStatLogger.log (V0)",
+        "vllm/engine/metrics.py LoggingStatLogger.log (V0); vllm/core/scheduler.py Scheduler._schedule (0.1.0-0.1.3)",
         None,
         _stats("v0"),
         cut_from=r"reqs, Swapped: ",  # where V0's line parts from V1's
-    ),
-    Pattern(
-        "v01_scheduler_stats",
-        "stats",
-        ("Pending: ",),
-        r"(?<!Avg prompt |Avg generation )Throughput: (?P<generation_tps>[\d.]+) tokens/s, Running: (?P<running>\d+) reqs, "
-        r"Swapped: (?P<swapped>\d+) reqs, Pending: (?P<waiting>\d+) reqs, GPU KV cache usage: "
-        r"(?P<kv_usage_pct>[\d.]+)%"
-        r"(?:, CPU KV cache usage: (?P<cpu_kv_usage_pct>[\d.]+)%)?",
-        "vllm/core/scheduler.py Scheduler._schedule (vLLM 0.1.0-0.1.3: one throughput, prompt and generated tokens)",
-        None,
-        _stats("v0"),
-        cut_from=r"reqs, Swapped: ",
     ),
     Pattern(
         "v1_stats",

@@ -735,9 +735,9 @@ def _hip_rtc(run: Run, failures: Sequence[Failure], phase: str) -> Finding:
     arch = env_set(run, "PYTORCH_ROCM_ARCH")
     rem = [
         remedy(
-            "Run a ROCm / PyTorch / vLLM build that targets this GPU's architecture: compare `rocminfo | grep gfx` "
-            "with `python -c 'import torch; print(torch.cuda.get_arch_list())'`, and use an image or wheels built "
-            "for that gfx arch (PYTORCH_ROCM_ARCH=gfxNNNN when building PyTorch or vLLM from source)"
+            "Run a ROCm / PyTorch / vLLM build that targets this GPU's architecture: compare the gfx arch "
+            "`rocminfo` names with torch.cuda.get_arch_list, and use an image or wheels built for it; "
+            "PYTORCH_ROCM_ARCH=gfxNNNN when building PyTorch or vLLM from source"
             + (f"; the log shows {arch}: check it names this GPU's arch" if arch else ""),
             None,
             "the runtime compiler had no architecture to generate code for: the build does not know this GPU",
@@ -746,8 +746,8 @@ def _hip_rtc(run: Run, failures: Sequence[Failure], phase: str) -> Finding:
         None
         if override
         else remedy(
-            "Or, for a GPU close to one the build supports, HSA_OVERRIDE_GFX_VERSION set to that arch (e.g. 11.0.0 "
-            "for an RDNA3 gfx11 part): it runs the other arch's code on this GPU, so test the output",
+            "Or, for a GPU close to one the build supports, HSA_OVERRIDE_GFX_VERSION set to that arch, e.g. 11.0.0 "
+            "for an RDNA3 gfx11 part: it runs the other arch's code on this GPU, so test the output",
             None,
             None,
             "host",
