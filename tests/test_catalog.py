@@ -616,6 +616,37 @@ STARTUP = [
         non_torch_gib=0.12,
         cuda_graph_gib=0.5,
     ),
+    # vllm-ascend's NPUWorker summary: "Actual usage:", "for weights", no "and", "NPU graph memory"
+    case(
+        "startup_memory_summary_usage",
+        "facts",
+        fixture_line("z14", 3),
+        weights_gib=1.14,
+        activation_peak_gib=0.22,
+        non_torch_gib=0.13,
+        cuda_graph_gib=0.04,
+    ),
+    case(
+        "startup_memory_summary_usage",
+        "facts",
+        "(Worker_DP1_TP7_EP15 pid=2653) INFO 07-08 11:54:00 [worker.py:852] Free memory on device (60.6/60.96 GiB) on "
+        "startup. Desired GPU memory utilization is (0.95, 57.91 GiB). Actual usage: 39.51 GiB for weights, 1.52 GiB "
+        "for peak activation, 3.15 GiB for non-torch memory, 0.0 GiB for NPU graph memory. Replace "
+        "gpu_memory_utilization with `--kv-cache-memory=14584478208` (13.58 GiB) to fit into requested memory, or "
+        "`--kv-cache-memory=17476561408` (16.28 GiB) to fully utilize NPU free memory. Current KV cache memory: 13.73 GiB.",
+        weights_gib=39.51,
+        activation_peak_gib=1.52,
+        non_torch_gib=3.15,
+        cuda_graph_gib=0.0,
+    ),
+    case(
+        "startup_memory_summary_kv",
+        "facts",
+        "(EngineCore pid=123) INFO 07-26 15:49:29 [worker.py:1029] Actual usage: 27.54 GiB for weights, 0.26 GiB for "
+        "peak activation, 0.18 GiB for non-torch memory, 0.47 GiB for NPU graph memory. Current KV cache memory: "
+        "8.04 GiB.",
+        kv_available_gib=8.04,
+    ),
     case(
         "kv_cache_memory_bytes",
         "facts",
@@ -764,6 +795,7 @@ STARTUP = [
         fixture_line("p12", 1),
         gpu_total_gib=30.15,
         hpu_used_gib=15.06,
+        weights_gib=15.06,
     ),
     case(
         "hpu_step_device_memory",
@@ -771,6 +803,24 @@ STARTUP = [
         fixture_line("p12", 2),  # "took 0 B"
         gpu_total_gib=30.15,
         hpu_used_gib=15.05,
+    ),
+    # the weights' pre-load names its step: its figure is the weights (a10; vllm-fork habana_model_runner.py)
+    case(
+        "hpu_step_device_memory",
+        "facts",
+        fixture_line("a10", 6),
+        gpu_total_gib=94.62,
+        hpu_used_gib=14.97,
+        weights_gib=14.97,
+    ),
+    case(
+        "hpu_step_device_memory",
+        "facts",
+        "INFO 11-05 09:12:01 hpu_model_runner.py:612] Pre-loading model weights on hpu:3 took 7.5 GiB of device memory "
+        "(8.1 GiB/94.62 GiB used) and 1.2 GiB of host memory (40 GiB/1007 GiB used)",
+        gpu_total_gib=94.62,
+        hpu_used_gib=8.1,
+        weights_gib=7.5,
     ),
     case(
         "hpu_step_device_memory",
@@ -1026,6 +1076,72 @@ CHECKS = [
         min_capability=80,
         current_capability=75,
     ),
+    # the platform's own list (Platform.verify_quantization): its device_name, lower-case since
+    # v0.6.3, the literal "ROCm" in vllm/config.py before; a prose retelling (z22) is the same words
+    case(
+        "quantization_platform",
+        "quant_error",
+        "(APIServer pid=1) ValueError: gptq_bitblas quantization is currently not supported in rocm.",
+        quantization="gptq_bitblas",
+        device="ROCm",
+        refused_by="platform",
+    ),
+    case(
+        "quantization_platform",
+        "quant_error",
+        "ValueError: fbgemm_fp8 quantization is currently not supported in ROCm.",
+        quantization="fbgemm_fp8",
+        device="ROCm",
+        refused_by="platform",
+    ),
+    case(
+        "quantization_platform",
+        "quant_error",
+        fixture_line("z22", 12),
+        quantization="fbgemm_fp8",
+        device="ROCm",
+        refused_by="platform",
+    ),
+    case(
+        "quantization_platform",
+        "quant_error",
+        "ERROR 02-01 10:00:00 [core.py:1] ValueError: awq quantization is currently not supported in tpu.",
+        quantization="awq",
+        device="TPU",
+        refused_by="platform",
+    ),
+    case(
+        "quantization_platform",
+        "quant_error",
+        "ValueError: deepseek_v4_fp8 quantization is currently not supported in npu.",
+        quantization="deepseek_v4_fp8",
+        device="NPU",
+        refused_by="platform",
+    ),
+    case(
+        "quantization_platform",
+        "quant_error",
+        "ValueError: bitsandbytes quantization is currently not supported in xpu.",
+        quantization="bitsandbytes",
+        device="XPU",
+        refused_by="platform",
+    ),
+    case(
+        "quantization_platform",
+        "quant_error",
+        "ValueError: gptq quantization is currently not supported in neuron.",
+        quantization="gptq",
+        device="Neuron",
+        refused_by="platform",
+    ),
+    case(
+        "quantization_platform",
+        "quant_error",
+        "ValueError: awq_marlin quantization is currently not supported in hpu.",
+        quantization="awq_marlin",
+        device="HPU",
+        refused_by="platform",
+    ),
     # 0.5.5-0.28 raise it with three arguments: Python prints their tuple (fixtures/logs h036, quoted in prose)
     case("quantization_capability", "quant_error", fixture_line("h036", 1), min_capability=75, current_capability=70),
     case(
@@ -1185,6 +1301,27 @@ KV_CACHE = [
         max_model_len=32768,
         kv_needed_gib=4.0,
         kv_available_gib=2.5,
+    ),
+    # a paste cut after the estimate, before its period (z03): the number is read
+    case(
+        "kv_v1_one_request",
+        "kv_error",
+        fixture_line("z03", 2),
+        max_model_len=32768,
+        kv_needed_gib=4.5,
+        kv_available_gib=3.58,
+        estimated_max_model_len=26032,
+    ),
+    case(
+        "kv_v1_one_request",
+        "kv_error",
+        "(EngineCore_DP0 pid=7) ValueError: To serve at least one request with the model's max seq len (131072), "
+        "(8.00 GiB KV cache is needed, which is larger than the available KV cache memory (5.20 GiB). Based on the "
+        "available memory, the estimated maximum model length is 85184 [truncated]",
+        max_model_len=131072,
+        kv_needed_gib=8.0,
+        kv_available_gib=5.2,
+        estimated_max_model_len=85184,
     ),
     case("kv_v0_max_seq_len", "kv_error", fixture_line("s001", 5), max_model_len=29000, kv_tokens=23648),
     case("kv_v0_max_seq_len", "kv_error", fixture_line("x007", 3), max_model_len=131072, kv_tokens=58496),
@@ -2102,6 +2239,22 @@ PLATFORM = [
 ]
 
 SCHEDULER = [
+    # V0's swap abort (vllm/core/scheduler.py _preempt_by_swap): bare, under a Ray actor prefix,
+    # and in the raise's own source line's neighbour (a21 line 16)
+    case("v0_swap_space_exhausted", "swap_exhausted", fixture_line("a21", 16), preemption_mode="SWAP"),
+    case(
+        "v0_swap_space_exhausted",
+        "swap_exhausted",
+        "RuntimeError: Aborted due to the lack of CPU swap space. Please increase the swap space to avoid this error.",
+        preemption_mode="SWAP",
+    ),
+    case(
+        "v0_swap_space_exhausted",
+        "swap_exhausted",
+        "ERROR 09-27 11:35:19 async_llm_engine.py:41] RuntimeError: Aborted due to the lack of CPU swap space. "
+        "Please increase the swap space to avoid this error.",
+        preemption_mode="SWAP",
+    ),
     case("v0_preemption", "preemption", fixture_line("r004", 2), seq_group="165", mode="SWAP", cumulative=151),
     case("v0_preemption", "preemption", fixture_line("r001", 1), seq_group="221", mode="RECOMPUTE", cumulative=101),
     case(
@@ -2114,6 +2267,44 @@ SCHEDULER = [
         seq_group="0",
         mode="RECOMPUTE",
         cumulative=1,
+    ),
+    # vLLM 0.1.0-0.1.3: the scheduler's own line, one throughput (z19)
+    case(
+        "v0_stats",
+        "stats",
+        fixture_line("z19", 2),
+        generation_tps=181.6,
+        running=1,
+        swapped=0,
+        waiting=0,
+        kv_usage_pct=100.0,
+        cpu_kv_usage_pct=0.0,
+        engine="v0",
+    ),
+    case(
+        "v0_stats",
+        "stats",
+        fixture_line("z19", 5),
+        generation_tps=0.0,
+        running=0,
+        swapped=0,
+        waiting=1,
+        kv_usage_pct=0.0,
+        cpu_kv_usage_pct=0.0,
+        engine="v0",
+    ),
+    case(
+        "v0_stats",
+        "stats",
+        "INFO 07-12 10:01:02 scheduler.py:254] Throughput: 1203.5 tokens/s, Running: 48 reqs, Swapped: 3 reqs, "
+        "Pending: 17 reqs, GPU KV cache usage: 99.1%, CPU KV cache usage: 12.4%",
+        generation_tps=1203.5,
+        running=48,
+        swapped=3,
+        waiting=17,
+        kv_usage_pct=99.1,
+        cpu_kv_usage_pct=12.4,
+        engine="v0",
     ),
     case(
         "v0_stats",
@@ -2590,6 +2781,34 @@ ERRORS = [
         "legal address.",
         status_name="HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION",
         hsa_code="0x29",
+    ),
+    # ROCm's runtime compiler with no target arch (z12: the two sentences in two records, and joined)
+    case(
+        "hip_runtime_compile_failed",
+        "cuda_error",
+        fixture_line("z12", 23),
+        exception="HIP runtime compilation error",
+        form="hiprtc",
+        message="the runtime compiler (hiprtc) could not compile a kernel",
+    ),
+    case(
+        "hip_runtime_compile_failed",
+        "cuda_error",
+        fixture_line("z12", 24),
+        exception="HIP runtime compilation error",
+        form="hiprtc",
+        message="the runtime compiler (hiprtc) could not compile a kernel",
+        no_target_arch=True,
+    ),
+    case(
+        "hip_runtime_compile_failed",
+        "cuda_error",
+        "RuntimeError: [Compilation Error] hip runtime failed to load. Error: Please provide architecture for which "
+        "code is to be generated.",
+        exception="HIP runtime compilation error",
+        form="hiprtc",
+        message="the runtime compiler (hiprtc) could not compile a kernel",
+        no_target_arch=True,
     ),
     # AWS Neuron's compiler wrapper (hunt7 q09, under SkyPilot's task prefix)
     case(
@@ -3738,6 +3957,10 @@ LAST_VALUE = {
     "server_version_logo": (("vllm_version",), "the logo line ends with the version"),
     "server_model_logo": (("model",), "the logo's second line ends with the model"),
     "using_max_model_len": (("max_model_len",), "'Using max model len %s' ends with it"),
+    "kv_v1_one_request": (
+        ("estimated_max_model_len",),
+        "a paste cut after '... estimated maximum model length is %d' ends with it (a cut number is smaller: safe)",
+    ),
     "gpu_blocks": (
         ("gpu_blocks", "cpu_blocks"),
         "'# GPU blocks: %d' (0.6.4-0.7.3) and '..., # CPU blocks: %d' end with them",

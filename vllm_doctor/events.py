@@ -77,6 +77,8 @@ KINDS = {
     "cli_error": "the launch command refused by vLLM's argument parser ('vllm serve: error: ...'; {prog, "
     "message, form, argument, value, choices, flags, hint}; catalog/arguments.py)",
     "too_long": "a request longer than the model's context (HTTP 400)",
+    "swap_exhausted": "V0 SWAP preemption found no free block in vLLM's CPU swap space (--swap-space, not the "
+    "OS swap): 'Aborted due to the lack of CPU swap space' ends the engine (catalog/scheduler.py)",
     "preemption": "V0 preemption warning (printed for the 1st, 51st, 101st ...)",
     "stats": "a periodic stats line (V0 or V1)",
     "prefix_hit": "V0 prefix-cache hit-rate line",

@@ -22,6 +22,10 @@ MIN_SATURATED_INTERVALS = 3
 #: V0 preemption warnings (one is printed every V0_PREEMPTION_LOG_EVERY preemptions, see
 #: rules/preemption_storm.py) that make a storm: twice means at least 51 preemptions.
 V0_STORM_WARNINGS = 2
+#: How many times the ``--swap-space`` in force a V0 engine that ran out of CPU swap blocks
+#: ("Aborted due to the lack of CPU swap space") is advised: doubling the pool doubles the
+#: preempted sequences it can park; one step, the KV remedies come first.
+SWAP_SPACE_RAISE_FACTOR = 2.0
 #: Stats intervals with a non-zero V1 ``Preemptions:`` field that make a storm.
 V1_STORM_PREEMPTION_INTERVALS = 2
 #: KV cache usage (%) at which the LAST interval of a log, with a queue of QUEUE_OVER_RUNNING x

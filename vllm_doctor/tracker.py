@@ -123,6 +123,7 @@ FAILURE_KINDS = MEMORY_KINDS | {
     "exception",
     "host_oom",
     "no_device",
+    "swap_exhausted",
 }
 #: Facts where TP ranks each print their own value: the smallest is what the engine can use.
 SMALLEST_WINS = ("kv_tokens", "max_concurrency", "gpu_blocks", "kv_available_gib")

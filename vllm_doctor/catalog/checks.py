@@ -20,6 +20,12 @@ Sources (``shared/vllm-messages.md`` sections 2, 11, 12; wordings per release in
   ``_check_scheme_supported``: ``Quantization scheme is not supported for the current GPU.
   Min capability: %d.`` (v0.29+: ``Required capability: %d.``) ``Current capability: %d.``;
   ``Bfloat16 is only supported on GPUs with compute capability of at least 8.0``;
+* ``vllm/platforms/interface.py Platform.verify_quantization`` (v0.6.3+): ``%s quantization is
+  currently not supported in %s.`` with the platform's ``device_name`` (``rocm``, ``tpu``,
+  ``xpu``, ``hpu``, ``cpu``, ``neuron``; vllm-ascend ``npu``); before it ``vllm/config.py
+  ModelConfig._verify_quantization`` printed ``... not supported in ROCm.`` (v0.2-v0.6.2),
+  ``... in TPU.``/``... in neuron.``/``... in HPU.`` -- the method refused by the platform,
+  not by the GPU generation;
 * ``vllm/config/model.py _get_and_verify_max_len``: ``User-specified max_model_len (%d) is
   greater than the derived max_model_len (%s=%s or model_max_length=...`` -- an error, or,
   with ``VLLM_ALLOW_LONG_MAX_MODEL_LEN=1``, a warning that goes on (``VLLM_ALLOW_LONG_MAX_MODEL_LEN
@@ -133,6 +139,29 @@ def _quant_dtype(m, rec) -> Dict[str, Any]:
         data["supported_dtypes"] = [
             d.strip().removeprefix("torch.") for d in m["supported_dtypes"].split(",") if d.strip()
         ]
+    return data
+
+
+#: How each platform's ``device_name`` (or an older release's literal) is shown.
+PLATFORM_NAMES = {
+    "rocm": "ROCm",
+    "hip": "ROCm",
+    "tpu": "TPU",
+    "xpu": "XPU",
+    "hpu": "HPU",
+    "cpu": "CPU",
+    "neuron": "Neuron",
+    "npu": "NPU",
+    "cuda": "CUDA",
+}
+
+
+def _quant_platform(m, rec) -> Dict[str, Any]:
+    """The method, ``refused_by: platform`` and the platform that refused it (``device``: ROCm,
+    TPU, XPU, HPU, CPU, Neuron, NPU; a name this table lacks as printed; none when cut off)."""
+    data: Dict[str, Any] = {"quantization": m["quantization"].strip("`'\""), "refused_by": "platform"}
+    if m["device"]:
+        data["device"] = PLATFORM_NAMES.get(m["device"].lower(), m["device"])
     return data
 
 
@@ -275,6 +304,16 @@ PATTERNS = [
         "the model's dtype is not among the quantization method's get_supported_act_dtypes()",
         None,
         _quant_dtype,
+    ),
+    Pattern(
+        "quantization_platform",
+        "quant_error",
+        ("quantization is currently not supported in",),
+        r"(?P<quantization>[`'\"]?[\w-]+[`'\"]?) quantization is currently not supported in (?P<device>[A-Za-z]+)\.",
+        "vllm/platforms/interface.py Platform.verify_quantization (v0.6.3+, the platform's device_name); "
+        "vllm/config.py ModelConfig._verify_quantization before (ROCm, TPU, neuron, HPU literals)",
+        None,
+        _quant_platform,
     ),
     Pattern(
         "model_dtype_refused",

@@ -40,6 +40,11 @@ Sources (``shared/vllm-messages.md`` section 10):
   ||NEURON_CC_WRAPPER||: Failed compilation with ['neuronx-cc', 'compile', ...``: neuronx-cc
   failed on the graph vLLM's Neuron worker compiles while it loads the model (the reason is in
   neuronx-cc's own log);
+* ROCm's runtime compiler (hiprtc / comgr, under a kernel PyTorch or a model compiles at run time,
+  e.g. torch's jiterator): ``hip runtime failed to load.`` then ``Error: Please provide
+  architecture for which code is to be generated.`` -- no GPU architecture the runtime compiler
+  could target: the GPU's gfx arch is not one the ROCm / PyTorch build knows (fixtures z12:
+  gfx1151, Strix Halo);
 * Ray raylet's worker-death boilerplate (it mentions the host OOM killer as one possible
   cause among three; it is not a GPU out-of-memory).
 """
@@ -180,6 +185,19 @@ def _ur_resources(m, rec) -> Dict[str, Any]:
     return {"exception": "XPU runtime error", "message": (what or "UR_RESULT_ERROR_OUT_OF_RESOURCES")[:300]}
 
 
+def _hip_rtc(m, rec) -> Dict[str, Any]:
+    """ROCm's runtime compiler could not compile a kernel (either of the two sentences it prints,
+    in one record or two); ``no_target_arch`` where the record says why."""
+    data: Dict[str, Any] = {
+        "exception": "HIP runtime compilation error",
+        "form": "hiprtc",
+        "message": "the runtime compiler (hiprtc) could not compile a kernel",
+    }
+    if m["arch"]:
+        data["no_target_arch"] = True
+    return data
+
+
 def _neuron_cc(m, rec) -> Dict[str, Any]:
     """neuronx-cc failed compiling a graph; the target (``--target=trn1``) where printed."""
     data: Dict[str, Any] = {"exception": "Neuron compiler error", "message": "neuronx-cc failed compiling the model"}
@@ -304,6 +322,19 @@ PATTERNS = [
         "(UR_RESULT_ERROR_OUT_OF_RESOURCES)')",
         None,
         _ur_resources,
+    ),
+    Pattern(
+        "hip_runtime_compile_failed",
+        "cuda_error",
+        # the second anchor holds the gate's "rror" ("Error: Please provide ...")
+        ("hip runtime failed to load", "rror: Please provide architecture for which code"),
+        r"hip runtime failed to load\.?(?:\s*(?:Error:\s*)?(?P<arch>Please provide architecture for which code is to "
+        r"be generated))?|(?P<arch>Please provide architecture for which code is to be generated)",
+        "ROCm hiprtc / comgr (amd_comgr's 'hip runtime failed to load' and 'Please provide architecture for which code "
+        "is to be generated': a kernel compiled at run time with no target gfx arch)",
+        None,
+        _hip_rtc,
+        cut_from=r"hip runtime failed to load|Please provide architecture for which",
     ),
     Pattern(
         "neuron_cc_failed",

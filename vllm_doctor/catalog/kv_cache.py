@@ -62,7 +62,9 @@ PATTERNS = [
         + _S
         + r"\)?\.?"
         r"(?:\s*Based on the available memory,\s*the estimated maximum model length is"
-        r"\s*(?P<estimated_max_model_len>[\d,]+)\.)?",
+        # the period, or the end of a paste cut after the number (z03): a number cut mid-digits
+        # is smaller, so --max-model-len at or below it still fits (never a larger one)
+        r"\s*(?P<estimated_max_model_len>\d[\d,]*)(?:\.|(?=\s)|$))?",
         "vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory / _check_enough_kv_cache_memory; "
         "vllm/v1/core/kv_cache_planning.py (v0.33)",
     ),

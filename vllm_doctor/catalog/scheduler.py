@@ -6,10 +6,22 @@ Sources:
   %s mode because there is not enough KV cache space. ... total_num_cumulative_preemption=%d``
   (older ``total_cumulative_preemption_cnt=``), logged only for the 1st, 51st, 101st ...
   preemption. V1 prints no per-preemption line at all;
+* V0 ``vllm/core/scheduler.py Scheduler._preempt_by_swap`` / ``_swap_out`` (0.1 to 0.10, the
+  same words in every release): ``RuntimeError: Aborted due to the lack of CPU swap space.
+  Please increase the swap space to avoid this error.`` -- SWAP-mode preemption (V0 swaps
+  instead of recomputing when a sequence group holds several sequences: ``n > 1``, beam
+  search) found no free block in vLLM's own CPU swap pool (``--swap-space``, GiB per GPU, 4 by
+  default); the engine dies. Not the OS swap;
 * V0 ``vllm/engine/metrics.py LoggingStatLogger.log``: ``Avg prompt throughput: %.1f
   tokens/s, Avg generation throughput: %.1f tokens/s, Running: %d reqs, Swapped: %d reqs,
   Pending: %d reqs, GPU KV cache usage: %.1f%%, CPU KV cache usage: %.1f%%.`` and the
   separate ``Prefix cache hit rate: GPU: %.2f%%, CPU: %.2f%%``;
+* vLLM 0.1.0-0.1.3 ``vllm/core/scheduler.py Scheduler._schedule`` (the first stats line, printed by
+  the scheduler every 5 s): ``Throughput: %.1f tokens/s, Running: %d reqs, Swapped: %d reqs,
+  Pending: %d reqs, GPU KV cache usage: %.1f%%, CPU KV cache usage: %.1f%%`` -- one
+  throughput, the tokens the batches processed (prompt and generated together), read as the
+  generation rate (what the stall shapes look at: tokens moving or not); from 0.1.4 the
+  engine prints the ``Avg prompt throughput`` line above;
 * V1 ``vllm/v1/metrics/loggers.py LoggingStatLogger.log``: ``[Engine %03d: ]Avg prompt
   throughput: ..., Running: %d reqs, Waiting: %d reqs[, Deferred: %d reqs][, Preemptions:
   %d], GPU KV cache usage: %.1f%%[, Prefix cache hit rate: %.1f%%]...``; from v0.30 the KV
@@ -41,6 +53,18 @@ EXTRA_FIELDS = (
 )
 
 PATTERNS = [
+    # The anchor holds the gate's "rror" (prefilter.PREFERRED_GATE): the sentence's start
+    # ("Aborted due to ...") holds no gate literal.
+    Pattern(
+        "v0_swap_space_exhausted",
+        "swap_exhausted",
+        ("swap space to avoid this error",),
+        r"Aborted due to the lack of CPU swap space\.\s*Please increase the swap space to avoid this error",
+        "vllm/core/scheduler.py Scheduler._preempt_by_swap / _swap_out (V0, RuntimeError)",
+        None,
+        lambda m, rec: {"preemption_mode": "SWAP"},
+        cut_from=r"Aborted due to the lack of CPU swap space",
+    ),
     Pattern(
         "v0_preemption",
         "preemption",
@@ -55,12 +79,14 @@ PATTERNS = [
         "v0_stats",
         "stats",
         ("Avg prompt throughput", "Pending: "),
-        r"Avg prompt throughput: (?P<prompt_tps>[\d.]+) tokens/s, Avg generation throughput: "
+        # 0.1.0-0.1.3 print one "Throughput:" (the scheduler's line): read as the generation rate
+        r"(?:Avg prompt throughput: (?P<prompt_tps>[\d.]+) tokens/s, Avg generation throughput: |"
+        r"(?<![A-Za-z] )Throughput: )"
         r"(?P<generation_tps>[\d.]+) tokens/s" + EXTRA_FIELDS + r", Running: (?P<running>\d+) reqs, "
         r"Swapped: (?P<swapped>\d+) reqs, Pending: (?P<waiting>\d+) reqs" + EXTRA_FIELDS + r", GPU KV cache usage: "
         r"(?P<kv_usage_pct>[\d.]+)%"
         r"(?:, CPU KV cache usage: (?P<cpu_kv_usage_pct>[\d.]+)%)?",
-        "vllm/engine/metrics.py LoggingStatLogger.log (V0)",
+        "vllm/engine/metrics.py LoggingStatLogger.log (V0); vllm/core/scheduler.py Scheduler._schedule (0.1.0-0.1.3)",
         None,
         _stats("v0"),
         cut_from=r"reqs, Swapped: ",  # where V0's line parts from V1's

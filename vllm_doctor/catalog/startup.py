@@ -203,13 +203,14 @@ PATTERNS = [
         "hpu_step_device_memory",
         "facts",
         (" of device memory (",),
-        r"\b(?:took|allocated) (?P<consumed>" + _SIZE + r")"
+        # the weights' own step names them: "Pre-loading model weights on hpu:0 took X" (a10)
+        r"(?:(?P<preload>Pre-loading model weights) on [\w:]+ )?\b(?:took|allocated) (?P<consumed>" + _SIZE + r")"
         r" of device memory \((?P<used>" + _SIZE + r")\s*/\s*(?P<total>" + _SIZE + r") used\)",
         "HabanaAI vllm-fork vllm/worker/hpu_model_runner.py, hpu_worker.py (HabanaMemoryProfiler summaries: "
         "'Pre-loading model weights on hpu:0 took', 'Wrapping in HPU Graph took', 'Model profiling run took', "
         "warm-up 'allocated'); vllm-gaudi",
         None,
-        lambda m, rec: _hpu_sizes(m),
+        lambda m, rec: {**_hpu_sizes(m), **({"weights_gib": size_to_gib(m["consumed"])} if m["preload"] else {})},
         cut_from=_HPU_CUT,
     ),
     Pattern(
@@ -405,24 +406,28 @@ PATTERNS = [
     Pattern(
         "startup_memory_summary_usage",
         "facts",
-        ("Actual usage is",),
+        ("Actual usage is", "Actual usage:"),
         # the first figure is named after it: "GiB for weight," (v0.10-v0.26) or "GiB for consumed memory"
-        r"Actual usage is\s*(?P<first>\d+(?:\.\d+)?)\s*GiB for (?:(?P<weight>weight),|"
+        # (v0.27+); vllm-ascend's NPUWorker: "Actual usage: X GiB for weights, ..., G GiB for NPU graph
+        # memory." (no "and"; the graph figure has the CUDA graphs' role)
+        r"Actual usage(?: is|:)\s*(?P<first>\d+(?:\.\d+)?)\s*GiB for (?:(?P<weight>weights?),|"
         r"(?P<consumed>consumed) memory \(weights \+ non-torch\),)\s*"
         r"(?P<activation_peak_gib>\d+(?:\.\d+)?)\s*GiB for peak activation,\s*"
-        r"(?:(?P<non_torch_gib>-?\d+(?:\.\d+)?)\s*GiB for non-torch memory,\s*)?and\s*"
-        r"(?P<cuda_graph_gib>-?\d+(?:\.\d+)?)\s*GiB for CUDAGraph memory",
+        r"(?:(?P<non_torch_gib>-?\d+(?:\.\d+)?)\s*GiB for non-torch memory,\s*)?(?:and\s*)?"
+        r"(?P<cuda_graph_gib>-?\d+(?:\.\d+)?)\s*GiB for (?:CUDAGraph|NPU graph) memory",
         "vllm/v1/worker/gpu_worker.py compile_or_warm_up_model ('for weight' v0.10-v0.26, "
-        "'for consumed memory (weights + non-torch)' v0.27+)",
+        "'for consumed memory (weights + non-torch)' v0.27+); vllm_ascend/worker/worker.py "
+        "compile_or_warm_up_model ('Actual usage: ... for weights, ... for NPU graph memory')",
         Phase.WARMUP,
         _usage,
     ),
     Pattern(
         "startup_memory_summary_kv",
         "facts",
-        ("Current kv cache memory in use is",),
-        r"Current kv cache memory in use is\s*(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>GiB|bytes)",
-        "vllm/v1/worker/gpu_worker.py compile_or_warm_up_model (v0.10 prints bytes, later GiB)",
+        ("Current kv cache memory in use is", "Current KV cache memory:"),
+        r"Current (?:kv cache memory in use is|KV cache memory:)\s*(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>GiB|bytes)",
+        "vllm/v1/worker/gpu_worker.py compile_or_warm_up_model (v0.10 prints bytes, later GiB); vllm-ascend "
+        "worker.py ('Current KV cache memory: X GiB.')",
         Phase.WARMUP,
         lambda m, rec: (
             {"kv_available_gib": float(m["value"]) / (2**30 if m["unit"] == "bytes" else 1)} if m["unit"] else {}

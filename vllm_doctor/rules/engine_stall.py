@@ -184,6 +184,8 @@ def _reserves_full_input(run: Run) -> bool:
     v = defaults.parse_version(run.value("vllm_version"))
     if run.value("scheduler_reserve_full_isl") is False:
         return False
+    if (run.stats.engine or run.engine) == "v0":  # a V1 scheduler setting: V0 has no such flag
+        return False
     return v is None or v >= RESERVE_FULL_ISL_SINCE
 
 

@@ -459,6 +459,8 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List
         return [_rocm_fault(run, failures, phase)]
     if f.data.get("exception") == "Neuron compiler error":
         return [_neuron_compile(run, failures, phase)]
+    if f.data.get("exception") == "HIP runtime compilation error":
+        return [_hip_rtc(run, failures, phase)]
     name = f.data.get("exception") or f.exception or "error"
     msg = f.data.get("message", "")
     facts = {"exception": name, "message": msg[:300]}
@@ -720,6 +722,59 @@ def _rocm_fault(run: Run, failures: Sequence[Failure], phase: str) -> Finding:
         rem,
         [f"Memory tuning (gpu_memory_utilization, max_num_seqs): {why}"],
         forbids=[("gpu_memory_utilization", "lower", why)],
+    )
+
+
+def _hip_rtc(run: Run, failures: Sequence[Failure], phase: str) -> Finding:
+    """ROCm's runtime compiler found no GPU architecture to compile a kernel for (catalog/errors.py
+    ``hip_runtime_compile_failed``): the GPU's gfx arch is not one the ROCm / PyTorch build
+    targets; a kernel only some models use (compiled at run time) is the first to need it. The
+    arch the build targets first (a matching image or wheel, PYTORCH_ROCM_ARCH when building),
+    then HSA_OVERRIDE_GFX_VERSION for a close supported arch, then a look-up."""
+    d = merged_data(failures)
+    facts = {k: d[k] for k in ("exception", "message") if k in d}
+    override = env_set(run, "HSA_OVERRIDE_GFX_VERSION")
+    arch = env_set(run, "PYTORCH_ROCM_ARCH")
+    rem = [
+        remedy(
+            "Run a ROCm / PyTorch / vLLM build that targets this GPU's architecture: compare the gfx arch "
+            "`rocminfo` names with torch.cuda.get_arch_list, and use an image or wheels built for it; "
+            "PYTORCH_ROCM_ARCH=gfxNNNN when building PyTorch or vLLM from source"
+            + (f"; the log shows {arch}: check it names this GPU's arch" if arch else ""),
+            None,
+            "the runtime compiler had no architecture to generate code for: the build does not know this GPU",
+            "host",
+        ),
+        None
+        if override
+        else remedy(
+            "Or, for a GPU close to one the build supports, HSA_OVERRIDE_GFX_VERSION set to that arch, e.g. 11.0.0 "
+            "for an RDNA3 gfx11 part: it runs the other arch's code on this GPU, so test the output",
+            None,
+            None,
+            "host",
+        ),
+        remedy(
+            "Look up 'hip runtime failed to load' with your ROCm, PyTorch and vLLM versions and the model: the kernel "
+            "compiled at run time is one only some models use"
+            + (f" (the log shows {override}: that override does not reach this kernel)" if override else ""),
+        ),
+    ]
+    title = (
+        f"{phase.capitalize()} failure: ROCm's runtime compiler found no GPU architecture to compile for (the "
+        "GPU's gfx arch is not one the ROCm / PyTorch build targets): not an out-of-memory"
+    )
+    why = "a compiler failure, not a lack of memory"
+    return _finding(
+        run,
+        failures,
+        phase,
+        title,
+        facts,
+        "the error",
+        rem,
+        [f"Memory tuning (gpu_memory_utilization, max_model_len): {why}"],
+        forbids=[("gpu_memory_utilization", "lower", why), ("max_model_len", "lower", why)],
     )
 
 

@@ -16,15 +16,25 @@ Why it happens:
     More concurrent demand (``max_num_seqs`` x sequence length) than the KV cache holds:
     long ``max_model_len`` contexts, ``n > 1`` sampling, a small ``gpu_memory_utilization``.
 
+    V0 with SWAP preemption (a sequence group of several sequences: ``n > 1``, beam search)
+    parks preempted sequences in vLLM's own CPU swap pool (``--swap-space`` GiB per GPU, 4 by
+    default); when that is full too the engine dies: "RuntimeError: Aborted due to the lack of
+    CPU swap space. Please increase the swap space to avoid this error." It is the same KV
+    capacity problem (RL rollouts sampling n responses per prompt under Ray, verl's
+    WorkerDict), not the OS swap and not host RAM.
+
 Remedies, in order:
     1. More KV cache: raise ``--gpu-memory-utilization`` (where the GPU has room),
        ``--kv-cache-dtype fp8``, more tensor parallelism, quantized weights.
     2. Less demand: lower ``--max-num-seqs`` (fewer requests share the cache) or
        ``--max-model-len``.
+    After the swap pool ran out: the same two (and fewer samples ``n`` / a lower
+    ``max_tokens`` per request), then a larger ``--swap-space`` (vLLM's pinned CPU pool).
 
 What does not help:
     Treating it as a compute or kernel problem; raising ``max_num_seqs`` (more requests
-    compete for the same cache).
+    compete for the same cache). For the swap abort: more OS swap or host RAM (vLLM's swap
+    space is its own pool, sized by ``--swap-space``).
 
 Sources:
     vllm/core/scheduler.py Scheduler._preempt (V0 warning); vllm/v1/core/sched/scheduler.py
@@ -350,7 +360,86 @@ def _remedies(run: Run, facts: Dict[str, Any]) -> List[Any]:
     ]
 
 
+def _swap_remedies(run: Run, facts: Dict[str, Any]) -> List[Any]:
+    """Remedies for V0's swap abort: more KV first, less demand, then a larger --swap-space."""
+    c = constraints(run)
+    util = c.in_force("gpu_memory_utilization")
+    raised = min(thresholds.MAX_ADVISED_UTILIZATION, (util.high or 0.9) + thresholds.UTILIZATION_RAISE_STEP)
+    seqs = c.in_force("max_num_seqs")
+    swap = run.value("swap_space")
+    swap_action = (
+        "Or give vLLM a larger CPU swap pool for preempted sequences (--swap-space, GiB per GPU: vLLM's own "
+        "pinned CPU memory, not the OS swap; each GPU's pool must fit in host RAM)"
+    )
+    return [
+        c.raise_to(
+            "gpu_memory_utilization",
+            raised,
+            "Give the KV cache more memory (fewer sequences preempted to CPU)",
+            f"{thresholds.UTILIZATION_RAISE_STEP} above {util.why}",
+        ),
+        remedy("Or more tensor parallelism (more GPU memory left for KV cache per sequence)"),
+        c.lower(
+            "max_num_seqs",
+            max(1, int(seqs.low) // 2) if seqs.known and seqs.low else None,
+            "Lower demand: fewer concurrent sequences",
+            f"half of {seqs.why}" if seqs.known and seqs.low else f"the value in force is not in {read_from(run)}",
+        ),
+        remedy(
+            "Or fewer samples per prompt (n) or a lower max_tokens: n > 1 makes V0 preempt by swapping whole "
+            "groups of sequences to CPU",
+            None,
+            "the swap pool holds the preempted groups' KV blocks",
+            "client",
+        ),
+        c.raise_to("swap_space", swap * thresholds.SWAP_SPACE_RAISE_FACTOR, swap_action, f"{swap} GiB in force")
+        if isinstance(swap, (int, float)) and not isinstance(swap, bool)
+        else c.unset(
+            "swap_space",
+            "raise",
+            swap_action
+            + f"; vLLM's default is 4 GiB: --swap-space {int(4 * thresholds.SWAP_SPACE_RAISE_FACTOR)} if it runs "
+            "at the default, never below the value you run with",
+            f"the value in force is not in {read_from(run)}",
+        ),
+    ]
+
+
+def _swap_abort(run: Run, failures: Sequence[Failure]) -> List[Finding]:
+    facts = _facts(run, episode_of(run))
+    facts["preemption_mode"] = "SWAP"
+    if run.value("swap_space") is not None:
+        facts["swap_space"] = run.value("swap_space")
+    title = (
+        "KV cache exhausted under SWAP preemption: the engine aborted when vLLM's CPU swap space "
+        "(--swap-space, not the OS swap) had no room for the preempted sequences"
+    )
+    evidence = [ev(f.lines[0], "the engine aborted: no CPU swap blocks left") for f in failures if f.lines]
+    evidence.append(ev(run.stats.peak_line, "peak KV usage"))
+    dont = [
+        "More OS swap or host RAM: vLLM's swap space is its own pinned CPU pool, sized by --swap-space",
+        "Raising max_num_seqs: more sequences compete for the same cache",
+    ]
+    forbids = [("max_num_seqs", "raise", "more sequences compete for the same cache")]
+    return [
+        finding(
+            RULE,
+            run,
+            "runtime",
+            title,
+            facts,
+            evidence,
+            _swap_remedies(run, facts),
+            dont,
+            severity="critical",
+            forbids=forbids,
+        )
+    ]
+
+
 def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List[Finding]:
+    if failures:  # routed here: V0's swap abort (rules/tree.py SELF_EVIDENT)
+        return _swap_abort(run, failures)
     if not is_storm(run):
         return []
     p, s = run.preemption, run.stats

@@ -36,6 +36,8 @@ SELF_EVIDENT = {
     # The launch command refused by the argument parser (catalog/arguments.py).
     "cli_error": ("other", "startup"),
     "too_long": ("request_too_long", "runtime"),
+    # V0 SWAP preemption with vLLM's CPU swap pool full: KV capacity, the engine dies (catalog/scheduler.py).
+    "swap_exhausted": ("preemption_storm", "runtime"),
     # No accelerator at all: vLLM stops before it loads anything (catalog/platform.py).
     "no_device": ("other", "startup"),
 }
