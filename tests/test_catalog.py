@@ -2970,6 +2970,21 @@ STALLS = [
     ),
     case("reported_hang", "marker", fixture_line("w04", 3), marker="reported_hang", prose=True),  # "stuck"
     case("reported_failure", "marker", fixture_line("v13", 1), marker="reported_failure", prose=True),  # "OOM"
+    # rules7: inflections, and subjects a person names the server by (no I or we)
+    case("reported_failure", "marker", fixture_line("a11", 8), marker="reported_failure", prose=True),  # "it OOMs:"
+    *[
+        case("reported_failure", "marker", text, marker="reported_failure", prose=True)
+        for text in (
+            "When I raise max_model_len it OOMed right after loading.",
+            "vLLM crashed after about an hour of load:",
+            "The server keeps crashing with this config",
+            "It then fails during CUDA graph capture:",
+            "the engine OOM'd twice overnight",
+            "and it crashes, here is the output",
+            "My container errored out after the first request",
+            "We are OOMing on the second request",
+        )
+    ],
     case(
         "rpc_call_timed_out",
         "stall",
@@ -3674,6 +3689,24 @@ def test_a_timeout_exception_reports_the_stall_and_is_no_root_cause_itself():
     other = "(EngineCore_DP0 pid=812) ERROR 07-01 12:00:00 [core.py:634] TimeoutError: reading the tokenizer timed out."
     assert [e.kind for e in recognise(other)] == ["exception"]
     assert "consequence" not in recognise(other)[0].data
+
+
+def test_failure_words_in_ordinary_log_prose_are_no_report():
+    """rules7: the reporter's failure words need a person or a subject right before the verb;
+    a program's line, a record with a prefix, or a word inside another never counts."""
+    for line in (
+        "Engine core initialization failed. See root cause above.",  # no subject a person uses
+        "request failed with status 500",
+        "Worker process crashed with exit code 1",
+        "INFO 10-08 17:37:09 llm_engine.py:100] it failed to find the cache, building it",  # a record
+        "RuntimeError: it crashed",  # an exception line
+        "the crashed worker was restarted",  # no verb after a subject
+        "it is not an error to leave max_model_len unset",  # a noun without a person
+        "it successfully crashless restarted",  # "crash" inside a word
+        "Loading safetensors checkpoint shards: 100% Completed | 5/5 [00:02<00:00,  1.86it/s]",
+        "it reuses the OOMKiller score",  # "OOM" inside a word
+    ):
+        assert "reported_failure" not in [e.pattern for e in recognise(line)], line
 
 
 def test_look_alikes_of_the_stall_messages_are_not_stalls():

@@ -37,15 +37,12 @@ KNOWN_WRONG_CLASS: set = {
     "z01-ray-serve-llm-enginebackgroundprocess-v0-pending-951-kv-16pct-health-check-unhealthy.log",
     "z10-tpu-ray-gke-pr-comment-prose-405b-hbm-resource-exhausted-20p44-of-15p75g-swap-space.log",
     "z12-strix-halo-rocm-0160-qwen3-omni-enginecore-dp0-hip-runtime-failed-to-load-arch.log",
-    "z18-custom-logging-config-logger-names-v0-tp8-lora-1-running-3-pending-kv-3pct-stuck.log",
     "z19-v01-era-t4-scheduler-throughput-stats-kv-100-then-1-pending-forever-0pct.log",
     "z22-rocm-mi300x-v053post1-prose-value-erorr-fbgemm-fp8-not-supported-in-rocm-screenshot.log",
     "z23-ascend-zh-curl-v-envoy-400-token-indices-longer-than-max-max-tokens-32769.log",
     "z24-rocm-gfx906-fork-v085-prose-gptq-bitblas-not-supported-in-rocm-workaround-explicit-flag.log",
-    "a11-jupyter-proxy-links-mangled-tqdm-mllama-11b-shards-loading-oom-not-shown.log",
     "a19-verl-ray-workerdict-prefix-v063-rollout-aborted-lack-of-cpu-swap-space-traceback-cut.log",
     "a21-prose-ram-table-8xa100-two-workerdict-lines-raise-runtimeerror-lack-of-cpu-swap.log",
-    "a29-v1-debug-stats-frozen-106-running-15-waiting-kv-90pct-zero-throughput-after-all-aborted.log",
 }
 KNOWN_WRONG_FACTS: set = {
     # -- hunt11 and hunt12 (blind, at b82b495) --

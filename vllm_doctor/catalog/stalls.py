@@ -65,8 +65,11 @@ log that shows no failure from being called healthy (rules/engine_stall.py, rule
 * ``reported_hang``: ``stuck`` (the word the pre-filter's budget lets through: ``hangs`` and
   ``stalled`` alone are not read yet; verl issue 12's "I find it stuck during
   vllm rollout ... Have you ever run into this hang issue?", fixtures/logs w04);
-* ``reported_failure``: ``error(s)``, ``OOM``, ``failed`` in a line with a
-  person in it (``I``, ``we``, ``my``, ``our``: a program's own message has none; vllm issue 9630's "With max-num-seqs I see a different error (below)", the
+* ``reported_failure``: ``error(s)``, ``errored``, ``OOM`` and its inflections (``OOMs``,
+  ``OOMed``, ``OOM'd``, ``OOMing``), ``crash``/``fail`` and theirs (``crashes``, ``crashed``,
+  ``fails``, ``failing``) in a line with a person in it (``I``, ``we``, ``my``, ``our``), or
+  with the verb right after the subject a person names the server by (``it OOMs``, ``vLLM
+  crashed``, ``the server keeps crashing``; fixtures/logs a11): a program's own message has none; vllm issue 9630's "With max-num-seqs I see a different error (below)", the
   error cut from the excerpt, fixtures/logs v13).
 
 Not in this family: V0's client-side ``RPCServer didn't reply within N ms`` / ``MQLLMEngine
@@ -134,7 +137,9 @@ _VLLM_WORDS = ("processes are hanging", "watchdog got stuck", "No available shar
 #: The reporter's words of each marker (case-insensitive, whole words).
 REPORTED_WORDS = {
     "reported_hang": r"\bstuck\b",
-    "reported_failure": r"\b(?:errors?|OOM|failed)\b",
+    # the nouns and every inflection of the verbs: "an error", "errored", "it OOMs", "OOMed",
+    # "OOM'd", "OOMing", "crashes", "crashed", "fails", "failing"
+    "reported_failure": r"\b(?:errors?|errored|OOM(?:s|ed|'d|ing)?|[Cc]rash(?:es|ed|ing)?|[Ff]ail(?:s|ed|ing))(?!\w)",
 }
 
 
@@ -156,6 +161,17 @@ _PROGRAM = regex.compile(r"^\W{0,4}(?:[\w.]{0,80}(?:Error|Exception|Warning)\b|T
 #: Words of a person telling what happened (the reporter's failure words need one in their line:
 #: "I see a different error", "we got OOM", "my server crashed"; a program's message has none).
 _FIRST_PERSON = regex.compile(r"\b(?:I|I'm|I've|[Ww]e|[Mm]y|[Oo]ur)\b")
+#: Or a subject a person names the server by, right before a failure verb, with at most one
+#: helper word between ("it OOMs:", "vLLM crashed", "the server keeps crashing", "It then
+#: fails"): a person's sentence even without I or we. The verb must follow its subject: a
+#: program's "Engine core initialization failed" or "request failed" names no such subject.
+_SUBJECT_VERB = regex.compile(
+    r"(?:^|[\s(\[\"'`])(?:[Ii]t|[Tt]his|[Vv][Ll][Ll][Mm]|(?:[Tt]he|[Tt]his) (?:server|engine|model|container|pod|job|"
+    r"notebook|kernel|instance|deployment|replica|service))"
+    r"\s+(?:(?:still|just|then|also|always|now|sometimes|eventually|immediately|randomly|keeps|kept|is|was|"
+    r"instantly|quickly)\s+)?"
+    r"(?:OOM(?:s|ed|'d|ing)?|crash(?:es|ed|ing)?|fail(?:s|ed|ing)|errored|errors out)(?!\w)"
+)
 
 
 def _prose(name: str, first_person: bool = False):
@@ -169,7 +185,7 @@ def _prose(name: str, first_person: bool = False):
             return None
         if any(w in rec.text for w in _VLLM_WORDS) or _PROGRAM.search(rec.text):
             return None
-        if first_person and not _FIRST_PERSON.search(rec.text):
+        if first_person and not (_FIRST_PERSON.search(rec.text) or _SUBJECT_VERB.search(rec.text)):
             return None
         return {"marker": name, "prose": True}  # not counted as a recognised vLLM record
 
@@ -296,7 +312,9 @@ PATTERNS = [
     Pattern(
         "reported_failure",
         "marker",
-        ("rror", "OOM", "fail"),  # literals the gate holds already (see above)
+        # literals the gate holds already (see above), and a short one for "crash"/"Crash",
+        # searched by the gate's tiny automaton of short literals (the long groups are full)
+        ("rror", "OOM", "fail", "ras"),
         REPORTED_WORDS["reported_failure"],
         "the reporter's words around the log (bug reports, chats, runbooks), not vLLM's",
         None,

@@ -82,6 +82,7 @@ from ..memory import floor_tidy
 from ..run import Failure, Line, Run, StallSignal, StatsSample, WaitEpisode, process_label
 from ..tracker import MEMORY_KINDS
 from ..verdict import Finding, Remedy
+from . import queue_backlog
 from .plan import Constraints, constraints, env_set
 from .rule import Rule, config_evidence, ev, finding, not_printed, read_from, remedy, stats_from
 
@@ -818,15 +819,22 @@ def _reported_hang(run: Run) -> Optional[Finding]:
     if (
         run.preemption.warnings
         or s.preemptions_total
-        or s.max_waiting
+        or queue_backlog.fires(run)
         or ((s.peak_kv_usage_pct or 0) >= thresholds.SATURATED_KV_PCT)
     ):
         return None  # requests queue or are preempted: that is the slowness the report calls a hang
     last = run.stats.recent[-1] if run.stats.recent else None
     tail = f"; its last stats line is at line {last.line.lineno}" if last is not None else ""
+    queued = (s.max_waiting or 0) > 0  # waiting with KV room, in fewer intervals than VD302 reads
+    shows = (
+        f"the log shows up to {s.max_waiting} request(s) waiting with the KV cache at most "
+        f"{s.peak_kv_usage_pct or 0:.1f}% full (admission, not memory, holds them){tail}"
+        if queued
+        else f"the log shows no stall message and nothing that rules one out{tail}"
+    )
     title = (
-        f"Reported hang: the text around the log says it hangs ('{reported_excerpt('reported_hang', said.text)}'); the log shows no stall "
-        f"message and nothing that rules one out{tail}"
+        f"Reported hang: the text around the log says it hangs ('{reported_excerpt('reported_hang', said.text)}'); "
+        + shows
     )
     facts: Dict[str, Any] = {"reported_hang": True}
     evidence = [ev(said, "the report's words")]
@@ -843,6 +851,9 @@ def _reported_hang(run: Run) -> Optional[Finding]:
         )
     ]
     rem = _diagnose_remedies(run, False, False) + [_watch(run)]
+    if queued:
+        rem = [queue_backlog.lora_slots(run)] + rem
+        rem.append(queue_backlog.batch_limit(run, s.max_running or 0))
     return finding(RULE, run, _stall_phase(run), title, facts, evidence, rem, _no_memory_remedy(run), notes, "low")
 
 
