@@ -2970,6 +2970,27 @@ STALLS = [
     ),
     case("reported_hang", "marker", fixture_line("w04", 3), marker="reported_hang", prose=True),  # "stuck"
     case("reported_failure", "marker", fixture_line("v13", 1), marker="reported_failure", prose=True),  # "OOM"
+    # rules7: Ray Serve's controller, three eras of its replica name (z01; Ray 2.x
+    # deployment_state.py check_health: _replica_tag, then Replica(id=...)), with Ray's prefix
+    case("serve_health_check_missed", "stall", fixture_line("z01", 20), signal="health_check_missed", fatal=False, timeout_s=10.0),
+    case(
+        "serve_health_check_missed",
+        "stall",
+        "(ServeController pid=2281) WARNING 2024-03-01 10:00:00,123 controller 2281 deployment_state.py:1121 - "
+        "Didn't receive health check response for replica vLLM#xKjQpa after 30.0s, marking it unhealthy.",
+        signal="health_check_missed",
+        fatal=False,
+        timeout_s=30.0,
+    ),
+    case(
+        "serve_health_check_missed",
+        "stall",
+        "INFO 2023-08-01 09:00:00,000 controller 77 deployment_state.py:640 - Didn't receive health check response "
+        "for replica LLMDeployment#abcdef after 5s, marking it unhealthy.",
+        signal="health_check_missed",
+        fatal=False,
+        timeout_s=5.0,
+    ),
     # rules7: inflections, and subjects a person names the server by (no I or we)
     case("reported_failure", "marker", fixture_line("a11", 8), marker="reported_failure", prose=True),  # "it OOMs:"
     *[
@@ -3711,6 +3732,10 @@ def test_failure_words_in_ordinary_log_prose_are_no_report():
 
 def test_look_alikes_of_the_stall_messages_are_not_stalls():
     for line in (
+        # Ray Serve's proxy health check (proxy_state.py): not a replica, not the engine
+        "Didn't receive health check response for proxy 5f1c after 10.0s, marking it unhealthy.",
+        # a replica's health check that raised: an application failure, not a missed answer
+        "Health check for replica vLLM#xKjQpa failed: RuntimeError('engine dead')",
         # V0's front end cannot reach the engine process (mostly dead first): no hang of its own.
         "ERROR 10-01 10:00:00 client.py:300] TimeoutError: RPCServer didn't reply within 10000 ms",
         "TimeoutError: MQLLMEngine didn't reply within 10000ms",

@@ -48,6 +48,15 @@ Sources, every wording by release (read in the cached source of vLLM 0.5.5 ... 0
   ... Timed out waiting for object available to read`` / ``... increase RAY_CGRAPH_get_timeout
   which is currently N seconds. Otherwise, this may indicate that the execution is hanging.``
 
+* Ray Serve's controller (``ray/serve/_private/deployment_state.py``
+  ``ActorReplicaWrapper.check_health``, Ray 2.x; ``_replica_tag`` before Ray 2.10, then
+  ``_replica_id``, printed as ``Replica(id='...', deployment='...', app='...')``): ``Didn't
+  receive health check response for replica %s after %ss, marking it unhealthy.`` The replica
+  (a Ray Serve LLM deployment wraps vLLM's engine) did not answer its periodic health check
+  within the deployment's ``health_check_timeout_s``; Serve then restarts it. Not fatal to the
+  log's engine by itself and not vLLM's message: a replica too busy to answer (a prefill burst
+  holding the event loop) or hung (``health_check_missed``, rules/engine_stall.py).
+
 * ``vllm/v1/engine/core.py`` ``EngineCore._process_input_queue`` (V1 0.8.4 only, DEBUG):
   ``EngineCore loop active - local unfinished: %s, finished: %s.``, printed when the engine's
   loop wakes from waiting for work, with whether its scheduler holds unfinished requests
@@ -120,6 +129,11 @@ def _signal(name: str, fatal: bool, ints=(), texts=()):
         return data
 
     return build
+
+
+def _health_check(m, rec) -> Dict[str, Any]:
+    """Ray Serve's controller marked a replica unhealthy: the timeout it waited (seconds)."""
+    return {"signal": "health_check_missed", "fatal": False, "timeout_s": float(m["timeout_s"])}
 
 
 def _loop_active(m, rec) -> Dict[str, Any]:
@@ -296,6 +310,19 @@ PATTERNS = [
         "RAY_CGRAPH_get_timeout",
         None,
         _signal("ray_channel_timeout", True, ints=("timeout_s",)),
+    ),
+    Pattern(
+        "serve_health_check_missed",
+        "stall",
+        # "Didn't rece": a literal of its own in the gate's group of rare starts (a longer one holds
+        # "ive ", which the gate would pick as a prose-start literal shared with another anchor)
+        ("Didn't rece",),
+        r"Didn't receive health check response for replica (?P<replica>[^\n]{1,300}?) after "
+        r"(?P<timeout_s>\d{1,6}(?:\.\d{1,3})?)s,(?: marking it unhealthy)?",
+        "ray/serve/_private/deployment_state.py ActorReplicaWrapper.check_health (Ray Serve's controller)",
+        None,
+        _health_check,
+        cut_from=r"after \d{1,6}(?:\.\d{1,3})?s, ",
     ),
     Pattern(
         "reported_hang",

@@ -18,7 +18,16 @@ What it means:
       16580).
     * **A hang the report names:** the text around a pasted log says it hangs (``stuck``,
       ``hangs``, ``stalled``...: the reporter's words, never vLLM's) and the log shows no
-      failure, queue, preemption or saturation: low confidence, the log cannot rule it out.
+      failure, preemption or saturation, and no queue long enough for VD302: low confidence,
+      the log cannot rule it out. Requests waiting with the KV cache nearly empty in fewer
+      intervals than VD302 reads stay here, with the admission limits (``--max-loras`` first
+      where LoRA is enabled: a batch holds at most that many adapters, default 1).
+    * **Ray Serve marked the replica unhealthy:** its controller got no health-check answer
+      within the deployment's ``health_check_timeout_s`` (``Didn't receive health check
+      response for replica ... marking it unhealthy``) and restarts the replica. With the
+      engine busy and the KV cache far from full, the replica was too busy to answer (a
+      prefill burst), not out of memory: a longer timeout, less admission per replica, more
+      replicas.
     * **At startup, a trap:** the KV cache holds fewer tokens than ``max_model_len`` while the
       scheduler reserves a request's full input before admitting it
       (``scheduler_reserve_full_isl``, on by default since 0.19): a request longer than the
@@ -54,6 +63,8 @@ Remedies, in order:
     3. Wedge: take stack traces, check the GPUs, restart; report it with the traces.
     4. Watch ``/metrics`` (``vllm:num_requests_running`` and generation tokens) to catch it:
        the log goes quiet when the engine does.
+    5. A Ray Serve replica marked unhealthy while busy: raise the deployment's
+       ``health_check_timeout_s``, limit ``max_ongoing_requests``, add replicas.
 
 What does not help:
     Memory settings when a worker hangs or the engine is wedged: nothing is allocating.
@@ -857,8 +868,77 @@ def _reported_hang(run: Run) -> Optional[Finding]:
     return finding(RULE, run, _stall_phase(run), title, facts, evidence, rem, _no_memory_remedy(run), notes, "low")
 
 
+# -- Ray Serve marked the replica unhealthy -----------------------------------------------------
+
+
+def _health_check_missed(run: Run) -> Optional[Finding]:
+    """Ray Serve's controller got no health-check answer from the replica in time and marks it
+    unhealthy (catalog/stalls.py ``serve_health_check_missed``): the replica is restarted with
+    every request in flight. With the engine busy (requests waiting, tokens flowing) it was
+    too busy to answer (a prefill burst holds the replica's event loop): the timeout and the
+    admission are the levers, not memory. A failure in the log says more (its rule names it)."""
+    sig = run.stalls.signals.get("health_check_missed")
+    if sig is None or run.failures:
+        return None
+    s = run.stats
+    timeout = sig.data.get("timeout_s")
+    within = f" within {timeout:g} s" if timeout else ""
+    busy = ""
+    if s.count:
+        busy = (
+            f" while the engine was busy ({s.max_running or 0} running, {s.max_waiting or 0} waiting, "
+            f"KV cache at most {s.peak_kv_usage_pct or 0:.1f}% full)"
+        )
+    title = f"Ray Serve marked the replica unhealthy: no health-check answer{within}{busy}"
+    facts: Dict[str, Any] = {"health_check_missed": sig.count}
+    if timeout:
+        facts["health_check_timeout_s"] = timeout
+    evidence = [ev(sig.first, "Ray Serve's controller: no health-check answer in time")]
+    if s.peak_line is not None:
+        evidence.append(ev(s.peak_line, "the engine's load"))
+    waited = f" it waited {timeout:g} s" if timeout else " the timeout is the deployment's"
+    rem: List[Optional[Remedy]] = [
+        remedy(
+            "Raise the deployment's health_check_timeout_s (and health_check_period_s) in the Ray Serve config",
+            None,
+            f"{waited.strip()}; a replica busy with a burst answers late and Serve restarts it, losing every request "
+            "in flight",
+        ),
+        remedy(
+            "Limit admission per replica: the deployment's max_ongoing_requests (and max_queued_requests), so a "
+            "replica holds no more than it serves",
+            None,
+            f"up to {s.max_waiting} requests waited behind {s.max_running} running" if s.max_waiting else None,
+        ),
+        remedy("Or add replicas (num_replicas, autoscaling_config) so the load spreads"),
+        remedy(
+            "If the replica never answers again: take stack traces of it before the restart (py-spy dump --pid PID)",
+            None,
+            "a hung engine misses the health check the same way",
+            "host",
+        ),
+    ]
+    dont = []
+    if (s.peak_kv_usage_pct or 0) < thresholds.SATURATED_KV_PCT and s.count:
+        dont.append(
+            f"Memory settings (gpu_memory_utilization, KV cache size): the KV cache was at most "
+            f"{s.peak_kv_usage_pct or 0:.1f}% full"
+        )
+    return finding(RULE, run, "runtime", title, facts, evidence, rem, dont, confidence="low")
+
+
 def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List[Finding]:
-    for shape in (_hung, _waited, _unfinished_idle, _blocked, _queued, _wedged, _startup_trap, _reported_hang):
+    for shape in (
+        _hung,
+        _waited,
+        _unfinished_idle,
+        _blocked,
+        _queued,
+        _wedged,
+        _startup_trap,
+        _health_check_missed,
+        _reported_hang,
+    ):
         found = shape(run)
         if found is not None:
             return [found]
