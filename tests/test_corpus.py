@@ -34,7 +34,6 @@ KNOWN_WRONG_CLASS: set = {
     # the tracker does not read as a second instance.
     "v22-ray-serve-replicas-two-tinyllama-0p2-custom-prints-negative-blocks-cut.log",
     # -- hunt11 (blind, scored once at b82b495: 17/26) and hunt12 (25/30); each a kind being fixed --
-    "z10-tpu-ray-gke-pr-comment-prose-405b-hbm-resource-exhausted-20p44-of-15p75g-swap-space.log",
     "z12-strix-halo-rocm-0160-qwen3-omni-enginecore-dp0-hip-runtime-failed-to-load-arch.log",
     "z19-v01-era-t4-scheduler-throughput-stats-kv-100-then-1-pending-forever-0pct.log",
     "z22-rocm-mi300x-v053post1-prose-value-erorr-fbgemm-fp8-not-supported-in-rocm-screenshot.log",
