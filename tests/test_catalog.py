@@ -2972,7 +2972,14 @@ STALLS = [
     case("reported_failure", "marker", fixture_line("v13", 1), marker="reported_failure", prose=True),  # "OOM"
     # rules7: Ray Serve's controller, three eras of its replica name (z01; Ray 2.x
     # deployment_state.py check_health: _replica_tag, then Replica(id=...)), with Ray's prefix
-    case("serve_health_check_missed", "stall", fixture_line("z01", 20), signal="health_check_missed", fatal=False, timeout_s=10.0),
+    case(
+        "serve_health_check_missed",
+        "stall",
+        fixture_line("z01", 20),
+        signal="health_check_missed",
+        fatal=False,
+        timeout_s=10.0,
+    ),
     case(
         "serve_health_check_missed",
         "stall",

@@ -60,7 +60,10 @@ Remedies, in order:
     2. Head-of-line block or a queue never admitted: a ``--max-model-len`` within the KV cache
        capacity (so no request can need more than it holds), or
        ``--no-scheduler-reserve-full-isl`` (0.19+).
-    3. Wedge: take stack traces, check the GPUs, restart; report it with the traces.
+    3. Wedge: take stack traces, check the GPUs, restart; report it with the traces. Where the
+       last stats lines repeat the same numbers at 0 tokens/s, first check they are live (one
+       request, ``/metrics``): V1 does not reset its stats after every request was aborted
+       (vllm issue 22545), which reads as requests running with nothing generated.
     4. Watch ``/metrics`` (``vllm:num_requests_running`` and generation tokens) to catch it:
        the log goes quiet when the engine does.
     5. A Ray Serve replica marked unhealthy while busy: raise the deployment's
@@ -93,7 +96,7 @@ from ..memory import floor_tidy
 from ..run import Failure, Line, Run, StallSignal, StatsSample, WaitEpisode, process_label
 from ..tracker import MEMORY_KINDS
 from ..verdict import Finding, Remedy
-from . import queue_backlog
+from . import preemption_storm, queue_backlog
 from .plan import Constraints, constraints, env_set
 from .rule import Rule, config_evidence, ev, finding, not_printed, read_from, remedy, stats_from
 
@@ -276,6 +279,8 @@ def _wedged(run: Run) -> Optional[Finding]:
         )
         facts = {"running_at_stall": obs.wedge_running, "wedged_intervals": obs.wedge_best}
         evidence = [ev(obs.wedge_best_first, "running, 0 tokens"), ev(obs.wedge_best_last, "still no tokens")]
+        if _frozen(run):
+            facts["stats_frozen"] = True
         return _wedge_finding(run, title, facts, evidence)
     last = s.recent[-1] if s.recent else None
     if last is None or last.running == 0 or last.generation_tps is None:
@@ -296,8 +301,37 @@ def _wedged(run: Run) -> Optional[Finding]:
     return _wedge_finding(run, title, facts, [ev(last.line, "the last stats line")])
 
 
+def _frozen(run: Run) -> bool:
+    """The last stats lines (at least WEDGE_MIN_INTERVALS of them) repeat the same running,
+    waiting and KV numbers at 0 tokens/s: numbers that may not be live (vLLM issue 22545: V1
+    does not reset its stats after every request was aborted, a29)."""
+    recent = run.stats.recent
+    if len(recent) < thresholds.WEDGE_MIN_INTERVALS or run.stats.engine == "v0":
+        return False  # V0 resets its counts: the issue is V1's
+    first = recent[0]
+    return all(
+        not (x.prompt_tps or x.generation_tps)
+        and (x.running, x.waiting, x.kv_usage_pct, x.engine_index)
+        == (first.running, first.waiting, first.kv_usage_pct, first.engine_index)
+        for x in recent
+    )
+
+
 def _wedge_finding(run: Run, title: str, facts, evidence) -> Finding:
+    stale = (
+        remedy(
+            "Check whether the numbers are live before restarting: send one request and read /metrics "
+            "(vllm:num_requests_running); if it is served, the engine is idle and the stats are stale",
+            None,
+            "the stats lines repeat the same running, waiting and KV numbers at 0 tokens/s: V1 does not reset them "
+            "after every request was aborted (vLLM issue 22545)",
+            "host",
+        )
+        if facts.get("stats_frozen")
+        else None
+    )
     rem = [
+        stale,
         remedy(
             "Take stack traces of the engine and workers before restarting (py-spy dump --pid PID)",
             None,
@@ -828,15 +862,18 @@ def _reported_hang(run: Run) -> Optional[Finding]:
         return None  # a failure says more; no vLLM step at all: nothing recognisable to judge
     s = run.stats
     if (
-        run.preemption.warnings
-        or s.preemptions_total
+        run.preemption.warnings  # VD201 or VD301 takes a V0 preemption warning
+        or preemption_storm.is_storm(run)
+        or preemption_storm.episode_of(run) is not None  # VD301 takes a passing saturation
         or queue_backlog.fires(run)
-        or ((s.peak_kv_usage_pct or 0) >= thresholds.SATURATED_KV_PCT)
     ):
-        return None  # requests queue or are preempted: that is the slowness the report calls a hang
+        # requests queue or are preempted: that is the slowness the report calls a hang, and
+        # the rule that reads it takes the log (never a hand-off to a rule that does not fire)
+        return None
     last = run.stats.recent[-1] if run.stats.recent else None
     tail = f"; its last stats line is at line {last.line.lineno}" if last is not None else ""
-    queued = (s.max_waiting or 0) > 0  # waiting with KV room, in fewer intervals than VD302 reads
+    # waiting with KV room (VD302's sense), in fewer intervals than VD302 reads
+    queued = (s.max_waiting or 0) > 0 and (s.peak_kv_usage_pct or 0) < thresholds.BACKLOG_MAX_KV_PCT
     shows = (
         f"the log shows up to {s.max_waiting} request(s) waiting with the KV cache at most "
         f"{s.peak_kv_usage_pct or 0:.1f}% full (admission, not memory, holds them){tail}"

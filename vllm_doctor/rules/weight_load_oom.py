@@ -161,7 +161,9 @@ def _tp_remedy(c: Constraints, est: Optional[Dict[str, Any]], facts: Dict[str, A
     return c.raise_tp(2 * tp, action, "each GPU holds 1/TP of the weights; the model's size is not in the log")
 
 
-def _slice_remedies(facts: Dict[str, Any], est: Optional[Dict[str, Any]], G: Optional[float], q: Optional[str]) -> List[Any]:
+def _slice_remedies(
+    facts: Dict[str, Any], est: Optional[Dict[str, Any]], G: Optional[float], q: Optional[str]
+) -> List[Any]:
     """A TPU's compiled program out of HBM before any line shows the weights loaded (z10):
     the weights are its arguments, sharded over the slice's chips, so the first question is
     the model's size against chips x HBM per chip; a larger slice (more chips) or fewer bits
