@@ -94,6 +94,17 @@ _SUMMARY_2026 = (
 )
 
 CONFIG = [
+    # rules7 (z18): LoRA shown in the launch command (a batch holds at most max_loras adapters)
+    case(
+        "launch_command",
+        "config",
+        "python3 -m vllm.entrypoints.openai.api_server --model /Qwen/Qwen2.5-32B-Instruct --enable-lora "
+        "--max-loras 4 --max-lora-rank 64",
+        model="/Qwen/Qwen2.5-32B-Instruct",
+        enable_lora=True,
+        max_loras=4,
+        launch_command=True,
+    ),
     # The operator's launch command pasted beside the log (h004, h019, h003 shapes).
     case(
         "launch_command",
