@@ -179,7 +179,7 @@ def _slice_remedies(
         chips = _smallest_tp(est["weights_gib_estimate"], G)
         size = (
             f"{program}; about {est['weights_gib_estimate']:.0f} GiB of weights need at least {chips} chips "
-            f"of {G:g} GiB, before the KV cache"
+            f"of {G:g} GiB, before the KV cache (the slice's chip count is not in the log)"
         )
     else:
         size = (
