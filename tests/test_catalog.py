@@ -94,6 +94,17 @@ _SUMMARY_2026 = (
 )
 
 CONFIG = [
+    # rules7 (z18): LoRA shown in the launch command (a batch holds at most max_loras adapters)
+    case(
+        "launch_command",
+        "config",
+        "python3 -m vllm.entrypoints.openai.api_server --model /Qwen/Qwen2.5-32B-Instruct --enable-lora "
+        "--max-loras 4 --max-lora-rank 64",
+        model="/Qwen/Qwen2.5-32B-Instruct",
+        enable_lora=True,
+        max_loras=4,
+        launch_command=True,
+    ),
     # The operator's launch command pasted beside the log (h004, h019, h003 shapes).
     case(
         "launch_command",
@@ -3189,6 +3200,49 @@ STALLS = [
     ),
     case("reported_hang", "marker", fixture_line("w04", 3), marker="reported_hang", prose=True),  # "stuck"
     case("reported_failure", "marker", fixture_line("v13", 1), marker="reported_failure", prose=True),  # "OOM"
+    # rules7: Ray Serve's controller, three eras of its replica name (z01; Ray 2.x
+    # deployment_state.py check_health: _replica_tag, then Replica(id=...)), with Ray's prefix
+    case(
+        "serve_health_check_missed",
+        "stall",
+        fixture_line("z01", 20),
+        signal="health_check_missed",
+        fatal=False,
+        timeout_s=10.0,
+    ),
+    case(
+        "serve_health_check_missed",
+        "stall",
+        "(ServeController pid=2281) WARNING 2024-03-01 10:00:00,123 controller 2281 deployment_state.py:1121 - "
+        "Didn't receive health check response for replica vLLM#xKjQpa after 30.0s, marking it unhealthy.",
+        signal="health_check_missed",
+        fatal=False,
+        timeout_s=30.0,
+    ),
+    case(
+        "serve_health_check_missed",
+        "stall",
+        "INFO 2023-08-01 09:00:00,000 controller 77 deployment_state.py:640 - Didn't receive health check response "
+        "for replica LLMDeployment#abcdef after 5s, marking it unhealthy.",
+        signal="health_check_missed",
+        fatal=False,
+        timeout_s=5.0,
+    ),
+    # rules7: inflections, and subjects a person names the server by (no I or we)
+    case("reported_failure", "marker", fixture_line("a11", 8), marker="reported_failure", prose=True),  # "it OOMs:"
+    *[
+        case("reported_failure", "marker", text, marker="reported_failure", prose=True)
+        for text in (
+            "When I raise max_model_len it OOMed right after loading.",
+            "vLLM crashed after about an hour of load:",
+            "The server keeps crashing with this config",
+            "It then fails during CUDA graph capture:",
+            "the engine OOM'd twice overnight",
+            "and it crashes, here is the output",
+            "My container errored out after the first request",
+            "We are OOMing on the second request",
+        )
+    ],
     case(
         "rpc_call_timed_out",
         "stall",
@@ -3896,8 +3950,30 @@ def test_a_timeout_exception_reports_the_stall_and_is_no_root_cause_itself():
     assert "consequence" not in recognise(other)[0].data
 
 
+def test_failure_words_in_ordinary_log_prose_are_no_report():
+    """rules7: the reporter's failure words need a person or a subject right before the verb;
+    a program's line, a record with a prefix, or a word inside another never counts."""
+    for line in (
+        "Engine core initialization failed. See root cause above.",  # no subject a person uses
+        "request failed with status 500",
+        "Worker process crashed with exit code 1",
+        "INFO 10-08 17:37:09 llm_engine.py:100] it failed to find the cache, building it",  # a record
+        "RuntimeError: it crashed",  # an exception line
+        "the crashed worker was restarted",  # no verb after a subject
+        "it is not an error to leave max_model_len unset",  # a noun without a person
+        "it successfully crashless restarted",  # "crash" inside a word
+        "Loading safetensors checkpoint shards: 100% Completed | 5/5 [00:02<00:00,  1.86it/s]",
+        "it reuses the OOMKiller score",  # "OOM" inside a word
+    ):
+        assert "reported_failure" not in [e.pattern for e in recognise(line)], line
+
+
 def test_look_alikes_of_the_stall_messages_are_not_stalls():
     for line in (
+        # Ray Serve's proxy health check (proxy_state.py): not a replica, not the engine
+        "Didn't receive health check response for proxy 5f1c after 10.0s, marking it unhealthy.",
+        # a replica's health check that raised: an application failure, not a missed answer
+        "Health check for replica vLLM#xKjQpa failed: RuntimeError('engine dead')",
         # V0's front end cannot reach the engine process (mostly dead first): no hang of its own.
         "ERROR 10-01 10:00:00 client.py:300] TimeoutError: RPCServer didn't reply within 10000 ms",
         "TimeoutError: MQLLMEngine didn't reply within 10000ms",

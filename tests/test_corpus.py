@@ -34,12 +34,7 @@ KNOWN_WRONG_CLASS: set = {
     # the tracker does not read as a second instance.
     "v22-ray-serve-replicas-two-tinyllama-0p2-custom-prints-negative-blocks-cut.log",
     # -- hunt11 (blind, scored once at b82b495: 17/26) and hunt12 (25/30); each a kind being fixed --
-    "z01-ray-serve-llm-enginebackgroundprocess-v0-pending-951-kv-16pct-health-check-unhealthy.log",
-    "z10-tpu-ray-gke-pr-comment-prose-405b-hbm-resource-exhausted-20p44-of-15p75g-swap-space.log",
-    "z18-custom-logging-config-logger-names-v0-tp8-lora-1-running-3-pending-kv-3pct-stuck.log",
     "z23-ascend-zh-curl-v-envoy-400-token-indices-longer-than-max-max-tokens-32769.log",
-    "a11-jupyter-proxy-links-mangled-tqdm-mllama-11b-shards-loading-oom-not-shown.log",
-    "a29-v1-debug-stats-frozen-106-running-15-waiting-kv-90pct-zero-throughput-after-all-aborted.log",
 }
 KNOWN_WRONG_FACTS: set = {
     # -- hunt11 and hunt12 (blind, at b82b495) --

@@ -47,6 +47,7 @@ CASES = [c for c in load_manifest() if "pid=" not in fixture_path(c["file"]).rea
 NOT_COMPARABLE = {
     "v13-v0-mllama-11b-h100-max-num-seqs-128-blocks-2252-graphs-then-cut.log": "the reporter's prose line decides",
     "w04-verl-8-node-qwen25-32b-ppo-rollout-hangs-last-v0-stats-line-backticks.log": "the reporter's prose decides",
+    "a11-jupyter-proxy-links-mangled-tqdm-mllama-11b-shards-loading-oom-not-shown.log": "the reporter's 'It OOMs:' decides",
     "y03-homl-compose-api-server-unrecognized-u-main-py.log": "docker compose's prefix would be outside Ray's",
 }
 

@@ -13,7 +13,7 @@ reference (``fixture: s001`` for a whole corpus log, ``fixture: s001:3-5`` for i
   when no remedy has a flag), ``flags`` (flags that must appear among the remedies),
   ``no_flags`` (flag prefixes that must not), ``first_action`` (a substring of the first
   remedy's action), ``actions`` / ``no_actions`` (substrings that
-  must / must not appear in a remedy's action), ``does_not_help`` (substrings);
+  must / must not appear in a remedy's action), ``does_not_help`` / ``no_does_not_help`` (substrings);
 * ``primary:`` (optional) - the class of the whole verdict, all rules running;
 * ``all_rules: true`` (optional) - judge the finding with every rule running, for what the
   run's plan does across findings (a note's number giving way to the failure's); also
@@ -100,6 +100,8 @@ def check_finding(f, expect):
         assert any(text in w for w in whys), f"{text!r} not in {whys}"
     for text in expect.get("does_not_help") or ():
         assert any(text in d for d in f.does_not_help), f.does_not_help
+    for text in expect.get("no_does_not_help") or ():
+        assert not any(text in d for d in f.does_not_help), f.does_not_help
 
 
 @pytest.mark.parametrize("code,case", CASES)

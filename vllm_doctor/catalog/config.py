@@ -64,6 +64,8 @@ CONFIG_KEYS = (
     "disable_log_stats",
     "api_server_count",
     "scheduler_reserve_full_isl",
+    "enable_lora",
+    "max_loras",
 )
 _KEYS = "|".join(CONFIG_KEYS)
 # An unquoted value is whole once what follows it is there (", ", "}", ")"): these lines never end
@@ -81,12 +83,13 @@ BOOL_KEYS = frozenset(
         "enable_chunked_prefill",
         "disable_log_stats",
         "scheduler_reserve_full_isl",
+        "enable_lora",
     }
 )
 #: Config keys that hold a size in GiB as a plain number (``--cpu-offload-gb``, ``--swap-space``).
 GIB_KEYS = frozenset({"cpu_offload_gb", "swap_space"})
 #: Config keys that hold a count (besides the catalog's INT_FIELDS).
-COUNT_KEYS = frozenset({"max_logprobs", "api_server_count"})
+COUNT_KEYS = frozenset({"max_logprobs", "api_server_count", "max_loras"})
 #: Config keys kept as text (names, dtypes, methods).
 TEXT_KEYS = frozenset({"model", "served_model_name", "quantization", "kv_cache_dtype", "dtype", "limit_mm_per_prompt"})
 

@@ -48,6 +48,15 @@ Sources, every wording by release (read in the cached source of vLLM 0.5.5 ... 0
   ... Timed out waiting for object available to read`` / ``... increase RAY_CGRAPH_get_timeout
   which is currently N seconds. Otherwise, this may indicate that the execution is hanging.``
 
+* Ray Serve's controller (``ray/serve/_private/deployment_state.py``
+  ``ActorReplicaWrapper.check_health``, Ray 2.x; ``_replica_tag`` before Ray 2.10, then
+  ``_replica_id``, printed as ``Replica(id='...', deployment='...', app='...')``): ``Didn't
+  receive health check response for replica %s after %ss, marking it unhealthy.`` The replica
+  (a Ray Serve LLM deployment wraps vLLM's engine) did not answer its periodic health check
+  within the deployment's ``health_check_timeout_s``; Serve then restarts it. Not fatal to the
+  log's engine by itself and not vLLM's message: a replica too busy to answer (a prefill burst
+  holding the event loop) or hung (``health_check_missed``, rules/engine_stall.py).
+
 * ``vllm/v1/engine/core.py`` ``EngineCore._process_input_queue`` (V1 0.8.4 only, DEBUG):
   ``EngineCore loop active - local unfinished: %s, finished: %s.``, printed when the engine's
   loop wakes from waiting for work, with whether its scheduler holds unfinished requests
@@ -65,8 +74,11 @@ log that shows no failure from being called healthy (rules/engine_stall.py, rule
 * ``reported_hang``: ``stuck`` (the word the pre-filter's budget lets through: ``hangs`` and
   ``stalled`` alone are not read yet; verl issue 12's "I find it stuck during
   vllm rollout ... Have you ever run into this hang issue?", fixtures/logs w04);
-* ``reported_failure``: ``error(s)``, ``OOM``, ``failed`` in a line with a
-  person in it (``I``, ``we``, ``my``, ``our``: a program's own message has none; vllm issue 9630's "With max-num-seqs I see a different error (below)", the
+* ``reported_failure``: ``error(s)``, ``errored``, ``OOM`` and its inflections (``OOMs``,
+  ``OOMed``, ``OOM'd``, ``OOMing``), ``crash``/``fail`` and theirs (``crashes``, ``crashed``,
+  ``fails``, ``failing``) in a line with a person in it (``I``, ``we``, ``my``, ``our``), or
+  with the verb right after the subject a person names the server by (``it OOMs``, ``vLLM
+  crashed``, ``the server keeps crashing``; fixtures/logs a11): a program's own message has none; vllm issue 9630's "With max-num-seqs I see a different error (below)", the
   error cut from the excerpt, fixtures/logs v13).
 
 Not in this family: V0's client-side ``RPCServer didn't reply within N ms`` / ``MQLLMEngine
@@ -119,6 +131,11 @@ def _signal(name: str, fatal: bool, ints=(), texts=()):
     return build
 
 
+def _health_check(m, rec) -> Dict[str, Any]:
+    """Ray Serve's controller marked a replica unhealthy: the timeout it waited (seconds)."""
+    return {"signal": "health_check_missed", "fatal": False, "timeout_s": float(m["timeout_s"])}
+
+
 def _loop_active(m, rec) -> Dict[str, Any]:
     data: Dict[str, Any] = {"signal": "loop_unfinished", "fatal": False, "local_unfinished": m["local"] == "True"}
     if m["finished"]:
@@ -134,7 +151,9 @@ _VLLM_WORDS = ("processes are hanging", "watchdog got stuck", "No available shar
 #: The reporter's words of each marker (case-insensitive, whole words).
 REPORTED_WORDS = {
     "reported_hang": r"\bstuck\b",
-    "reported_failure": r"\b(?:errors?|OOM|failed)\b",
+    # the nouns and every inflection of the verbs: "an error", "errored", "it OOMs", "OOMed",
+    # "OOM'd", "OOMing", "crashes", "crashed", "fails", "failing"
+    "reported_failure": r"\b(?:errors?|errored|OOM(?:s|ed|'d|ing)?|[Cc]rash(?:es|ed|ing)?|[Ff]ail(?:s|ed|ing))(?!\w)",
 }
 
 
@@ -156,6 +175,17 @@ _PROGRAM = regex.compile(r"^\W{0,4}(?:[\w.]{0,80}(?:Error|Exception|Warning)\b|T
 #: Words of a person telling what happened (the reporter's failure words need one in their line:
 #: "I see a different error", "we got OOM", "my server crashed"; a program's message has none).
 _FIRST_PERSON = regex.compile(r"\b(?:I|I'm|I've|[Ww]e|[Mm]y|[Oo]ur)\b")
+#: Or a subject a person names the server by, right before a failure verb, with at most one
+#: helper word between ("it OOMs:", "vLLM crashed", "the server keeps crashing", "It then
+#: fails"): a person's sentence even without I or we. The verb must follow its subject: a
+#: program's "Engine core initialization failed" or "request failed" names no such subject.
+_SUBJECT_VERB = regex.compile(
+    r"(?:^|[\s(\[\"'`])(?:[Ii]t|[Tt]his|[Vv][Ll][Ll][Mm]|(?:[Tt]he|[Tt]his) (?:server|engine|model|container|pod|job|"
+    r"notebook|kernel|instance|deployment|replica|service))"
+    r"\s+(?:(?:still|just|then|also|always|now|sometimes|eventually|immediately|randomly|keeps|kept|is|was|"
+    r"instantly|quickly)\s+)?"
+    r"(?:OOM(?:s|ed|'d|ing)?|crash(?:es|ed|ing)?|fail(?:s|ed|ing)|errored|errors out)(?!\w)"
+)
 
 
 def _prose(name: str, first_person: bool = False):
@@ -169,7 +199,7 @@ def _prose(name: str, first_person: bool = False):
             return None
         if any(w in rec.text for w in _VLLM_WORDS) or _PROGRAM.search(rec.text):
             return None
-        if first_person and not _FIRST_PERSON.search(rec.text):
+        if first_person and not (_FIRST_PERSON.search(rec.text) or _SUBJECT_VERB.search(rec.text)):
             return None
         return {"marker": name, "prose": True}  # not counted as a recognised vLLM record
 
@@ -282,6 +312,19 @@ PATTERNS = [
         _signal("ray_channel_timeout", True, ints=("timeout_s",)),
     ),
     Pattern(
+        "serve_health_check_missed",
+        "stall",
+        # "Didn't rece": a literal of its own in the gate's group of rare starts (a longer one holds
+        # "ive ", which the gate would pick as a prose-start literal shared with another anchor)
+        ("Didn't rece",),
+        r"Didn't receive health check response for replica (?P<replica>[^\n]{1,300}?) after "
+        r"(?P<timeout_s>\d{1,6}(?:\.\d{1,3})?)s,(?: marking it unhealthy)?",
+        "ray/serve/_private/deployment_state.py ActorReplicaWrapper.check_health (Ray Serve's controller)",
+        None,
+        _health_check,
+        cut_from=r"after \d{1,6}(?:\.\d{1,3})?s, ",
+    ),
+    Pattern(
         "reported_hang",
         "marker",
         # the pre-filter's prose-like literals are at their budget (prefilter.PROSE_GROUP x 3 groups):
@@ -296,7 +339,9 @@ PATTERNS = [
     Pattern(
         "reported_failure",
         "marker",
-        ("rror", "OOM", "fail"),  # literals the gate holds already (see above)
+        # literals the gate holds already (see above), and a short one for "crash"/"Crash",
+        # searched by the gate's tiny automaton of short literals (the long groups are full)
+        ("rror", "OOM", "fail", "ras"),
         REPORTED_WORDS["reported_failure"],
         "the reporter's words around the log (bug reports, chats, runbooks), not vLLM's",
         None,

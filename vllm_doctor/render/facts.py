@@ -104,6 +104,8 @@ def _co_tenants(p: Dict[str, Any]) -> Optional[str]:
     if pids is None:
         return None
     if not pids:
+        if p.get("held_unlisted_gib"):  # memory held elsewhere that the message does not list
+            return f"none listed; {p['held_unlisted_gib']:.2f} GiB held outside this process"
         whose = "the failing process only" if p.get("raised_outside_vllm") else "vLLM's own process only"
         return f"none listed ({whose})"
     held = p.get("co_tenant_gib") or {}

@@ -18,7 +18,16 @@ What it means:
       16580).
     * **A hang the report names:** the text around a pasted log says it hangs (``stuck``,
       ``hangs``, ``stalled``...: the reporter's words, never vLLM's) and the log shows no
-      failure, queue, preemption or saturation: low confidence, the log cannot rule it out.
+      failure, preemption or saturation, and no queue long enough for VD302: low confidence,
+      the log cannot rule it out. Requests waiting with the KV cache nearly empty in fewer
+      intervals than VD302 reads stay here, with the admission limits (``--max-loras`` first
+      where LoRA is enabled: a batch holds at most that many adapters, default 1).
+    * **Ray Serve marked the replica unhealthy:** its controller got no health-check answer
+      within the deployment's ``health_check_timeout_s`` (``Didn't receive health check
+      response for replica ... marking it unhealthy``) and restarts the replica. With the
+      engine busy and the KV cache far from full, the replica was too busy to answer (a
+      prefill burst), not out of memory: a longer timeout, less admission per replica, more
+      replicas.
     * **At startup, a trap:** the KV cache holds fewer tokens than ``max_model_len`` while the
       scheduler reserves a request's full input before admitting it
       (``scheduler_reserve_full_isl``, on by default since 0.19): a request longer than the
@@ -51,9 +60,14 @@ Remedies, in order:
     2. Head-of-line block or a queue never admitted: a ``--max-model-len`` within the KV cache
        capacity (so no request can need more than it holds), or
        ``--no-scheduler-reserve-full-isl`` (0.19+).
-    3. Wedge: take stack traces, check the GPUs, restart; report it with the traces.
+    3. Wedge: take stack traces, check the GPUs, restart; report it with the traces. Where the
+       last stats lines repeat the same numbers at 0 tokens/s, first check they are live (one
+       request, ``/metrics``): V1 does not reset its stats after every request was aborted
+       (vllm issue 22545), which reads as requests running with nothing generated.
     4. Watch ``/metrics`` (``vllm:num_requests_running`` and generation tokens) to catch it:
        the log goes quiet when the engine does.
+    5. A Ray Serve replica marked unhealthy while busy: raise the deployment's
+       ``health_check_timeout_s``, limit ``max_ongoing_requests``, add replicas.
 
 What does not help:
     Memory settings when a worker hangs or the engine is wedged: nothing is allocating.
@@ -82,6 +96,7 @@ from ..memory import floor_tidy
 from ..run import Failure, Line, Run, StallSignal, StatsSample, WaitEpisode, process_label
 from ..tracker import MEMORY_KINDS
 from ..verdict import Finding, Remedy
+from . import preemption_storm, queue_backlog
 from .plan import Constraints, constraints, env_set
 from .rule import Rule, config_evidence, ev, finding, not_printed, read_from, remedy, stats_from
 
@@ -266,6 +281,8 @@ def _wedged(run: Run) -> Optional[Finding]:
         )
         facts = {"running_at_stall": obs.wedge_running, "wedged_intervals": obs.wedge_best}
         evidence = [ev(obs.wedge_best_first, "running, 0 tokens"), ev(obs.wedge_best_last, "still no tokens")]
+        if _frozen(run):
+            facts["stats_frozen"] = True
         return _wedge_finding(run, title, facts, evidence)
     last = s.recent[-1] if s.recent else None
     if last is None or last.running == 0 or last.generation_tps is None:
@@ -286,8 +303,37 @@ def _wedged(run: Run) -> Optional[Finding]:
     return _wedge_finding(run, title, facts, [ev(last.line, "the last stats line")])
 
 
+def _frozen(run: Run) -> bool:
+    """The last stats lines (at least WEDGE_MIN_INTERVALS of them) repeat the same running,
+    waiting and KV numbers at 0 tokens/s: numbers that may not be live (vLLM issue 22545: V1
+    does not reset its stats after every request was aborted, a29)."""
+    recent = run.stats.recent
+    if len(recent) < thresholds.WEDGE_MIN_INTERVALS or run.stats.engine == "v0":
+        return False  # V0 resets its counts: the issue is V1's
+    first = recent[0]
+    return all(
+        not (x.prompt_tps or x.generation_tps)
+        and (x.running, x.waiting, x.kv_usage_pct, x.engine_index)
+        == (first.running, first.waiting, first.kv_usage_pct, first.engine_index)
+        for x in recent
+    )
+
+
 def _wedge_finding(run: Run, title: str, facts, evidence) -> Finding:
+    stale = (
+        remedy(
+            "Check whether the numbers are live before restarting: send one request and read /metrics "
+            "(vllm:num_requests_running); if it is served, the engine is idle and the stats are stale",
+            None,
+            "the stats lines repeat the same running, waiting and KV numbers at 0 tokens/s: V1 does not reset them "
+            "after every request was aborted (vLLM issue 22545)",
+            "host",
+        )
+        if facts.get("stats_frozen")
+        else None
+    )
     rem = [
+        stale,
         remedy(
             "Take stack traces of the engine and workers before restarting (py-spy dump --pid PID)",
             None,
@@ -818,17 +864,27 @@ def _reported_hang(run: Run) -> Optional[Finding]:
         return None  # a failure says more; no vLLM step at all: nothing recognisable to judge
     s = run.stats
     if (
-        run.preemption.warnings
-        or s.preemptions_total
-        or s.max_waiting
-        or ((s.peak_kv_usage_pct or 0) >= thresholds.SATURATED_KV_PCT)
+        run.preemption.warnings  # VD201 or VD301 takes a V0 preemption warning
+        or preemption_storm.is_storm(run)
+        or preemption_storm.episode_of(run) is not None  # VD301 takes a passing saturation
+        or queue_backlog.fires(run)
     ):
-        return None  # requests queue or are preempted: that is the slowness the report calls a hang
+        # requests queue or are preempted: that is the slowness the report calls a hang, and
+        # the rule that reads it takes the log (never a hand-off to a rule that does not fire)
+        return None
     last = run.stats.recent[-1] if run.stats.recent else None
     tail = f"; its last stats line is at line {last.line.lineno}" if last is not None else ""
+    # waiting with KV room (VD302's sense), in fewer intervals than VD302 reads
+    queued = (s.max_waiting or 0) > 0 and (s.peak_kv_usage_pct or 0) < thresholds.BACKLOG_MAX_KV_PCT
+    shows = (
+        f"the log shows up to {s.max_waiting} request(s) waiting with the KV cache at most "
+        f"{s.peak_kv_usage_pct or 0:.1f}% full (admission, not memory, holds them){tail}"
+        if queued
+        else f"the log shows no stall message and nothing that rules one out{tail}"
+    )
     title = (
-        f"Reported hang: the text around the log says it hangs ('{reported_excerpt('reported_hang', said.text)}'); the log shows no stall "
-        f"message and nothing that rules one out{tail}"
+        f"Reported hang: the text around the log says it hangs ('{reported_excerpt('reported_hang', said.text)}'); "
+        + shows
     )
     facts: Dict[str, Any] = {"reported_hang": True}
     evidence = [ev(said, "the report's words")]
@@ -845,11 +901,83 @@ def _reported_hang(run: Run) -> Optional[Finding]:
         )
     ]
     rem = _diagnose_remedies(run, False, False) + [_watch(run)]
+    if queued:
+        rem = [queue_backlog.lora_slots(run)] + rem
+        rem.append(queue_backlog.batch_limit(run, s.max_running or 0))
     return finding(RULE, run, _stall_phase(run), title, facts, evidence, rem, _no_memory_remedy(run), notes, "low")
 
 
+# -- Ray Serve marked the replica unhealthy -----------------------------------------------------
+
+
+def _health_check_missed(run: Run) -> Optional[Finding]:
+    """Ray Serve's controller got no health-check answer from the replica in time and marks it
+    unhealthy (catalog/stalls.py ``serve_health_check_missed``): the replica is restarted with
+    every request in flight. With the engine busy (requests waiting, tokens flowing) it was
+    too busy to answer (a prefill burst holds the replica's event loop): the timeout and the
+    admission are the levers, not memory. A failure in the log says more (its rule names it)."""
+    sig = run.stalls.signals.get("health_check_missed")
+    if sig is None or run.failures:
+        return None
+    s = run.stats
+    timeout = sig.data.get("timeout_s")
+    within = f" within {timeout:g} s" if timeout else ""
+    busy = ""
+    if s.count:
+        busy = (
+            f" while the engine was busy ({s.max_running or 0} running, {s.max_waiting or 0} waiting, "
+            f"KV cache at most {s.peak_kv_usage_pct or 0:.1f}% full)"
+        )
+    title = f"Ray Serve marked the replica unhealthy: no health-check answer{within}{busy}"
+    facts: Dict[str, Any] = {"health_check_missed": sig.count}
+    if timeout:
+        facts["health_check_timeout_s"] = timeout
+    evidence = [ev(sig.first, "Ray Serve's controller: no health-check answer in time")]
+    if s.peak_line is not None:
+        evidence.append(ev(s.peak_line, "the engine's load"))
+    waited = f" it waited {timeout:g} s" if timeout else " the timeout is the deployment's"
+    rem: List[Optional[Remedy]] = [
+        remedy(
+            "Raise the deployment's health_check_timeout_s (and health_check_period_s) in the Ray Serve config",
+            None,
+            f"{waited.strip()}; a replica busy with a burst answers late and Serve restarts it, losing every request "
+            "in flight",
+        ),
+        remedy(
+            "Limit admission per replica: the deployment's max_ongoing_requests (and max_queued_requests), so a "
+            "replica holds no more than it serves",
+            None,
+            f"up to {s.max_waiting} requests waited behind {s.max_running} running" if s.max_waiting else None,
+        ),
+        remedy("Or add replicas (num_replicas, autoscaling_config) so the load spreads"),
+        remedy(
+            "If the replica never answers again: take stack traces of it before the restart (py-spy dump --pid PID)",
+            None,
+            "a hung engine misses the health check the same way",
+            "host",
+        ),
+    ]
+    dont = []
+    if (s.peak_kv_usage_pct or 0) < thresholds.SATURATED_KV_PCT and s.count:
+        dont.append(
+            f"Memory settings (gpu_memory_utilization, KV cache size): the KV cache was at most "
+            f"{s.peak_kv_usage_pct or 0:.1f}% full"
+        )
+    return finding(RULE, run, "runtime", title, facts, evidence, rem, dont, confidence="low")
+
+
 def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List[Finding]:
-    for shape in (_hung, _waited, _unfinished_idle, _blocked, _queued, _wedged, _startup_trap, _reported_hang):
+    for shape in (
+        _hung,
+        _waited,
+        _unfinished_idle,
+        _blocked,
+        _queued,
+        _wedged,
+        _startup_trap,
+        _health_check_missed,
+        _reported_hang,
+    ):
         found = shape(run)
         if found is not None:
             return [found]

@@ -108,7 +108,8 @@ def unlisted_gib(f: Failure, run: Run) -> Optional[float]:
     """GiB of the device that were neither free nor the failing process's when ``f``'s OOM
     message lists no other process: total - free - this process's memory (``this process has
     M memory in use``), or, in the old torch format that lists none, total - free - reserved
-    by PyTorch (with no free printed, IPEX's XPU form: total - reserved - the request, a floor:
+    by PyTorch (in the torch format without a process list: total - free - allocated and
+    reserved by PyTorch; with no free printed, IPEX's XPU form: total - reserved - the request, a floor:
     the request did not fit). None when the message lists another process (:func:`co_tenants_of` says who)
     or lacks the numbers."""
     d = f.data
@@ -120,7 +121,7 @@ def unlisted_gib(f: Failure, run: Run) -> Optional[float]:
         return None if tried is None else max(total - d["pytorch_reserved_gib"] - tried, 0.0)
     if not total or free is None:
         return None
-    if "processes" in d:
+    if "processes" in d and (d["processes"] or d.get("processes_listed", True)):
         own, others = _split(f, run)
         if others or own is None or list_cut(d):
             return None
@@ -129,6 +130,13 @@ def unlisted_gib(f: Failure, run: Run) -> Optional[float]:
         held = max(own[1], d.get("pytorch_allocated_gib", 0.0) + d.get("reserved_unallocated_gib", 0.0))
     elif d.get("form") == "torch-old" and d.get("pytorch_reserved_gib") is not None:
         held = d["pytorch_reserved_gib"]
+    elif d.get("form") == "torch" and d.get("pytorch_allocated_gib") is not None:
+        # rules7 (z15): the message of PyTorch 2.0-2.1 and of ROCm/DTK builds without the
+        # process list ("Of the allocated memory 971.02 MiB is allocated by PyTorch, and 984.00
+        # KiB is reserved by PyTorch but unallocated"): what PyTorch holds is this process's
+        # share; the rest of what is not free is held elsewhere (or by this process outside
+        # PyTorch: the share threshold allows for that)
+        held = d["pytorch_allocated_gib"] + d.get("reserved_unallocated_gib", 0.0)
     else:
         return None
     return max(total - free - held, 0.0)

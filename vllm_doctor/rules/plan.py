@@ -249,6 +249,8 @@ class Constraints:
             return defaults.Default(tp, tp, "{value}, from the world size" if tp > 1 else "vLLM's default")
         if setting == "kv_cache_dtype":
             return None
+        if setting == "max_loras":  # vllm/config/lora.py (EngineArgs.max_loras before it): 1 in every release
+            return defaults.Default(1, 1, "vLLM's default {value}")
         return None
 
     def _ranks_at_least(self) -> int:

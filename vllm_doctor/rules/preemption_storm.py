@@ -11,6 +11,9 @@ What it means:
     running requests waiting: nothing after it shows the peak passed (a hang, a cut paste).
     After intervals below saturation, that last one alone is a burst that just began (a
     VD301 note): a second saturated interval or a preemption must show it lasting.
+    An interval that processed nothing (0.0 prompt and 0.0 generation tokens/s) is never
+    saturated: the engine is wedged or the stats are stale (vLLM issue 22545), VD203's
+    reading; more KV cache does nothing there.
 
 Why it happens:
     More concurrent demand (``max_num_seqs`` x sequence length) than the KV cache holds:
@@ -107,9 +110,21 @@ class Saturation:
 
     def add(self, s: StatsSample) -> None:
         full = s.kv_usage_pct is not None and s.kv_usage_pct >= thresholds.SATURATED_KV_PCT
+        full = full and not processed_nothing(s)
         pushed_back = (s.swapped or 0) > 0 or s.preemptions > 0
         self.any_pressure.add(s, full and (pushed_back or s.waiting > 0))
         self.capacity_pressure.add(s, full and pushed_back)
+
+
+def processed_nothing(s: StatsSample) -> bool:
+    """The interval printed both throughputs and both are zero: no prompt token read and no
+    token generated. Its KV and queue numbers are then no saturation: the engine did no
+    work (a wedge, VD203's reading), or the numbers are stale (vLLM issue 22545: V1's stats
+    are not reset after every request was aborted, so ``Running: 106, Waiting: 15, GPU KV
+    cache usage: 90.4%`` repeats at 0.0 tokens/s). A full cache that is really in use
+    preempts and recomputes, which shows as throughput; more KV cache does nothing for
+    an engine that processes nothing."""
+    return s.prompt_tps == 0 and s.generation_tps == 0
 
 
 def episode_of(run: Run) -> Optional[Episode]:
@@ -179,7 +194,7 @@ def full_at_the_end(run: Run) -> Optional[StatsSample]:
         return None
     s = run.stats.recent[-1]
     kv = s.kv_usage_pct
-    if kv is None or s.waiting < thresholds.QUEUE_OVER_RUNNING * max(1, s.running):
+    if kv is None or processed_nothing(s) or s.waiting < thresholds.QUEUE_OVER_RUNNING * max(1, s.running):
         return None
     preempted = run.preemption.last is not None and run.preemption.last.lineno >= s.line.lineno
     if kv >= thresholds.FULL_KV_LAST_INTERVAL_PCT or (preempted and kv >= thresholds.SATURATED_KV_PCT):

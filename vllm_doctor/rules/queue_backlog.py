@@ -7,13 +7,16 @@ What it means:
 
 Why it happens:
     ``max_num_seqs`` / ``max_num_batched_tokens`` set low (or left at a small default) for
-    the load; a burst of arrivals.
+    the load; a burst of arrivals. With LoRA enabled, requests for more distinct adapters
+    than ``--max-loras`` (default 1) slots: the rest wait for a slot.
 
     One interval is enough when as many requests ran as ``max_num_seqs`` allows (the value
     in force): the cap is seen holding the rest back.
 
 Remedies, in order:
-    1. Raise ``--max-num-seqs`` (twice the value in force) if latency allows, or
+    1. With LoRA enabled (where the log shows it): raise ``--max-loras`` to the number of
+       adapters requested at once.
+    2. Raise ``--max-num-seqs`` (twice the value in force) if latency allows, or
        ``--max-num-batched-tokens`` when fewer ran than max_num_seqs allows (batch limits
        come last in the tuning order, and memory is not the limit here), or add replicas.
 
@@ -63,7 +66,7 @@ def _at_cap(run: Run, b: Backlog) -> bool:
     return seqs.value is not None and b.max_running >= seqs.value > 0
 
 
-def _batch_limit(run: Run, ran: int) -> Remedy:
+def batch_limit(run: Run, ran: int) -> Remedy:
     """The batch limit that held requests back: max_num_seqs when as many ran as it allows,
     else the per-step token budget (new requests are admitted as their prefill fits)."""
     c = constraints(run)
@@ -89,19 +92,53 @@ def _batch_limit(run: Run, ran: int) -> Remedy:
     return c.raise_to("max_num_batched_tokens", 2 * tokens.high, action, why)
 
 
-def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List[Finding]:
+def lora_shown(run: Run) -> bool:
+    """The log shows LoRA enabled: ``--enable-lora`` (or ``enable_lora=True``) or a
+    ``max_loras`` it prints."""
+    return run.value("enable_lora") is True or run.value("max_loras") is not None
+
+
+def lora_slots(run: Run) -> Optional[Remedy]:
+    """With LoRA enabled, the batch holds requests for at most ``max_loras`` distinct adapters
+    (vllm/config/lora.py ``max_loras``, default 1; the scheduler leaves a request for another
+    adapter waiting while the slots are taken: vllm/core/scheduler.py and
+    vllm/v1/core/sched/scheduler.py): requests wait with the KV cache empty. None when the
+    log does not show LoRA enabled."""
+    if not lora_shown(run):
+        return None
+    return constraints(run).unset(
+        "max_loras",
+        "raise",
+        "Raise --max-loras to the number of distinct adapters requested at once: with LoRA enabled a batch "
+        "holds requests for at most max_loras adapters, the rest wait however empty the KV cache is",
+        f"in force: {constraints(run).in_force('max_loras').why}; each slot is preallocated on the GPU "
+        "(max_loras x max_lora_rank), a little less KV cache",
+    )
+
+
+def fires(run: Run) -> bool:
+    """Whether this rule takes the run: requests waited with KV room in
+    :data:`~vllm_doctor.thresholds.BACKLOG_MIN_INTERVALS` intervals (or one at the
+    max_num_seqs cap), and the cache never filled. VD203's reported hang hands a log with a
+    queue over only when this holds, so no log is left that nobody takes."""
     s = run.stats
     b = s.observers.get("queue_backlog")
     if b is None or not b.intervals or (b.intervals < thresholds.BACKLOG_MIN_INTERVALS and not _at_cap(run, b)):
+        return False
+    return (s.peak_kv_usage_pct or 0) < thresholds.SATURATED_KV_PCT  # a cache that filled is pressure
+
+
+def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List[Finding]:
+    s = run.stats
+    b = s.observers.get("queue_backlog")
+    if not fires(run):
         return []
-    if (s.peak_kv_usage_pct or 0) >= thresholds.SATURATED_KV_PCT:
-        return []  # the cache did fill up at some point: that is pressure, not a batch limit
     title = (
         f"Requests wait while the KV cache is at most {s.peak_kv_usage_pct:.1f}% full: the batch "
         "budget limits admission, not memory"
     )
     facts = {"max_waiting": s.max_waiting, "peak_kv_usage_pct": s.peak_kv_usage_pct, "backlog_intervals": b.intervals}
-    rem = [_batch_limit(run, s.max_running or 0), remedy("Or add replicas")]
+    rem = [lora_slots(run), batch_limit(run, s.max_running or 0), remedy("Or add replicas")]
     evidence = [ev(b.first, "waiting with KV cache room left")]
     return [finding(RULE, run, "runtime", title, facts, evidence, rem, confidence="low")]
 

@@ -86,6 +86,11 @@ def failure_phase(f: Failure, run: Run) -> Optional[Phase]:
         # profile_run, whose own frame (or a startup line) would say so (hunt7 q07).
         return Phase.SERVING
     if f.data.get("form") == "xla-compile":
+        if f.data.get("memory_space") == "hbm" and run.phase < Phase.WEIGHTS_LOADED:
+            # rules7 (z10): no line shows the weights on the chips: XLA's program holds them as
+            # its arguments (sharded over the slice), so a program larger than the chip's HBM
+            # is first the model not fitting the slice (chips x HBM), not the compiled shapes
+            return Phase.LOADING_WEIGHTS
         return Phase.GRAPH_CAPTURE  # XLA compiles the model for its shapes in capture_model
     if f.data.get("program_load") and f.phase_at < Phase.READY:
         # The TPU runtime loading a compiled program ("Error loading program: Attempting to

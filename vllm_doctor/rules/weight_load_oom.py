@@ -19,6 +19,10 @@ Remedies, in order:
     3. A smaller model.
     When the weights clearly fit, the log points at a bug or a regression (a version
     change, a fallback implementation): try another vLLM version, and report it.
+    On a TPU, XLA's compile-time "Ran out of memory in memory space hbm" before any line
+    shows the weights loaded is here: the program holds the weights, sharded over the slice.
+    Compare the model's size with the chips x HBM per chip: a larger slice (more chips), or
+    quantized weights, then a smaller model; never the compiled shapes first.
 
 What does not help:
     Raising ``gpu_memory_utilization`` (the weights need the memory before the budget
@@ -157,6 +161,49 @@ def _tp_remedy(c: Constraints, est: Optional[Dict[str, Any]], facts: Dict[str, A
     return c.raise_tp(2 * tp, action, "each GPU holds 1/TP of the weights; the model's size is not in the log")
 
 
+def _slice_remedies(
+    facts: Dict[str, Any], est: Optional[Dict[str, Any]], G: Optional[float], q: Optional[str]
+) -> List[Any]:
+    """A TPU's compiled program out of HBM before any line shows the weights loaded (z10):
+    the weights are its arguments, sharded over the slice's chips, so the first question is
+    the model's size against chips x HBM per chip; a larger slice (more chips) or fewer bits
+    per weight, never the compiled shapes (they come after the weights fit)."""
+    need, over = facts.get("required_gib"), facts.get("exceeded_by_gib")
+    hbm = f"{G:g} GiB of HBM" if G else "the chip's HBM"
+    program = (
+        f"XLA's program needed {need:g} GiB per chip of {hbm}" + (f", {over:g} GiB over" if over else "")
+        if need
+        else f"XLA's program did not fit {hbm} per chip"
+    )
+    if est and G:
+        chips = _smallest_tp(est["weights_gib_estimate"], G)
+        size = (
+            f"{program}; about {est['weights_gib_estimate']:.0f} GiB of weights need at least {chips} chips "
+            f"of {G:g} GiB, before the KV cache (the slice's chip count is not in the log)"
+        )
+    else:
+        size = (
+            f"{program}; the model's size is not in the log: parameters x bytes per parameter (2 in bf16) "
+            "against the chips x HBM of the slice, with room left for the KV cache"
+        )
+    return [
+        remedy(
+            "Compare the model's size with the slice: if the weights do not fit the chips x HBM per chip with room "
+            "for the KV cache, use a larger TPU slice (more chips, tensor_parallel_size set to the chips)",
+            None,
+            size,
+        ),
+        None
+        if q
+        else remedy(
+            "Or serve quantized weights (int8 or fp8, where vLLM's TPU backend supports the method)",
+            None,
+            "fewer bits per weight: each chip's shard shrinks with them",
+        ),
+        remedy("Or serve a smaller model"),
+    ]
+
+
 def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List[Finding]:
     if not failures:
         return []
@@ -203,9 +250,17 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List
             _sentence("; ".join(suspects)) + ": the OOM points at something else (a fallback implementation, a "
             "quantized path materialising full-precision weights, a version regression)."
         )
+    tpu = facts.get("oom_backend") == "TPU"
+    if tpu:
+        for key in ("required_gib", "exceeded_by_gib"):
+            v = next((f.data[key] for f in failures if f.data.get(key) is not None), None)
+            if v is not None:
+                facts[key] = v
     title = f"Out of {device_memory(facts)} while building the model / loading weights"
-    if G:
-        title += f" ({G} GiB GPU)"
+    if tpu and facts.get("required_gib") and G:
+        title += f": the program needs {facts['required_gib']:g} GiB per chip of {G:g} GiB"
+    elif G:
+        title += f" ({G} GiB {'per chip' if tpu else 'GPU'})"
     if suspects:
         title += ": the weights should fit, suspect a bug or regression"
     bits = facts.get("weight_bits_that_fit_one_gpu")
@@ -256,6 +311,8 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List
         _tp_remedy(c, est, facts, G),
         remedy("Or serve a smaller model"),
     ]
+    if tpu:  # the slice, not a node's GPUs: chips x HBM against the model's size
+        rem = rem[:3] + _slice_remedies(facts, est, G, q)
     if q:
         notes.append(f"The checkpoint is already quantized ({q}): quantizing again is not the remedy.")
     evidence = (
@@ -272,6 +329,8 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "startup") -> List
         "Raising gpu_memory_utilization: the weights need the memory before the budget matters",
         "Lowering max_model_len or max_num_seqs: the KV cache is not allocated yet",
     ]
+    if tpu:
+        dont.append("Compiling for fewer shapes (max_num_seqs, enforce_eager): the program holds the weights first")
     forbids = [("gpu_memory_utilization", "raise", "the weights need the memory before the budget matters")]
     return [finding(RULE, run, "startup", title, facts, evidence, rem, dont, notes, forbids=forbids)]
 
