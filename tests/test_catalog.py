@@ -167,6 +167,34 @@ CONFIG = [
         launch_command=True,
     ),
     case(
+        "engine_args_repr",
+        "config",
+        # Ray Serve's vLLM example prints the AsyncEngineArgs it builds (a25, vllm 0.6.3)
+        "Starting with engine args: AsyncEngineArgs(model='NousResearch/Meta-Llama-3-8B-Instruct', "
+        "served_model_name=None, tensor_parallel_size=2, max_model_len=None, gpu_memory_utilization=0.9, "
+        "max_num_seqs=256, enforce_eager=False, swap_space=4, kv_cache_dtype='auto', ",
+        model="NousResearch/Meta-Llama-3-8B-Instruct",
+        tensor_parallel_size=2,
+        gpu_memory_utilization=0.9,
+        max_num_seqs=256,
+        enforce_eager=False,
+        swap_space=4.0,
+        kv_cache_dtype="auto",
+        launch_command=True,
+    ),
+    case(
+        "engine_args_repr",
+        "config",
+        # the offline dataclass, printed whole by a script: its closing parenthesis ends the last value
+        "engine args: EngineArgs(model='facebook/opt-125m', max_model_len=2048, block_size=16, "
+        "enable_prefix_caching=True)",
+        model="facebook/opt-125m",
+        max_model_len=2048,
+        block_size=16,
+        enable_prefix_caching=True,
+        launch_command=True,
+    ),
+    case(
         "server_version",
         "run_start",
         # vllm 0.25+ entrypoints/serve/utils/api_utils.py log_version_and_model, logo disabled

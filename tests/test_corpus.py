@@ -56,7 +56,6 @@ KNOWN_WRONG_FACTS: set = {
     "z23-ascend-zh-curl-v-envoy-400-token-indices-longer-than-max-max-tokens-32769.log",
     "z24-rocm-gfx906-fork-v085-prose-gptq-bitblas-not-supported-in-rocm-workaround-explicit-flag.log",
     "a10-gaudi-habana-v0-bucket-config-preloading-weights-hpu-14p97gib-startup-healthy.log",
-    "a25-ray-serve-replica-log-format-deployment-replica-id-v063-engine-args-startup-cut.log",
 }
 
 

@@ -82,7 +82,7 @@ def instance_role(proc: Optional[str], rank: Optional[int]) -> Optional[str]:
 
 #: Patterns of what the operator wrote (a pasted launch command), not of what vLLM printed:
 #: they give configuration but never make an input vLLM output.
-OPERATOR_PATTERNS = frozenset({"launch_command", "offline_llm_call"})
+OPERATOR_PATTERNS = frozenset({"launch_command", "offline_llm_call", "engine_args_repr"})
 #: Patterns of what vLLM prints when it is imported, before any server starts (vllm/platforms/
 #: __init__.py resolve_current_platform_cls_qualname): ``collect_env``, a script or a notebook
 #: that imports vllm prints them too, so after a pasted command they prove no server started
