@@ -40,7 +40,6 @@ KNOWN_WRONG_CLASS: set = {
     "z18-custom-logging-config-logger-names-v0-tp8-lora-1-running-3-pending-kv-3pct-stuck.log",
     "z19-v01-era-t4-scheduler-throughput-stats-kv-100-then-1-pending-forever-0pct.log",
     "z22-rocm-mi300x-v053post1-prose-value-erorr-fbgemm-fp8-not-supported-in-rocm-screenshot.log",
-    "z23-ascend-zh-curl-v-envoy-400-token-indices-longer-than-max-max-tokens-32769.log",
     "z24-rocm-gfx906-fork-v085-prose-gptq-bitblas-not-supported-in-rocm-workaround-explicit-flag.log",
     "a11-jupyter-proxy-links-mangled-tqdm-mllama-11b-shards-loading-oom-not-shown.log",
     "a19-verl-ray-workerdict-prefix-v063-rollout-aborted-lack-of-cpu-swap-space-traceback-cut.log",
@@ -53,7 +52,6 @@ KNOWN_WRONG_FACTS: set = {
     "z14-ascend-pr-enginecore-npu-worker-free-memory-60p86-of-61p27-desired-0p9-kv-cache-memory-suggestion-healthy.log",
     "z19-v01-era-t4-scheduler-throughput-stats-kv-100-then-1-pending-forever-0pct.log",
     "z22-rocm-mi300x-v053post1-prose-value-erorr-fbgemm-fp8-not-supported-in-rocm-screenshot.log",
-    "z23-ascend-zh-curl-v-envoy-400-token-indices-longer-than-max-max-tokens-32769.log",
     "z24-rocm-gfx906-fork-v085-prose-gptq-bitblas-not-supported-in-rocm-workaround-explicit-flag.log",
     "a10-gaudi-habana-v0-bucket-config-preloading-weights-hpu-14p97gib-startup-healthy.log",
 }

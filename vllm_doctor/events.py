@@ -77,6 +77,8 @@ KINDS = {
     "cli_error": "the launch command refused by vLLM's argument parser ('vllm serve: error: ...'; {prog, "
     "message, form, argument, value, choices, flags, hint}; catalog/arguments.py)",
     "too_long": "a request longer than the model's context (HTTP 400)",
+    "client": "a client's transcript of a request (catalog/requests.py): {status} of a 4xx status line, "
+    "{body} of a response body naming a length limit, {request_max_tokens} the request asked for",
     "preemption": "V0 preemption warning (printed for the 1st, 51st, 101st ...)",
     "stats": "a periodic stats line (V0 or V1)",
     "prefix_hit": "V0 prefix-cache hit-rate line",

@@ -18,9 +18,11 @@ from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Tuple
 
 from ._version import __version__
 from .catalog import Catalog
+from .catalog.requests import client_events, transcript_line
 from .envelopes import _PROC, MAX_RECORD_CHARS, Envelopes, source_key, unwrap
+from .formats import HEAD_LINES as FORMAT_HEAD_LINES
 from .frames import code_tags, looks_like_code
-from .quoted import quoted_document
+from .quoted import prefixed_paste, quoted_document, vllm_record
 from .reassemble import MAX_JOINED, WRAP_MIN_WIDTH, Reassembler, _open_oom, shell_continued
 from .rules import BY_NAME, diagnose_run, healthy, new_observers
 from .rules.rule import read_from
@@ -41,7 +43,18 @@ class SourceResult:
     tracker: SourceTracker
     summary: SourceSummary
     findings: List[Finding] = field(default_factory=list)
+    #: vLLM's output (records in its own format) of which no catalog pattern knows a message:
+    #: nothing was judged, so the source is "unknown", never "healthy" (quoted.prefixed_paste).
+    unjudged: bool = False
 
+
+#: The note and the headline of a source that is vLLM's output but holds no message the catalog
+#: knows (SourceResult.unjudged).
+UNJUDGED = (
+    "vLLM output (records in vLLM's own format), but no message in it that vllm-doctor knows: "
+    "nothing judged; give the lines around the problem"
+)
+UNJUDGED_TITLE = "vLLM output, but no message in it that vllm-doctor knows"
 
 #: Characters of an internal error's text kept in the verdict.
 MAX_ERROR_CHARS = 200
@@ -92,12 +105,23 @@ class _SourceReader:
         self.summaries = {}
         self.current = None
         self.sniffed = []
+        #: Head lines in vLLM's own record format (quoted.vllm_record), whatever their message.
+        self.head_prefixed = 0
+        #: The input is an HTTP client's transcript (catalog.requests.client_events are read).
+        self.client = False
+        self._head_bytes = 0
 
     def sniff(self, text: str) -> None:
         """Learn from one of the input's first lines: its wrapper (format detection) and
         prefixes that repeat (:meth:`vllm_doctor.envelopes.Envelopes.sniff`)."""
         if len(self.sniffed) < SNIFF_LINES and text.strip():
             self.sniffed.append(self.env.sniff(text))
+            if vllm_record(text):
+                self.head_prefixed += 1
+            # as formats.reads_every_line looks for one (its first lines of the first 64 KiB)
+            self._head_bytes += len(text) + 1
+            if len(self.sniffed) <= FORMAT_HEAD_LINES and self._head_bytes <= 65536 and transcript_line(text):
+                self.client = True
 
     def unwrap(self, lineno: int, text: str):
         """The records of one physical line, read as this input's lines are."""
@@ -141,6 +165,8 @@ class _SourceReader:
         for rec in records:
             try:
                 events = self.catalog.recognise(rec)
+                if self.client:
+                    events = events + client_events(rec)
                 # Only records that can change a tracker choose (or open) a sub-source, so the
                 # pre-filtered path opens the same sub-sources as the plain one.
                 tags = code_tags(rec.text) if not events and looks_like_code(rec.text) else None
@@ -210,7 +236,10 @@ class _SourceReader:
             plain = fmt == "plain" and not summary.wrappers_seen and not self.live
             # (a web viewer's gutter lines are no lines of the text: w15, w19 and w27 copied from one)
             quoted = quoted_document(tracker, lines - self.env.gutter_lines) if plain else None
-            summary.vllm_output = tracker.vllm_seen and quoted is None
+            # records in vLLM's own format are its output though no pattern knows their message
+            # (a05: one benign warning); read from the head both paths sniff alike
+            prefixed = not tracker.vllm_seen and prefixed_paste(self.head_prefixed, len(self.sniffed), lines)
+            summary.vllm_output = (tracker.vllm_seen or prefixed) and quoted is None
             if quoted is not None:
                 summary.notes.append(quoted)
             summary.runs = len(tracker.runs) + tracker.dropped_runs
@@ -221,6 +250,9 @@ class _SourceReader:
             result = SourceResult(tracker, summary)
             for run in tracker.runs if quoted is None else ():
                 result.findings.extend(self.judge(run, summary))
+            if prefixed and summary.vllm_output and not result.findings:
+                result.unjudged = True
+                summary.notes.append(UNJUDGED)
             results.append(result)
         return results
 
@@ -624,7 +656,9 @@ def build_verdict(
         for run in reversed(res.tracker.runs):  # newest first
             runs.append(_run_summary(run, [f for f in res.findings if f.run == run.index]))
         p = primary_finding(res.findings)
-        res.summary.primary_class = p.class_id if p else ("healthy" if res.summary.vllm_output else "unknown")
+        res.summary.primary_class = (
+            p.class_id if p else ("healthy" if res.summary.vllm_output and not res.unjudged else "unknown")
+        )
         if p:
             primaries.append(p)
     sources = [r.summary for r in results]
@@ -634,11 +668,14 @@ def build_verdict(
     best = _headline(results, primaries) if primaries else None
     if best is not None:
         verdict = Verdict(best.class_id, best.code, best.severity, best.title, primary_finding=best)
-    elif any(s.vllm_output for s in sources):
+    elif any(r.summary.vllm_output and not r.unjudged for r in results):
         h = BY_NAME["healthy"]
         notes = [f for r in results for f in r.findings]
         title = serving_title(notes) or _healthy_title(healthy.title(_read_from(results)), notes, select)
         verdict = Verdict("healthy", h.code, "ok", title)
+    elif any(r.unjudged for r in results):
+        u = BY_NAME["unknown"]
+        verdict = Verdict("unknown", u.code, "unknown", UNJUDGED_TITLE)
     else:
         u = BY_NAME["unknown"]
         verdict = Verdict("unknown", u.code, "unknown", "Nothing recognisable as vLLM output in the input")

@@ -16,8 +16,9 @@ records of one source in order, with the events the catalog recognised in each, 
   signal, and repeated wait warnings per episode until something shows progress:
   :data:`PROGRESS_KINDS`).
 
-Nothing grows with the size of the log. There are no thresholds here: the rules
-(:mod:`vllm_doctor.rules`) judge what the runs hold.
+Nothing grows with the size of the log. There are no thresholds here but one pairing
+window (a client's response body to its status line: ``thresholds.CLIENT_BODY_LINES``): the
+rules (:mod:`vllm_doctor.rules`) judge what the runs hold.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Any, Callable, Deque, Dict, List, Optional, Set, Tuple
 
 import regex
 
+from . import thresholds
 from .engines import engine_of_record
 from .events import Event, Phase
 from .frames import code_tags, engine_of_frame, frame_tags, looks_like_code, source_statement, vllm_console_script
@@ -410,6 +412,9 @@ class SourceTracker:
         #: instance's (two ``vllm serve`` in one paste), given to the next run that opens, or
         #: to the current one at the end when none does (:meth:`_on_config`).
         self.pending_command: Optional[Tuple[Event, Line]] = None
+        #: A client transcript's last 4xx status and request max_tokens: (value, line number).
+        self._client_status: Optional[Tuple[int, int]] = None
+        self._client_request: Optional[Tuple[int, int]] = None
         #: The table-row label each run's stats lines came from (:meth:`_row_run`), by run index.
         self.row_labels: Dict[int, str] = {}
         self._new_run(1)
@@ -784,7 +789,10 @@ class SourceTracker:
             rec.vllm_header
             or vllm_proc
             or any(
-                ev.kind not in GENERIC_KINDS and ev.pattern not in OPERATOR_PATTERNS and not ev.data.get("prose")
+                ev.kind not in GENERIC_KINDS
+                and ev.kind != "client"  # a client's transcript is no vLLM output
+                and ev.pattern not in OPERATOR_PATTERNS
+                and not ev.data.get("prose")
                 for ev in events
             )
         )
@@ -983,6 +991,31 @@ class SourceTracker:
 
     def _on_stall(self, run: Run, ev: Event, line: Line) -> None:
         run.stalls.add(ev.data, line, run.phase)
+
+    def _on_client(self, run: Run, ev: Event, line: Line) -> None:
+        """A client's transcript (catalog/requests.py): its 4xx status line and the max_tokens
+        its request asked for are kept; a body naming a length limit within
+        :data:`~vllm_doctor.thresholds.CLIENT_BODY_LINES` after such a status line is that
+        response's: a request rejected as too long, seen from the client (``seen_from``). A
+        body, or a tokenizer's warning, with no status line before it is nothing."""
+        d = ev.data
+        if "status" in d:
+            self._client_status = (d["status"], line.lineno)
+            return
+        if "request_max_tokens" in d:
+            self._client_request = (d["request_max_tokens"], line.lineno)
+            return
+        status = self._client_status
+        if status is None or not 0 <= line.lineno - status[1] <= thresholds.CLIENT_BODY_LINES:
+            return
+        self._client_status = None  # one response, one body
+        data: Dict[str, Any] = {"seen_from": "client", "status": status[0], "variant": "client"}
+        if "max_model_len" in d:
+            data["max_model_len"] = d["max_model_len"]
+        req = self._client_request
+        if req is not None and 0 <= status[1] - req[1] <= thresholds.CLIENT_BODY_LINES:
+            data["max_tokens"] = req[0]
+        self._add_failure("too_long", data, line, set(), ev.pattern)
 
     def _on_marker(self, run: Run, ev: Event, line: Line) -> None:
         name = ev.data.get("marker") or ev.pattern
@@ -1249,6 +1282,7 @@ _HANDLERS: Dict[str, Callable[[SourceTracker, Run, Event, Line], None]] = {
     "access": SourceTracker._on_access,
     "engine_dead": SourceTracker._on_engine_dead,
     "marker": SourceTracker._on_marker,
+    "client": SourceTracker._on_client,
     "stall": SourceTracker._on_stall,
     "env": SourceTracker._on_env,
 }
