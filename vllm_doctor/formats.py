@@ -17,7 +17,6 @@ from typing import Dict, FrozenSet, Iterable, Optional
 
 import regex
 
-from .catalog.requests import transcript_line
 from .escapes import looks_escaped
 from .numbered import has_gutter
 from .sources import sniff_wide
@@ -122,8 +121,6 @@ def reads_every_line(head: bytes) -> bool:
         return True
     for line in head[:65536].split(b"\n")[:HEAD_LINES]:
         s = line.lstrip(b"\xef\xbb\xbf \t\r")
-        if transcript_line(s.decode("utf-8", "replace")):
-            return True  # an HTTP client's transcript: its status lines hold no catalog literal
         if s.startswith((b'"events": [', b'"logStreamName": "')):
             return True
         if s[:2] != b'{"':

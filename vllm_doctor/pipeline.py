@@ -20,10 +20,10 @@ from ._version import __version__
 from .catalog import Catalog
 from .catalog.requests import client_events, transcript_line
 from .envelopes import _PROC, MAX_RECORD_CHARS, Envelopes, source_key, unwrap
-from .formats import HEAD_LINES as FORMAT_HEAD_LINES
 from .frames import code_tags, looks_like_code
 from .quoted import prefixed_paste, quoted_document, vllm_record
 from .reassemble import MAX_JOINED, WRAP_MIN_WIDTH, Reassembler, _open_oom, shell_continued
+from .record import Record
 from .rules import BY_NAME, diagnose_run, healthy, new_observers
 from .rules.rule import read_from
 from .sources import ARCHIVE_ERRORS
@@ -109,19 +109,27 @@ class _SourceReader:
         self.head_prefixed = 0
         #: The input is an HTTP client's transcript (catalog.requests.client_events are read).
         self.client = False
-        self._head_bytes = 0
+        self._head_no = 0
+        self._head_client: List[Tuple[Record, list]] = []
 
     def sniff(self, text: str) -> None:
         """Learn from one of the input's first lines: its wrapper (format detection) and
         prefixes that repeat (:meth:`vllm_doctor.envelopes.Envelopes.sniff`)."""
+        self._head_no += 1  # both paths offer the head's lines in order from line 1
+        if self._head_no <= SNIFF_LINES:
+            # A client's transcript (catalog/requests.py): its status and request lines hold no
+            # catalog literal, so they are read here, from the head both paths sniff alike, and
+            # handed to the tracker in line order (_client_before); past the head they are not read.
+            if transcript_line(text):
+                self.client = True
+            rec = Record(source=self.name, lineno=self._head_no, text=text.strip(), raw=text)
+            events = client_events(rec)
+            if events:
+                self._head_client.append((rec, events))
         if len(self.sniffed) < SNIFF_LINES and text.strip():
             self.sniffed.append(self.env.sniff(text))
             if vllm_record(text):
                 self.head_prefixed += 1
-            # as formats.reads_every_line looks for one (its first lines of the first 64 KiB)
-            self._head_bytes += len(text) + 1
-            if len(self.sniffed) <= FORMAT_HEAD_LINES and self._head_bytes <= 65536 and transcript_line(text):
-                self.client = True
 
     def unwrap(self, lineno: int, text: str):
         """The records of one physical line, read as this input's lines are."""
@@ -164,9 +172,9 @@ class _SourceReader:
     def consume(self, records) -> None:
         for rec in records:
             try:
+                if self._head_client:
+                    self._client_before(rec.lineno)
                 events = self.catalog.recognise(rec)
-                if self.client:
-                    events = events + client_events(rec)
                 # Only records that can change a tracker choose (or open) a sub-source, so the
                 # pre-filtered path opens the same sub-sources as the plain one.
                 tags = code_tags(rec.text) if not events and looks_like_code(rec.text) else None
@@ -186,6 +194,16 @@ class _SourceReader:
                 tracker.feed(rec, events, tags)
             except Exception as exc:  # noqa: BLE001 - one bad record never stops the rest; counted, reported
                 self._error(f"line {rec.lineno}", exc)
+
+    def _client_before(self, lineno: Optional[int]) -> None:
+        """Feed the head's client transcript lines before ``lineno`` (all: None) to the
+        tracker, when the head is a transcript (:func:`~vllm_doctor.catalog.requests.transcript_line`)."""
+        while self._head_client and (lineno is None or self._head_client[0][0].lineno < lineno):
+            rec, events = self._head_client.pop(0)
+            if self.client:
+                tracker = self._tracker(rec)
+                rec.source = tracker.source
+                tracker.feed(rec, events, None)
 
     def _error(self, where: str, exc: BaseException) -> None:
         summary = self.summaries[self.current.source] if self.current is not None else self.orphan_errors
@@ -218,6 +236,7 @@ class _SourceReader:
         self.consume(self.reasm.flush())
         if not self.trackers:
             self._tracker(unwrap(self.name, 0, "")[0])
+        self._client_before(None)
         first = self.summaries[next(iter(self.trackers.values())).source]
         first.evicted_sources = self.evicted_sources
         first.internal_errors += self.orphan_errors.internal_errors
