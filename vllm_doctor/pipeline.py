@@ -120,12 +120,16 @@ class _SourceReader:
             # A client's transcript (catalog/requests.py): its status and request lines hold no
             # catalog literal, so they are read here, from the head both paths sniff alike, and
             # handed to the tracker in line order (_client_before); past the head they are not read.
-            if transcript_line(text):
-                self.client = True
-            rec = Record(source=self.name, lineno=self._head_no, text=text.strip(), raw=text)
-            events = client_events(rec)
-            if events:
-                self._head_client.append((rec, events))
+            for rec in (
+                unwrap(self.name, self._head_no, text)
+                if "HTTP/" in text or "max_tokens" in text or "<Resp" in text or "* " in text or "http" in text
+                else ()
+            ):
+                if transcript_line(rec.text):
+                    self.client = True
+                events = client_events(rec)
+                if events:
+                    self._head_client.append((rec, events))
         if len(self.sniffed) < SNIFF_LINES and text.strip():
             self.sniffed.append(self.env.sniff(text))
             if vllm_record(text):
