@@ -274,8 +274,11 @@ class _SourceReader:
             for run in tracker.runs if quoted is None else ():
                 result.findings.extend(self.judge(run, summary))
             if prefixed and summary.vllm_output and not result.findings:
-                result.unjudged = True
-                summary.notes.append(UNJUDGED)
+                if summary.notes:  # what was not read is said already (unreadable stats lines)
+                    summary.vllm_output = tracker.vllm_seen
+                else:
+                    result.unjudged = True
+                    summary.notes.append(UNJUDGED)
             results.append(result)
         return results
 

@@ -248,7 +248,7 @@ QUOTED_DOC_MAX_SHARE = 0.05
 #: "Aborted"-style lines fit).
 QUOTED_DOC_TAIL_LINES = 10
 
-# -- A client's transcript of a rejected request (catalog/requests.py, tracker._on_client) ----
+# -- A client's transcript of a rejected request (catalog/requests.py, rules/tree.py) ----------
 #: Lines after a client's 4xx status line within which a body naming a length limit is that
 #: response's body (curl -v: a dozen response headers, then the body; a request's max_tokens
 #: is read as far before the status line).

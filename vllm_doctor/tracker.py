@@ -16,9 +16,8 @@ records of one source in order, with the events the catalog recognised in each, 
   signal, and repeated wait warnings per episode until something shows progress:
   :data:`PROGRESS_KINDS`).
 
-Nothing grows with the size of the log. There are no thresholds here but one pairing
-window (a client's response body to its status line: ``thresholds.CLIENT_BODY_LINES``): the
-rules (:mod:`vllm_doctor.rules`) judge what the runs hold.
+Nothing grows with the size of the log. There are no thresholds here: the rules
+(:mod:`vllm_doctor.rules`) judge what the runs hold.
 """
 
 from __future__ import annotations
@@ -29,7 +28,6 @@ from typing import Any, Callable, Deque, Dict, List, Optional, Set, Tuple
 
 import regex
 
-from . import thresholds
 from .engines import engine_of_record
 from .events import Event, Phase
 from .frames import code_tags, engine_of_frame, frame_tags, looks_like_code, source_statement, vllm_console_script
@@ -995,9 +993,10 @@ class SourceTracker:
     def _on_client(self, run: Run, ev: Event, line: Line) -> None:
         """A client's transcript (catalog/requests.py): its 4xx status line and the max_tokens
         its request asked for are kept; a body naming a length limit within
-        :data:`~vllm_doctor.thresholds.CLIENT_BODY_LINES` after such a status line is that
-        response's: a request rejected as too long, seen from the client (``seen_from``). A
-        body, or a tokenizer's warning, with no status line before it is nothing."""
+        after such a status line may be that
+        response's: a request rejected as too long, seen from the client (``seen_from``), its
+        distance from the status line kept (``body_gap``: the tree judges whether it is that
+        response's). A body, or a tokenizer's warning, with no status line before it is nothing."""
         d = ev.data
         if "status" in d:
             self._client_status = (d["status"], line.lineno)
@@ -1006,14 +1005,15 @@ class SourceTracker:
             self._client_request = (d["request_max_tokens"], line.lineno)
             return
         status = self._client_status
-        if status is None or not 0 <= line.lineno - status[1] <= thresholds.CLIENT_BODY_LINES:
+        if status is None or line.lineno < status[1]:
             return
         self._client_status = None  # one response, one body
         data: Dict[str, Any] = {"seen_from": "client", "status": status[0], "variant": "client"}
+        data["body_gap"] = line.lineno - status[1]
         if "max_model_len" in d:
             data["max_model_len"] = d["max_model_len"]
         req = self._client_request
-        if req is not None and 0 <= status[1] - req[1] <= thresholds.CLIENT_BODY_LINES:
+        if req is not None and req[1] <= status[1]:
             data["max_tokens"] = req[0]
         self._add_failure("too_long", data, line, set(), ev.pattern)
 
