@@ -178,6 +178,34 @@ CONFIG = [
         launch_command=True,
     ),
     case(
+        "engine_args_repr",
+        "config",
+        # Ray Serve's vLLM example prints the AsyncEngineArgs it builds (a25, vllm 0.6.3)
+        "Starting with engine args: AsyncEngineArgs(model='NousResearch/Meta-Llama-3-8B-Instruct', "
+        "served_model_name=None, tensor_parallel_size=2, max_model_len=None, gpu_memory_utilization=0.9, "
+        "max_num_seqs=256, enforce_eager=False, swap_space=4, kv_cache_dtype='auto', ",
+        model="NousResearch/Meta-Llama-3-8B-Instruct",
+        tensor_parallel_size=2,
+        gpu_memory_utilization=0.9,
+        max_num_seqs=256,
+        enforce_eager=False,
+        swap_space=4.0,
+        kv_cache_dtype="auto",
+        launch_command=True,
+    ),
+    case(
+        "engine_args_repr",
+        "config",
+        # the offline dataclass, printed whole by a script: its closing parenthesis ends the last value
+        "engine args: EngineArgs(model='facebook/opt-125m', max_model_len=2048, block_size=16, "
+        "enable_prefix_caching=True)",
+        model="facebook/opt-125m",
+        max_model_len=2048,
+        block_size=16,
+        enable_prefix_caching=True,
+        launch_command=True,
+    ),
+    case(
         "server_version",
         "run_start",
         # vllm 0.25+ entrypoints/serve/utils/api_utils.py log_version_and_model, logo disabled
@@ -2143,6 +2171,21 @@ HOST = [
 # No usable accelerator (catalog/platform.py): each wording as vLLM or PyTorch prints it.
 PLATFORM = [
     case(
+        "wsl_pin_memory_off",
+        "marker",
+        # vllm 0.2 worker/cache_engine.py (a05), 0.3-0.6 utils.py, 0.7+ platforms/interface.py
+        "WARNING 09-18 10:59:09 cache_engine.py:96] Using 'pin_memory=False' as WSL is detected. "
+        "This may slow down the performance.",
+        marker="wsl_pin_memory_off",
+    ),
+    case(
+        "wsl_pin_memory_off",
+        "marker",
+        "(EngineCore_0 pid=62) WARNING 03-19 11:13:24 [interface.py:389] Using 'pin_memory=False' as WSL is "
+        "detected. This may slow down the performance.",
+        marker="wsl_pin_memory_off",
+    ),
+    case(
         "platform_detected",
         "config",
         "INFO 09-02 06:44:03 [__init__.py:239] Automatically detected platform rocm.",
@@ -2429,6 +2472,22 @@ SCHEDULER = [
 ]
 
 REQUESTS = [
+    case(
+        "client_length_body",
+        "client",
+        # a gateway's 400 body quoting the tokenizer's warning (z23); a tokenizer's own warning
+        # reads the same: only a client's 4xx status line before it makes it a rejection
+        '{"msg":"Token indices sequence length is longer than the specified maximum sequence length for this model!"}',
+        body=True,
+    ),
+    case(
+        "client_length_body",
+        "client",
+        '{"object":"error","message":"This model\'s maximum context length is 4096 tokens. However, you requested '
+        '9000 tokens (10 in the messages, 8990 in the completion).","type":"BadRequestError","code":400}',
+        body=True,
+        max_model_len=4096,
+    ),
     case(
         "too_long_output_and_prompt",
         "too_long",

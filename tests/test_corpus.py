@@ -33,14 +33,9 @@ KNOWN_WRONG_CLASS: set = {
     # Two Ray Serve replicas on one GPU; the second printed only its user's debug lines, which
     # the tracker does not read as a second instance.
     "v22-ray-serve-replicas-two-tinyllama-0p2-custom-prints-negative-blocks-cut.log",
-    # -- hunt11 (blind, scored once at b82b495: 17/26) and hunt12 (25/30); each a kind being fixed --
-    "z23-ascend-zh-curl-v-envoy-400-token-indices-longer-than-max-max-tokens-32769.log",
+    # -- hunt11 (blind, scored once at b82b495: 17/26) and hunt12 (25/30): all fixed since --
 }
-KNOWN_WRONG_FACTS: set = {
-    # -- hunt11 and hunt12 (blind, at b82b495) --
-    "z23-ascend-zh-curl-v-envoy-400-token-indices-longer-than-max-max-tokens-32769.log",
-    "a25-ray-serve-replica-log-format-deployment-replica-id-v063-engine-args-startup-cut.log",
-}
+KNOWN_WRONG_FACTS: set = set()
 
 
 def _cases(names, known_wrong):

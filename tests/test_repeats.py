@@ -692,14 +692,16 @@ def test_every_field_of_the_tracker_state_was_reviewed_for_the_fold():
     assert sorted(vars(Catalog())) == ["timeouts", "unread"]
     assert sorted(vars(_SourceReader("x"))) == sorted(
         # live: set once when following, read only at the end (no fold state)
+        # head_prefixed, client, _head_no, _head_client: learned from the head only, before any fold
         "allowed budget catalog current env evicted_sources forced live name orphan_errors reasm select sniffed "
-        "summaries trackers".split()
+        "summaries trackers head_prefixed client _head_no _head_client".split()
     )
     attrs = sorted(vars(SourceTracker("x")))
     assert attrs == sorted(
         "budget dropped_runs folded_runs observers recognised records runs seq source streams vllm_seen "
         # pending_command: in fold_state's steady; row_labels: grows only as runs open (steady's run count)
-        "owner routed_back _target pending_command row_labels pending_env".split()
+        # _client_status, _client_request: set from the head's transcript lines only (pipeline._client_before)
+        "owner routed_back _target pending_command row_labels _client_status _client_request pending_env".split()
     )
 
 

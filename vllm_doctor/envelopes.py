@@ -227,6 +227,20 @@ _VLLM_HEADER = regex.compile(
     r"\[?(?P<file>[\w./-]+(?:\.\.\./[\w./-]+)?):(?P<line>\d+)\] ?"
 )
 _VLLM_HEADER_CUT = regex.compile(r"\[(?P<file>[\w./-]+\.py):(?P<line>\d+)\] ")
+# Ray Serve's own record prefix (its LoggingConfig text encoding: ray/serve/_private/logging_utils.py
+# ServeFormatter, "%(levelname)s %(asctime)s {component_name} {component_id} [{request_id} {route}]
+# %(filename)s:%(lineno)d - %(message)s"; the replica's file logger and, under its actor prefix,
+# its stderr): "INFO 2024-11-18 01:46:34,210 default_VLLMDeployment ujj4diu5 replica.py:893 - ".
+# The component is a deployment (app_deployment, or the bare deployment before Ray 2.7), the
+# controller or the proxy; its id a replica id ("ujj4diu5", "SayHello#kKGBoa" before 2.7), a PID
+# or an IP. A request's id and route come between them and the file inside a request; Ray before
+# 1.13 printed no file ("INFO ... SayHello SayHello#kKGBoa - msg").
+_RAY_SERVE = regex.compile(
+    r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<ts>[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2},[0-9]{3}) "
+    r"(?P<component>[A-Za-z_][\w.:-]{0,254}) (?P<cid>[\w.:#-]{1,255}) "
+    r"(?:(?P<request>[\w-]{1,128}) (?:/[^\s]{0,255} )?)??"
+    r"(?:(?P<file>[\w.-]{1,255}\.py):[0-9]{1,7} )?- "
+)
 _UVICORN = regex.compile(r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL):\s+")
 
 # An application's own record prefix after its time stamp (Python logging layouts):
@@ -254,7 +268,10 @@ _TRAILING_LOC = regex.compile(r"(?: {2,}|\s*\()(?P<file>[\w.-]+\.py):[0-9]{1,7}\
 # An embedded record prefix (glued records). A process prefix right before it belongs to it.
 _EMBEDDED = regex.compile(
     r"(?:\((?:[^()]|\([^()]*\))*? pid=\d+[^()]*\) )*"
-    r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?[\w./-]+:\d+\] "
+    r"(?:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?[\w./-]+:\d+\] "
+    # Ray Serve's prefix (_RAY_SERVE), glued after a code fence or another record
+    r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) [0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2},[0-9]{3} "
+    r"[A-Za-z_][\w.:-]{0,254} [\w.:#-]{1,255} (?:[\w-]{1,128} (?:/[^\s]{0,255} )?)??(?:[\w.-]{1,255}\.py:[0-9]{1,7} )?- )"
 )
 
 _RAY_REPEATED = regex.compile(
@@ -750,6 +767,18 @@ def _inner(rec: Record, s: str) -> str:
                 rec.level = m["level"]
                 rec.file = "uvicorn"
                 return s[m.end() :]
+            if s[4:5] == " " or s[5:6] == " " or s[7:8] == " " or s[8:9] == " ":
+                m = _RAY_SERVE.match(s)
+                if m:
+                    # Serve's logger, not vLLM's: its level is the application's (a print a
+                    # replica captured is logged at INFO), as under an app-log prefix.
+                    # The component and its id name the source only where no outer wrapper does.
+                    if rec.wrapper is None:
+                        rec.wrapper, rec.unit, rec.host = "ray-serve", m["component"], m["cid"]
+                    rec.time = rec.time or _mmdd(m["ts"])
+                    rec.file = m["file"] or rec.file
+                    s = s[m.end() :]
+                    continue  # a captured stderr line keeps vLLM's own prefix beneath Serve's
         break
     return s
 

@@ -79,6 +79,8 @@ KINDS = {
     "too_long": "a request longer than the model's context (HTTP 400)",
     "swap_exhausted": "V0 SWAP preemption found no free block in vLLM's CPU swap space (--swap-space, not the "
     "OS swap): 'Aborted due to the lack of CPU swap space' ends the engine (catalog/scheduler.py)",
+    "client": "a client's transcript of a request (catalog/requests.py): {status} of a 4xx status line, "
+    "{body} of a response body naming a length limit, {request_max_tokens} the request asked for",
     "preemption": "V0 preemption warning (printed for the 1st, 51st, 101st ...)",
     "stats": "a periodic stats line (V0 or V1)",
     "prefix_hit": "V0 prefix-cache hit-rate line",

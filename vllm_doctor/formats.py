@@ -53,7 +53,7 @@ JSON_FORMATS = frozenset({"journald-json", "docker-json", "loki", "cloudwatch-js
 TRIED = (
     "plain vLLM output, journald (short, short-iso, short-precise, cat, json), docker logs -t, "
     "docker compose, kubectl logs --timestamps / --prefix, Loki logcli, CloudWatch (aws logs tail, "
-    "filter-log-events, CSV export), vLLM JSON logging, Docker json-file, Ray and vLLM process prefixes, "
+    "filter-log-events, CSV export), vLLM JSON logging, Docker json-file, Ray and vLLM process prefixes, Ray Serve's log format, "
     "prefixes that repeat before vLLM's records"
 )
 
@@ -80,6 +80,7 @@ _WRAPPER_FORMAT = {
     "docker-json": "docker-json",
     "learned": "learned prefix",
     "buildkite": "buildkite",
+    "ray-serve": "Ray Serve (LoggingConfig text)",
 }
 
 

@@ -18,10 +18,12 @@ from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Tuple
 
 from ._version import __version__
 from .catalog import Catalog
+from .catalog.requests import client_events, transcript_line
 from .envelopes import _PROC, MAX_RECORD_CHARS, Envelopes, source_key, unwrap
 from .frames import code_tags, looks_like_code
-from .quoted import quoted_document
+from .quoted import prefixed_paste, quoted_document, vllm_record
 from .reassemble import MAX_JOINED, WRAP_MIN_WIDTH, Reassembler, _open_oom, shell_continued
+from .record import Record
 from .rules import BY_NAME, diagnose_run, healthy, new_observers
 from .rules.rule import read_from
 from .sources import ARCHIVE_ERRORS
@@ -41,7 +43,18 @@ class SourceResult:
     tracker: SourceTracker
     summary: SourceSummary
     findings: List[Finding] = field(default_factory=list)
+    #: vLLM's output (records in its own format) of which no catalog pattern knows a message:
+    #: nothing was judged, so the source is "unknown", never "healthy" (quoted.prefixed_paste).
+    unjudged: bool = False
 
+
+#: The note and the headline of a source that is vLLM's output but holds no message the catalog
+#: knows (SourceResult.unjudged).
+UNJUDGED = (
+    "vLLM output (records in vLLM's own format), but no message in it that vllm-doctor knows: "
+    "nothing judged; give the lines around the problem"
+)
+UNJUDGED_TITLE = "vLLM output, but no message in it that vllm-doctor knows"
 
 #: Characters of an internal error's text kept in the verdict.
 MAX_ERROR_CHARS = 200
@@ -92,12 +105,35 @@ class _SourceReader:
         self.summaries = {}
         self.current = None
         self.sniffed = []
+        #: Head lines in vLLM's own record format (quoted.vllm_record), whatever their message.
+        self.head_prefixed = 0
+        #: The input is an HTTP client's transcript (catalog.requests.client_events are read).
+        self.client = False
+        self._head_no = 0
+        self._head_client: List[Tuple[Record, list]] = []
 
     def sniff(self, text: str) -> None:
         """Learn from one of the input's first lines: its wrapper (format detection) and
         prefixes that repeat (:meth:`vllm_doctor.envelopes.Envelopes.sniff`)."""
+        self._head_no += 1  # both paths offer the head's lines in order from line 1
+        if self._head_no <= SNIFF_LINES:
+            # A client's transcript (catalog/requests.py): its status and request lines hold no
+            # catalog literal, so they are read here, from the head both paths sniff alike, and
+            # handed to the tracker in line order (_client_before); past the head they are not read.
+            for rec in (
+                unwrap(self.name, self._head_no, text)
+                if "HTTP/" in text or "max_tokens" in text or "<Resp" in text or "* " in text or "http" in text
+                else ()
+            ):
+                if transcript_line(rec.text):
+                    self.client = True
+                events = client_events(rec)
+                if events:
+                    self._head_client.append((rec, events))
         if len(self.sniffed) < SNIFF_LINES and text.strip():
             self.sniffed.append(self.env.sniff(text))
+            if vllm_record(text):
+                self.head_prefixed += 1
 
     def unwrap(self, lineno: int, text: str):
         """The records of one physical line, read as this input's lines are."""
@@ -140,6 +176,8 @@ class _SourceReader:
     def consume(self, records) -> None:
         for rec in records:
             try:
+                if self._head_client:
+                    self._client_before(rec.lineno)
                 events = self.catalog.recognise(rec)
                 # Only records that can change a tracker choose (or open) a sub-source, so the
                 # pre-filtered path opens the same sub-sources as the plain one.
@@ -160,6 +198,16 @@ class _SourceReader:
                 tracker.feed(rec, events, tags)
             except Exception as exc:  # noqa: BLE001 - one bad record never stops the rest; counted, reported
                 self._error(f"line {rec.lineno}", exc)
+
+    def _client_before(self, lineno: Optional[int]) -> None:
+        """Feed the head's client transcript lines before ``lineno`` (all: None) to the
+        tracker, when the head is a transcript (:func:`~vllm_doctor.catalog.requests.transcript_line`)."""
+        while self._head_client and (lineno is None or self._head_client[0][0].lineno < lineno):
+            rec, events = self._head_client.pop(0)
+            if self.client:
+                tracker = self._tracker(rec)
+                rec.source = tracker.source
+                tracker.feed(rec, events, None)
 
     def _error(self, where: str, exc: BaseException) -> None:
         summary = self.summaries[self.current.source] if self.current is not None else self.orphan_errors
@@ -192,6 +240,7 @@ class _SourceReader:
         self.consume(self.reasm.flush())
         if not self.trackers:
             self._tracker(unwrap(self.name, 0, "")[0])
+        self._client_before(None)
         first = self.summaries[next(iter(self.trackers.values())).source]
         first.evicted_sources = self.evicted_sources
         first.internal_errors += self.orphan_errors.internal_errors
@@ -210,7 +259,10 @@ class _SourceReader:
             plain = fmt == "plain" and not summary.wrappers_seen and not self.live
             # (a web viewer's gutter lines are no lines of the text: w15, w19 and w27 copied from one)
             quoted = quoted_document(tracker, lines - self.env.gutter_lines) if plain else None
-            summary.vllm_output = tracker.vllm_seen and quoted is None
+            # records in vLLM's own format are its output though no pattern knows their message
+            # (a05: one benign warning); read from the head both paths sniff alike
+            prefixed = not tracker.vllm_seen and prefixed_paste(self.head_prefixed, len(self.sniffed), lines)
+            summary.vllm_output = (tracker.vllm_seen or prefixed) and quoted is None
             if quoted is not None:
                 summary.notes.append(quoted)
             summary.runs = len(tracker.runs) + tracker.dropped_runs
@@ -221,6 +273,12 @@ class _SourceReader:
             result = SourceResult(tracker, summary)
             for run in tracker.runs if quoted is None else ():
                 result.findings.extend(self.judge(run, summary))
+            if prefixed and summary.vllm_output and not result.findings:
+                if summary.notes:  # what was not read is said already (unreadable stats lines)
+                    summary.vllm_output = tracker.vllm_seen
+                else:
+                    result.unjudged = True
+                    summary.notes.append(UNJUDGED)
             results.append(result)
         return results
 
@@ -624,7 +682,9 @@ def build_verdict(
         for run in reversed(res.tracker.runs):  # newest first
             runs.append(_run_summary(run, [f for f in res.findings if f.run == run.index]))
         p = primary_finding(res.findings)
-        res.summary.primary_class = p.class_id if p else ("healthy" if res.summary.vllm_output else "unknown")
+        res.summary.primary_class = (
+            p.class_id if p else ("healthy" if res.summary.vllm_output and not res.unjudged else "unknown")
+        )
         if p:
             primaries.append(p)
     sources = [r.summary for r in results]
@@ -634,11 +694,14 @@ def build_verdict(
     best = _headline(results, primaries) if primaries else None
     if best is not None:
         verdict = Verdict(best.class_id, best.code, best.severity, best.title, primary_finding=best)
-    elif any(s.vllm_output for s in sources):
+    elif any(r.summary.vllm_output and not r.unjudged for r in results):
         h = BY_NAME["healthy"]
         notes = [f for r in results for f in r.findings]
         title = serving_title(notes) or _healthy_title(healthy.title(_read_from(results)), notes, select)
         verdict = Verdict("healthy", h.code, "ok", title)
+    elif any(r.unjudged for r in results):
+        u = BY_NAME["unknown"]
+        verdict = Verdict("unknown", u.code, "unknown", UNJUDGED_TITLE)
     else:
         u = BY_NAME["unknown"]
         verdict = Verdict("unknown", u.code, "unknown", "Nothing recognisable as vLLM output in the input")

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Optional
 
 from . import thresholds
+from .envelopes import unwrap
 
 #: How the note on such an input starts (the CLI repeats it on standard error for JSON and
 #: Markdown, as it does "nothing recognisable as vLLM output").
@@ -45,3 +46,26 @@ def quoted_document(tracker, lines: int) -> Optional[str]:
         " record or process prefix (a document, chat or page that quotes them); not diagnosed:"
         " give the server's own log"
     )
+
+
+def vllm_record(text: str) -> bool:
+    """True when one of an input's first lines (:meth:`vllm_doctor.pipeline._SourceReader.sniff`:
+    both reading paths offer the same head) is a record in vLLM's own logger format, its level
+    and time before ``file.py:N]`` (``WARNING 09-18 10:59:09 cache_engine.py:96] ...``,
+    ``(EngineCore_DP0 pid=1) INFO 01-15 06:46:16 [core.py:12] ...``), whatever its message:
+    vLLM printed it, though the catalog may not know what it says."""
+    if "] " not in text and not text.rstrip().endswith("]"):
+        return False
+    return any(rec.vllm_header and rec.level is not None and rec.time is not None for rec in unwrap("", 0, text))
+
+
+def prefixed_paste(prefixed: int, head: int, lines: int) -> bool:
+    """True when an input whose records no catalog pattern knows is still vLLM's output: of the
+    ``head`` first non-blank lines, ``prefixed`` carry vLLM's record prefix (:func:`vllm_record`),
+    and the input is a short paste (fewer than :data:`~vllm_doctor.thresholds.QUOTED_DOC_MIN_LINES`
+    lines) or such records are at least :data:`~vllm_doctor.thresholds.QUOTED_DOC_MAX_SHARE` of
+    its head. A document quoting one such record among pages of prose stays no log (the
+    measure :func:`quoted_document` applies to catalogued messages)."""
+    if prefixed <= 0:
+        return False
+    return lines < thresholds.QUOTED_DOC_MIN_LINES or prefixed >= thresholds.QUOTED_DOC_MAX_SHARE * max(head, 1)

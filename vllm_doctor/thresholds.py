@@ -252,6 +252,12 @@ QUOTED_DOC_MAX_SHARE = 0.05
 #: "Aborted"-style lines fit).
 QUOTED_DOC_TAIL_LINES = 10
 
+# -- A client's transcript of a rejected request (catalog/requests.py, rules/tree.py) ----------
+#: Lines after a client's 4xx status line within which a body naming a length limit is that
+#: response's body (curl -v: a dozen response headers, then the body; a request's max_tokens
+#: is read as far before the status line).
+CLIENT_BODY_LINES = 40
+
 # -- An allocation larger than the device (VD900, rules/impossible_allocation.py) ------------
 #: In the profiling run, whose dummy batch is max_num_batched_tokens tokens, an allocation
 #: grows with that count: the advised count is this share of the most for which the one

@@ -85,7 +85,7 @@ def instance_role(proc: Optional[str], rank: Optional[int]) -> Optional[str]:
 
 #: Patterns of what the operator wrote (a pasted launch command), not of what vLLM printed:
 #: they give configuration but never make an input vLLM output.
-OPERATOR_PATTERNS = frozenset({"launch_command", "offline_llm_call"})
+OPERATOR_PATTERNS = frozenset({"launch_command", "offline_llm_call", "engine_args_repr"})
 #: Patterns of what vLLM prints when it is imported, before any server starts (vllm/platforms/
 #: __init__.py resolve_current_platform_cls_qualname): ``collect_env``, a script or a notebook
 #: that imports vllm prints them too, so after a pasted command they prove no server started
@@ -417,6 +417,9 @@ class SourceTracker:
         #: Environment settings printed after the current run failed: the next run's, if one
         #: starts (breakit6 item 2: an export pasted after the error, before a restart).
         self.pending_env: List[Tuple[Event, Line]] = []
+        #: A client transcript's last 4xx status and request max_tokens: (value, line number).
+        self._client_status: Optional[Tuple[int, int]] = None
+        self._client_request: Optional[Tuple[int, int]] = None
         #: The table-row label each run's stats lines came from (:meth:`_row_run`), by run index.
         self.row_labels: Dict[int, str] = {}
         self._new_run(1)
@@ -794,7 +797,10 @@ class SourceTracker:
             rec.vllm_header
             or vllm_proc
             or any(
-                ev.kind not in GENERIC_KINDS and ev.pattern not in OPERATOR_PATTERNS and not ev.data.get("prose")
+                ev.kind not in GENERIC_KINDS
+                and ev.kind != "client"  # a client's transcript is no vLLM output
+                and ev.pattern not in OPERATOR_PATTERNS
+                and not ev.data.get("prose")
                 for ev in events
             )
         )
@@ -1010,6 +1016,33 @@ class SourceTracker:
 
     def _on_stall(self, run: Run, ev: Event, line: Line) -> None:
         run.stalls.add(ev.data, line, run.phase)
+
+    def _on_client(self, run: Run, ev: Event, line: Line) -> None:
+        """A client's transcript (catalog/requests.py): its 4xx status line and the max_tokens
+        its request asked for are kept; a body naming a length limit within
+        after such a status line may be that
+        response's: a request rejected as too long, seen from the client (``seen_from``), its
+        distance from the status line kept (``body_gap``: the tree judges whether it is that
+        response's). A body, or a tokenizer's warning, with no status line before it is nothing."""
+        d = ev.data
+        if "status" in d:
+            self._client_status = (d["status"], line.lineno)
+            return
+        if "request_max_tokens" in d:
+            self._client_request = (d["request_max_tokens"], line.lineno)
+            return
+        status = self._client_status
+        if status is None or line.lineno < status[1]:
+            return
+        self._client_status = None  # one response, one body
+        data: Dict[str, Any] = {"seen_from": "client", "status": status[0], "variant": "client"}
+        data["body_gap"] = line.lineno - status[1]
+        if "max_model_len" in d:
+            data["max_model_len"] = d["max_model_len"]
+        req = self._client_request
+        if req is not None and req[1] <= status[1]:
+            data["max_tokens"] = req[0]
+        self._add_failure("too_long", data, line, set(), ev.pattern)
 
     def _on_marker(self, run: Run, ev: Event, line: Line) -> None:
         name = ev.data.get("marker") or ev.pattern
@@ -1277,6 +1310,7 @@ _HANDLERS: Dict[str, Callable[[SourceTracker, Run, Event, Line], None]] = {
     "access": SourceTracker._on_access,
     "engine_dead": SourceTracker._on_engine_dead,
     "marker": SourceTracker._on_marker,
+    "client": SourceTracker._on_client,
     "stall": SourceTracker._on_stall,
     "env": SourceTracker._on_env,
 }

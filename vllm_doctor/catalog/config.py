@@ -19,7 +19,9 @@ Sources (``shared/vllm-messages.md`` section 9):
 And the operator's own launch command when it is pasted or echoed beside the log (a bug
 report, a container entrypoint that echoes its command, ``set -x``): ``vllm serve MODEL
 --flag value ...``, ``python -m vllm.entrypoints.openai.api_server --model M ...``, a
-``docker run ... vllm/vllm-openai ...`` line, or the offline ``LLM(model=..., ...)`` call.
+``docker run ... vllm/vllm-openai ...`` line, the offline ``LLM(model=..., ...)`` call, or
+the ``EngineArgs(...)`` / ``AsyncEngineArgs(...)`` repr that code handing them to vLLM prints
+(Ray Serve's vLLM example: ``Starting with engine args: AsyncEngineArgs(...)``).
 Its flags are read with vLLM's own spellings and short aliases
 (``vllm/engine/arg_utils.py`` ``EngineArgs.add_cli_args``: ``-tp``, ``-pp``, ``-dp``,
 ``-q``), sizes like ``32k`` as vLLM reads them (``vllm/utils/argparse_utils.py``
@@ -237,6 +239,16 @@ def _offline_llm(m, rec) -> Optional[Dict[str, Any]]:
     return data
 
 
+def _engine_args(m, rec) -> Optional[Dict[str, Any]]:
+    data = _items(_KWARG_ITEM, m.string[m.end() :])
+    # What was passed to the engine, printed by the operator's code or a framework (Ray Serve's
+    # vLLM example, an integration): as the operator's command, vLLM's own printout of what it
+    # resolved wins where both give a value (max_model_len=None here is "the model's", resolved
+    # later), so it is marked as the command is (tracker.SourceTracker._on_config).
+    data["launch_command"] = True
+    return data
+
+
 def _world(m, rec) -> Dict[str, Any]:
     # The parallel world is TP x PP of one engine: world size 1 means TP 1 and PP 1.
     if not m["world_size"]:
@@ -363,6 +375,19 @@ PATTERNS = [
         None,
         _offline_llm,
         cut_from=r"(?<![\w.])LLM\([^)]*\b(?:model|gpu_memory_utilization|max_model_len)=",
+    ),
+    Pattern(
+        "engine_args_repr",
+        "config",
+        ("EngineArgs(",),
+        # the dataclass's repr, every field as key=value ("AsyncEngineArgs(model='m', ...,
+        # gpu_memory_utilization=0.9, ...)"); a class named like it (MyEngineArgs) is not it
+        r"(?<![\w.])(?:Async)?EngineArgs\((?=\w+=)",
+        "vllm/engine/arg_utils.py EngineArgs / AsyncEngineArgs (dataclass repr, printed by the operator's "
+        "code or a framework: what was passed to the engine)",
+        None,
+        _engine_args,
+        cut_from=r"(?<![\w.])(?:Async)?EngineArgs\(\w+=",
     ),
     Pattern(
         "starting_to_load",

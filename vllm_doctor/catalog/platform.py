@@ -168,6 +168,19 @@ PATTERNS = [
         None,
         _form("cpu_torch"),
     ),
+    # Benign: under WSL, CUDA cannot pin host memory, so vLLM allocates the CPU swap space (and
+    # host buffers) unpinned; copies between host and device are slower, nothing fails. Kept as
+    # a marker no rule alarms on: a record only vLLM prints (a05: the only line of a report).
+    Pattern(
+        "wsl_pin_memory_off",
+        "marker",
+        ("pin_memory=False",),
+        r"Using 'pin_memory=False' as WSL is detected",
+        "vllm/worker/cache_engine.py allocate_cpu_cache (v0.2), vllm/utils.py is_pin_memory_available "
+        "(v0.3-v0.6), vllm/platforms/interface.py Platform.is_pin_memory_available (v0.7+)",
+        None,
+        lambda m, rec: {"marker": "wsl_pin_memory_off"},
+    ),
 ]
 
 

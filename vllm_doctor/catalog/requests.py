@@ -13,6 +13,14 @@ Sources (``shared/vllm-messages.md`` sections 9, 12):
 * ``vllm/v1/engine/processor.py``: ``The decoder prompt (length %d) is longer than the
   maximum model length of %d``; V0 scheduler ``Input prompt (%d tokens) is too long and
   exceeds limit of %d``;
+* a client's transcript of a rejected request (kind ``client``; the tracker puts them together,
+  :meth:`vllm_doctor.tracker.SourceTracker._on_client`): the status line an HTTP client prints
+  for a 4xx response (``curl -v``'s ``< HTTP/1.1 400 Bad Request``, httpie's ``HTTP/1.1 400 Bad
+  Request``, python requests' ``<Response [400]>``), the body naming a length limit that follows
+  it (vLLM's ``maximum context length is N tokens``, a tokenizer's ``Token indices sequence
+  length is longer than the specified maximum sequence length`` that a gateway returned, a
+  ``max_tokens`` complaint), and the ``max_tokens`` the request asked for (``"max_tokens":
+  32769`` in ``curl -d``'s JSON, httpie's ``max_tokens:=32769``);
 * uvicorn access lines for error responses ``INFO:     host:port - "POST /v1/... HTTP/1.1" 500
   Internal Server Error`` (request logging ``Received request ...`` is deliberately not
   recognised: it prints prompts, see :meth:`vllm_doctor.catalog.Catalog.recognise`).
@@ -20,9 +28,52 @@ Sources (``shared/vllm-messages.md`` sections 9, 12):
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Dict, List
 
+import regex
+
+from ..events import Event
+from ..record import Record
 from .pattern import Pattern, default_build
+
+#: Lines that show an input is an HTTP client's transcript (``curl -v``: ``* Connected to``,
+#: ``> POST``, ``< HTTP/1.1``; httpie's ``http POST :8000/...`` command; python requests' repr): its status and request lines are then
+#: read (:func:`client_events`), on every line of it (:func:`vllm_doctor.formats.reads_every_line`:
+#: the pre-filter's literals are not in them, so both paths read such an input line by line).
+_TRANSCRIPT_LINE = regex.compile(
+    r"(?:\* Connected to |\* +Trying |< HTTP/[12]|> (?:POST|GET) /)|.*<Response \[\d{3}\]>"
+    r"|https? (?:--?[\w-]+(?:=\S+)? )*(?:POST |GET |PUT )?(?::\d|[\w.-]+:\d|https?://)"  # httpie's command
+)
+# a 4xx status line (curl -v marks received headers "< "; httpie prints it bare), python requests' repr
+_CLIENT_STATUS = regex.compile(
+    r"(?:< ?)?HTTP/(?:1\.[01]|2(?:\.0)?) (?P<status>4\d\d)(?: [A-Z][\w ]{0,40})?\s*$|.*?<Response \[(?P<status2>4\d\d)\]>"
+)
+# the max_tokens the request asked for: curl -d's JSON or python's json=, httpie's key:=value
+_CLIENT_MAX_TOKENS = regex.compile(r"[\"']max_tokens[\"']\s*:\s*(?P<n>\d{1,9})\b|\bmax_tokens:=(?P<n2>\d{1,9})\b")
+
+
+def transcript_line(text: str) -> bool:
+    """True when ``text`` (one of an input's first lines) is a line only an HTTP client's
+    transcript holds (``curl -v``'s ``* Connected to``, ``< HTTP/1.1 400``, ``> POST /``; a
+    python requests ``<Response [400]>``)."""
+    return _TRANSCRIPT_LINE.match(text.lstrip("$# ")) is not None
+
+
+def client_events(rec: Record) -> List[Event]:
+    """The client transcript's events of one record (kind ``client``): a 4xx status line
+    ``{status}``, the request's ``{request_max_tokens}``. Read only in an input whose first
+    lines are such a transcript (:func:`transcript_line`): elsewhere "HTTP/1.1 400" is prose."""
+    text = rec.text
+    if "HTTP/" in text or "<Response [" in text:
+        m = _CLIENT_STATUS.match(text.strip())
+        if m:
+            return [Event("client", rec, {"status": int(m["status"] or m["status2"])}, pattern="client_status_line")]
+    if "max_tokens" in text:
+        m = _CLIENT_MAX_TOKENS.search(text)
+        if m:
+            n = int(m["n"] or m["n2"])
+            return [Event("client", rec, {"request_max_tokens": n}, pattern="client_request_max_tokens")]
+    return []
 
 
 def _too_long(variant: str):
@@ -139,6 +190,17 @@ PATTERNS = [
         "max_num_batched_tokens) without chunked prefill (0.7.3 scheduler.py:924-932)",
         None,
         _too_long("v0-scheduler"),
+    ),
+    Pattern(
+        "client_length_body",
+        "client",
+        ("aximum sequence length", "maximum context length is"),
+        r"Token indices sequence length is longer than the specified maximum sequence length"
+        r"|maximum context length is (?P<max_model_len>\d+) tokens",
+        "transformers tokenization_utils_base.py (the warning, returned as a body by a gateway); "
+        "vllm/entrypoints/openai/serving_engine.py, vllm/renderers/params.py (the error body)",
+        None,
+        lambda m, rec: {"body": True, **({"max_model_len": int(m["max_model_len"])} if m["max_model_len"] else {})},
     ),
     # Only error responses are recognised: 2xx access lines and request logging are most of
     # a busy log and say nothing a stats line or a startup marker does not (vllm_doctor.prefilter).

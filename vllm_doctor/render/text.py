@@ -213,6 +213,8 @@ def _rstrip_styled(line: str) -> str:
 #: What the headline says in place of severity and confidence when no finding was judged
 #: (nothing recognisable as vLLM output: VD901 without a finding, exit 3).
 NOTHING_JUDGED = "nothing judged: no vLLM output"
+#: The same for vLLM's output of which no message is known (pipeline.UNJUDGED).
+NOTHING_KNOWN = "nothing judged: no known message"
 
 
 def headline_meta(verdict) -> str:
@@ -223,7 +225,7 @@ def headline_meta(verdict) -> str:
     if p is not None:
         return f"{verdict.severity}, {p.confidence} confidence"
     if verdict.primary_class == "unknown":
-        return NOTHING_JUDGED
+        return NOTHING_KNOWN if any(s.vllm_output for s in verdict.sources) else NOTHING_JUDGED
     return verdict.severity
 
 

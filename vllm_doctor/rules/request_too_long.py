@@ -125,7 +125,11 @@ def check(run: Run, failures: Sequence[Failure], phase: str = "runtime") -> List
     L, P = d.get("max_model_len"), d.get("prompt_tokens")
     if L and P is not None:
         facts["max_tokens_that_fit"] = max(0, L - P)
-    if L:
+    if d.get("seen_from") == "client":
+        # a client's transcript: the response's status and body, no server line
+        title = f"A request rejected as too long (HTTP {d.get('status', 400)}, seen from the client"
+        title += f"; it asked for max_tokens={d['max_tokens']})" if d.get("max_tokens") else ")"
+    elif L:
         title = f"Requests over the {L}-token context rejected"
         if d.get("requested_tokens"):
             title += f" ({d['requested_tokens']} tokens asked)"

@@ -367,6 +367,12 @@ def route(f: Failure, run: Run) -> Route:
     if f.kind == "kv_error" and contention.held_at_startup(run, [f]) is not None:
         # remedies2: the card held more than this budget leaves for others when profiling began
         return Route("startup_memory_contention", "startup", "medium")
+    if f.kind == "too_long" and f.data.get("seen_from") == "client":
+        if f.data.get("body_gap", 0) > thresholds.CLIENT_BODY_LINES:
+            return Route(None, "runtime", "low")  # too far from the status line to be its body
+        # a client's transcript (catalog/requests.py): the response, not the server's own line
+        # (a gateway or a tokenizer in front of it may have refused the request)
+        return Route("request_too_long", "runtime", "low")
     if f.kind in SELF_EVIDENT:
         name, phase = SELF_EVIDENT[f.kind]
         return Route(name, phase, "high")
