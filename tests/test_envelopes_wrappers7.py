@@ -245,7 +245,6 @@ def test_a_known_message_beside_them_is_judged_as_ever():
 
 # -- a client's transcript of a request rejected as too long ----------------------------------
 
-from vllm_doctor import thresholds  # noqa: E402
 from vllm_doctor.catalog.requests import transcript_line  # noqa: E402
 
 CURL = [
@@ -316,7 +315,9 @@ def test_a_status_line_outside_a_transcript_is_prose():
     assert v["primary_class"] != "request_too_long"
 
 
-@pytest.mark.parametrize("gap,found", [(thresholds.CLIENT_BODY_LINES, True), (thresholds.CLIENT_BODY_LINES + 1, False)])
+# Literal gaps, so that moving thresholds.CLIENT_BODY_LINES (40) by half either way fails here:
+# a body 30 lines after its status line is its body, one 50 lines after is not.
+@pytest.mark.parametrize("gap,found", [(30, True), (40, True), (41, False), (50, False)])
 def test_the_body_belongs_to_the_status_line_only_close_after_it(gap, found):
     filler = [f"< x-header-{i}: v" for i in range(gap - 1)]
     lines = CURL[:7] + filler + [CURL[-1]]  # the body `gap` lines after the status line
